@@ -1,0 +1,1 @@
+"""migrator/migration"""

@@ -1,0 +1,1 @@
+"""spark_audit"""
