@@ -1,0 +1,42 @@
+# Two commands on a fresh Debian machine: `make demo` and `make test`. Both install what they need.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.zk2kraft-installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PYTHON ?= $(shell command -v python3.13 || command -v python3.12 || command -v python3.11 || command -v python3)
+
+.PHONY: demo test deps system-deps lint bench clean
+
+demo: deps
+	$(VENV)/bin/zk2kraft demo
+
+test: deps
+	$(VENV)/bin/pytest
+
+lint: deps
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+deps: system-deps $(STAMP)
+
+# Debian's ZooKeeper (the real server tests and the demo run) and a JRE (ZooKeeper and Spark).
+system-deps:
+	@if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "$$ZK_HOME" ] || ! command -v java >/dev/null; then \
+		echo "installing Debian's zookeeper and a headless JRE"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless >/dev/null; \
+	fi
+
+$(STAMP): pyproject.toml
+	@"$(PYTHON)" -c 'import sys; assert sys.version_info >= (3, 11), "zk2kraft needs Python >= 3.11"'
+	test -x $(PY) || "$(PYTHON)" -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+bench: deps
+	$(PY) bench/zk_read.py
+	$(PY) bench/log_codec.py
+
+clean:
+	rm -rf $(VENV) .zk2kraft build *.egg-info

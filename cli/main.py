@@ -1,0 +1,149 @@
+"""The `zk2kraft` command: click wiring, Kafka-style config files and one-line errors.
+
+Commands stay thin: they parse options, call `migrator.commands`, and render. Every ZkKraftError
+becomes one line on stderr and its exit code; `-v` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from importlib import metadata
+from typing import Any
+
+import click
+
+from migrator.errors import EXIT_BAD_INPUT, ZkKraftError
+
+# Kafka property names that map onto zk2kraft options, so a controller.properties drops in.
+_PROPERTY_OPTIONS = {
+    "zookeeper.connect": "zookeeper",
+    "metadata.log.dir": "log_dir",
+    "log.dirs": "log_dir",
+    "zookeeper.connection.timeout.ms": "zk_timeout",
+}
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """Java properties: `key=value` or `key: value`, `#`/`!` comments, backslash continuations."""
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise ZkKraftError(f"cannot read --config {path}: {e.strerror}") from None
+    props: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        key, value = (line[:sep], line[sep + 1 :]) if sep >= 0 else (line, "")
+        props[key.strip()] = value.strip()
+    return props
+
+
+def _defaults_from_properties(props: dict[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for prop, option in _PROPERTY_OPTIONS.items():
+        if prop in props and option not in values:
+            value: Any = props[prop]
+            if prop == "log.dirs":
+                value = value.split(",")[0]
+            if prop == "zookeeper.connection.timeout.ms":
+                value = float(value) / 1000.0
+            values[option] = value
+    return values
+
+
+def _default_map(command: click.Command, values: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {p.name: values[p.name] for p in command.params if p.name in values}
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            out[name] = _default_map(sub, values)
+    return out
+
+
+def _version() -> str:
+    try:
+        return metadata.version("zk2kraft")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(_version(), "--version", prog_name="zk2kraft")
+@click.option("-v", "--verbose", is_flag=True, help="Show tracebacks and debug logs.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    envvar="ZK2KRAFT_CONFIG",
+    help="Kafka properties file (zookeeper.connect, metadata.log.dir, ...) giving option defaults.",
+)
+@click.pass_context
+def main(ctx: click.Context, verbose: bool, config_path: str | None) -> None:
+    """Move a Kafka cluster's metadata from ZooKeeper to KRaft (KIP-866) and prove nothing was lost.
+
+    \b
+    Example:
+      zk2kraft check --zookeeper zk1:2181/kafka
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["verbose"] = verbose
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not verbose:
+        logging.getLogger("kazoo").setLevel(logging.CRITICAL)
+    if config_path:
+        ctx.default_map = _default_map(main, _defaults_from_properties(read_properties(config_path)))
+
+
+def _register() -> None:
+    from cli import commands_index
+
+    for command in commands_index.all_commands():
+        main.add_command(command)
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Entry point that turns every operator error into one line and an exit code."""
+    _register()
+    verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
+    try:
+        rv = main.main(args=argv, prog_name="zk2kraft", standalone_mode=False)
+    except ZkKraftError as e:
+        if verbose:
+            traceback.print_exc()
+        click.echo(f"zk2kraft: error: {e}", err=True)
+        return e.exit_code
+    except click.exceptions.Exit as e:
+        return int(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("zk2kraft: aborted", err=True)
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return EXIT_BAD_INPUT if e.exit_code == 2 else e.exit_code
+    except KeyboardInterrupt:
+        click.echo("zk2kraft: interrupted", err=True)
+        return 130
+    except Exception as e:  # noqa: BLE001 - the operator sees one line; -v shows where
+        if verbose:
+            traceback.print_exc()
+        click.echo(f"zk2kraft: internal error: {type(e).__name__}: {e} (run with -v for details)", err=True)
+        return 70
+    # standalone_mode=False turns `Exit(n)` into a return value of n
+    return rv if isinstance(rv, int) else 0
+
+
+def entry() -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    sys.exit(run())

@@ -1,0 +1,74 @@
+"""`zk2kraft zk start|stop|status`: a local ZooKeeper for the demo and rehearsals."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from cli.options import json_option
+from zk_fixtures.server import four_letter, read_state, start_detached, stop_detached
+
+_DATA_DIR = click.option(
+    "--data-dir",
+    default=".zk2kraft/zookeeper",
+    show_default=True,
+    envvar="ZK2KRAFT_ZK_DATA_DIR",
+    type=click.Path(file_okay=False),
+    help="Where the local server keeps its data, config and log.",
+)
+
+
+@click.group()
+def zk() -> None:
+    """A local ZooKeeper server (Debian's package or ZK_HOME) for demos and rehearsals.
+
+    \b
+    Example:
+      export ZK2KRAFT_ZOOKEEPER=$(zk2kraft zk start)
+    """
+
+
+@zk.command()
+@_DATA_DIR
+@click.option("--port", type=int, default=None, help="Client port (default: a free one).")
+def start(data_dir: str, port: int | None) -> None:
+    """Start a standalone server on 127.0.0.1 and print its connect string."""
+    info = start_detached(data_dir, port=port)
+    click.echo(info.connect_string)
+
+
+@zk.command()
+@_DATA_DIR
+def stop(data_dir: str) -> None:
+    """Stop the server started with `zk start`."""
+    if stop_detached(data_dir):
+        click.echo("stopped")
+    else:
+        click.echo("no server running", err=True)
+
+
+@zk.command()
+@_DATA_DIR
+@json_option
+def status(data_dir: str, as_json: bool) -> None:
+    """Show whether the local server runs and what it reports (exit 3 when it does not)."""
+    info = read_state(data_dir)
+    srvr = four_letter(info.host, info.port, "srvr") if info else ""
+    result = {
+        "running": bool(srvr),
+        "connect": info.connect_string if info else None,
+        "pid": info.pid if info else None,
+        "data_dir": info.data_dir if info else data_dir,
+        "server": dict(line.split(": ", 1) for line in srvr.splitlines() if ": " in line),
+    }
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    elif result["running"]:
+        click.echo(
+            f"running at {result['connect']} (pid {result['pid']}, {result['server'].get('Mode', '?')})"
+        )
+    else:
+        click.echo("not running")
+    if not result["running"]:
+        raise click.exceptions.Exit(3)
