@@ -1,0 +1,112 @@
+"""The CLI shell: version, Kafka properties config, one-line errors with documented exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+
+from cli.main import _default_map, _defaults_from_properties, main, read_properties, run
+from migrator.errors import ZkKraftError
+
+ZK2KRAFT = [sys.executable, "-c", "from cli.main import entry; entry()"]
+
+
+def test_properties_format(tmp_path):
+    p = tmp_path / "controller.properties"
+    p.write_text(
+        "# comment\n! also a comment\nzookeeper.connect = zk1:2181,zk2:2181/kafka\n"
+        "metadata.log.dir=/var/kraft\nlisteners: CONTROLLER://:9093\n"
+        "long.value=a,\\\n    b\nnode.id=3000\n"
+    )
+    props = read_properties(str(p))
+    assert props["zookeeper.connect"] == "zk1:2181,zk2:2181/kafka"
+    assert props["metadata.log.dir"] == "/var/kraft"
+    assert props["listeners"] == "CONTROLLER://:9093"
+    assert props["long.value"] == "a,b"
+    assert props["node.id"] == "3000"
+
+
+def test_config_maps_kafka_names_onto_options():
+    values = _defaults_from_properties(
+        {"zookeeper.connect": "zk:2181/k", "log.dirs": "/a,/b", "zookeeper.connection.timeout.ms": "18000"}
+    )
+    assert values == {"zookeeper": "zk:2181/k", "log_dir": "/a", "zk_timeout": 18.0}
+
+    @click.group()
+    def g() -> None:
+        pass
+
+    @g.command()
+    @click.option("--zookeeper")
+    def sub(zookeeper: str) -> None:
+        pass
+
+    assert _default_map(g, values) == {"sub": {"zookeeper": "zk:2181/k"}}
+
+
+def test_missing_config_file_is_one_line_exit_2(capsys):
+    assert run(["--config", "/no/such/file.properties", "zk", "status"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.strip()
+        == "zk2kraft: error: cannot read --config /no/such/file.properties: No such file or directory"
+    )
+
+
+def test_version_and_help():
+    out = subprocess.run([*ZK2KRAFT, "--version"], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("zk2kraft, version ")
+    out = subprocess.run([*ZK2KRAFT, "--help"], capture_output=True, text=True, check=True).stdout
+    assert "zk" in out and "Example" in out
+
+
+def test_usage_error_is_exit_2_without_traceback():
+    proc = subprocess.run([*ZK2KRAFT, "zk", "start", "--port", "notanumber"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "notanumber" in proc.stderr
+
+
+def test_zk_status_of_nothing_is_exit_3(tmp_path):
+    proc = subprocess.run(
+        [*ZK2KRAFT, "zk", "status", "--data-dir", str(tmp_path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 3
+    assert proc.stdout.strip() == "not running"
+
+
+def test_zk_start_status_stop(tmp_path):
+    data = str(tmp_path / "zk")
+    start = subprocess.run(
+        [*ZK2KRAFT, "zk", "start", "--data-dir", data], capture_output=True, text=True, check=True
+    )
+    try:
+        connect = start.stdout.strip()
+        assert connect.startswith("127.0.0.1:")
+        status = subprocess.run(
+            [*ZK2KRAFT, "zk", "status", "--data-dir", data, "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert f'"connect": "{connect}"' in status.stdout and '"running": true' in status.stdout
+    finally:
+        subprocess.run([*ZK2KRAFT, "zk", "stop", "--data-dir", data], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_zkkraft_error_shows_traceback_only_with_v(capsys, verbose):
+    @main.command("boom-test")
+    def boom() -> None:
+        raise ZkKraftError("something specific at /path")
+
+    try:
+        code = run((["-v"] if verbose else []) + ["boom-test"])
+    finally:
+        main.commands.pop("boom-test")
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "zk2kraft: error: something specific at /path" in err
+    assert ("Traceback" in err) is verbose
