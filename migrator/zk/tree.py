@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True, slots=True)
 class ZNode:
     path: str
-    data: bytes | None  # None when the node vanished between listing and reading
+    data: bytes | None  # None for null data (Kafka's Java client creates parent znodes so)
     version: int = 0
     czxid: int = 0
     mzxid: int = 0
     ephemeral_owner: int = 0
     num_children: int = 0
     data_length: int = 0
+    pzxid: int = 0  # zxid of the last change to the child list
 
 
 @dataclass(slots=True)
@@ -31,6 +32,9 @@ class ZkTree(Mapping[str, ZNode]):
     max_zxid: int = 0
     # bytes of each parent's getChildren reply as a Java client would receive it
     children_reply_bytes: dict[str, int] = field(default_factory=dict)
+    # True when every node and child list was read at one zxid (`read_zxid`): a snapshot of the tree
+    consistent: bool = False
+    read_zxid: int = 0
 
     def __getitem__(self, path: str) -> ZNode:
         return self.nodes[path]
@@ -52,8 +56,9 @@ class ZkTree(Mapping[str, ZNode]):
         self.nodes[node.path] = node
         if children is not None:
             self.children[node.path] = children
-        if node.mzxid > self.max_zxid:
-            self.max_zxid = node.mzxid
+        newest = max(node.mzxid, node.pzxid)
+        if newest > self.max_zxid:
+            self.max_zxid = newest
 
 
 def join(parent: str, child: str) -> str:
