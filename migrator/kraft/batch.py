@@ -1,0 +1,588 @@
+"""Kafka record batches v2 (magic 2, CRC-32C), as found in ``__cluster_metadata-0`` segments and snapshots.
+
+Layout (big-endian, reference §3): a 61-byte header followed by ``records_count`` records, each
+``varint length | int8 attributes | varlong timestampDelta | varint offsetDelta | varint keyLength | key |
+varint valueLength | value | varint headerCount | headers``. The CRC covers bytes 21..end.
+
+Errors name the file and the byte position of the bad batch or record: `CorruptLogError` for framing,
+`TruncatedBatchError` (a subclass) when a batch runs past the end of the data — the log layer uses that
+one to cut a torn tail during recovery — and `records.CorruptRecordError` for a bad record value.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from crc32c import crc32c
+
+from migrator.errors import BadInputError
+from migrator.kraft.records import (
+    DECODE_ERRORS,
+    DECODERS,
+    CorruptRecordError,
+    MetadataRecord,
+    OpaqueRecord,
+    _new_record,
+    decode_error_reason,
+    decode_value_at,
+)
+
+__all__ = [
+    "ATTR_CONTROL",
+    "ATTR_TRANSACTIONAL",
+    "BATCH_HEADER_SIZE",
+    "COMPRESSION_NAMES",
+    "LOG_OVERHEAD",
+    "CorruptLogError",
+    "CorruptRecordError",
+    "RecordBatch",
+    "TruncatedBatchError",
+    "decode_batch_records",
+    "encode_batch",
+    "encode_control_batch",
+    "iter_batches",
+]
+
+MAGIC = 2
+#: Bytes before batchLength counts (baseOffset + batchLength).
+LOG_OVERHEAD = 12
+#: Size of the v2 batch header, up to the first record.
+BATCH_HEADER_SIZE = 61
+#: The smallest legal batchLength (a header with no records).
+MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD
+#: Where the CRC-covered part of a batch begins (the attributes field).
+CRC_START = 21
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+ATTR_DELETE_HORIZON = 0x40
+COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+#: Cap on a decompressed records section; KRaft batches are at most a few MiB.
+MAX_DECOMPRESSED = 256 << 20
+#: The smallest possible record: seven one-byte fields with an empty key and value.
+_MIN_RECORD_SIZE = 7
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_PREFIX = struct.Struct(">qiib")
+_PREFIX_LEN = struct.Struct(">qi")
+_CONTROL_KEY = struct.Struct(">hh")
+_AFTER_CRC = struct.Struct(">hiqqqhii")
+
+
+class CorruptLogError(BadInputError):
+    """A record batch or record framing that cannot be trusted; names the file and byte position."""
+
+    def __init__(self, file: str, offset: int, reason: str) -> None:
+        self.file = file
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{file or '<buffer>'}: corrupt record batch at byte {offset}: {reason}")
+
+
+class TruncatedBatchError(CorruptLogError):
+    """A batch whose header or declared length runs past the end of the data (a torn write)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Varints (signed zigzag, Kafka's ByteUtils: varint ≤ 5 bytes, varlong ≤ 10 bytes)
+
+
+class _Frame(Exception):
+    """Raised by the record-framing readers; turned into CorruptLogError with a position."""
+
+
+def _read_varint(buf: Any, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    raw = 0
+    shift = 0
+    start = pos
+    while True:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if pos - start >= max_bytes:
+            raise _Frame(f"varint at byte {start} is longer than {max_bytes} bytes")
+
+
+def _zigzag(n: int) -> bytes:
+    raw = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+_ZZ_TABLE_SIZE = 1 << 14
+#: Zigzag varint bytes of small non-negative ints (record lengths, offset deltas, value lengths).
+_ZZ: list[bytes] = [_zigzag(i) for i in range(_ZZ_TABLE_SIZE)]
+#: For offset delta i: attributes 0, timestampDelta 0, offsetDelta i, keyLength -1 (null key).
+_MID: list[bytes] = [b"\x00\x00" + _ZZ[i] + b"\x01" for i in range(_ZZ_TABLE_SIZE)]
+
+
+def _zz(n: int) -> bytes:
+    return _ZZ[n] if 0 <= n < _ZZ_TABLE_SIZE else _zigzag(n)
+
+
+# ----------------------------------------------------------------------------------------------
+# Batches
+
+
+@dataclass(slots=True)
+class RecordBatch:
+    """One v2 batch header, where it sits, and access to its records (decoded on demand)."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+    position: int
+    file: str = ""
+    buffer: Any = field(default=b"", repr=False, compare=False)
+
+    @property
+    def size(self) -> int:
+        """Bytes the batch occupies, header included."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def end_position(self) -> int:
+        return self.position + self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def compression(self) -> int:
+        """The codec number (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd); see COMPRESSION_NAMES."""
+        return self.attributes & ATTR_COMPRESSION_MASK
+
+    @property
+    def compression_name(self) -> str:
+        return COMPRESSION_NAMES.get(self.compression, f"unknown({self.compression})")
+
+    def raw(self) -> bytes:
+        """The batch's bytes exactly as stored."""
+        return bytes(self.buffer[self.position : self.end_position])
+
+    def records_section(self) -> tuple[bytes, int, int, int]:
+        """(data, start, end, file position of data[0]) of the records, decompressed if needed.
+
+        For an uncompressed batch held in ``bytes`` this is the file buffer itself, not a copy. The file
+        position is -1 for decompressed data (positions inside it are not file positions).
+        """
+        start = self.position + BATCH_HEADER_SIZE
+        end = self.end_position
+        buf = self.buffer
+        codec = self.attributes & ATTR_COMPRESSION_MASK
+        if codec == 0:
+            if type(buf) is bytes:
+                return buf, start, end, 0
+            return bytes(buf[start:end]), 0, end - start, start
+        data = _decompress(codec, bytes(buf[start:end]), self)
+        return data, 0, len(data), -1
+
+    def _records(self) -> list[tuple[int, int, bytes | None, bytes, int]]:
+        """(offset delta, byte position, key, value, value position) of every record."""
+        data, pos, end, base_pos = self.records_section()
+        out: list[tuple[int, int, bytes | None, bytes, int]] = []
+        count = self.records_count
+        if count * _MIN_RECORD_SIZE > end - pos:
+            raise self._corrupt(pos, base_pos, f"claims {count} records but holds only {end - pos} bytes")
+        for _ in range(count):
+            rstart = pos
+            try:
+                length, pos = _read_varint(data, pos)
+                rend = pos + length
+                if length < 6 or rend > end:
+                    raise _Frame(f"record length {length} does not fit the batch")
+                pos += 1
+                _, pos = _read_varint(data, pos, 10)
+                delta, pos = _read_varint(data, pos)
+                klen, pos = _read_varint(data, pos)
+                key = None
+                if klen >= 0:
+                    key = bytes(data[pos : pos + klen])
+                    pos += klen
+                vlen, pos = _read_varint(data, pos)
+                if vlen < 0:
+                    raise _Frame("record has a null value")
+                vpos = pos
+                value = bytes(data[pos : pos + vlen])
+                pos += vlen
+                pos = _skip_headers(data, pos)
+                if pos != rend:
+                    raise _Frame(f"record declares {length} bytes but its fields take {pos - rend + length}")
+            except (_Frame, IndexError) as exc:
+                raise self._corrupt(rstart, base_pos, _frame_reason(exc)) from None
+            out.append((delta, rstart, key, value, vpos))
+        if pos != end:
+            raise self._corrupt(pos, base_pos, f"{end - pos} bytes left over after {count} records")
+        return out
+
+    def _corrupt(self, pos: int, base_pos: int, reason: str) -> CorruptLogError:
+        if base_pos < 0:
+            return CorruptLogError(
+                self.file,
+                self.position,
+                f"decompressed records, byte {pos}: {reason}",
+            )
+        return CorruptLogError(
+            self.file, base_pos + pos, f"record in batch at byte {self.position}: {reason}"
+        )
+
+    def values(self) -> list[bytes]:
+        """The record values in offset order (decompressed)."""
+        return [r[3] for r in self._records()]
+
+    def control_records(self) -> list[tuple[int, bytes]]:
+        """(control type, value) of each record of a control batch."""
+        if not self.is_control:
+            raise ValueError(
+                f"batch at byte {self.position} of {self.file or '<buffer>'} is not a control batch"
+            )
+        out = []
+        for _delta, rpos, key, value, _vpos in self._records():
+            if key is None or len(key) < 4:
+                raise CorruptLogError(
+                    self.file, self.position, f"control record at byte {rpos} has a bad key"
+                )
+            version, ctype = _CONTROL_KEY.unpack_from(key)
+            if version < 0:
+                raise CorruptLogError(
+                    self.file, self.position, f"control record at byte {rpos} has key version {version}"
+                )
+            out.append((ctype, value))
+        return out
+
+
+def _frame_reason(exc: Exception) -> str:
+    if isinstance(exc, IndexError):
+        return "record runs past the end of the batch"
+    return str(exc)
+
+
+def _skip_headers(data: Any, pos: int) -> int:
+    b = data[pos]
+    if b == 0:
+        return pos + 1
+    count, pos = _read_varint(data, pos)
+    if count < 0:
+        raise _Frame(f"negative header count {count}")
+    for _ in range(count):
+        klen, pos = _read_varint(data, pos)
+        if klen < 0:
+            raise _Frame("record header with a null key")
+        pos += klen
+        vlen, pos = _read_varint(data, pos)
+        if vlen > 0:
+            pos += vlen
+    return pos
+
+
+def _decompress(codec: int, data: bytes, batch: RecordBatch) -> bytes:
+    """The records section of a compressed batch, through the codec's library if it is installed."""
+    name = COMPRESSION_NAMES.get(codec)
+    if name is None:
+        raise CorruptLogError(batch.file, batch.position, f"unknown compression codec {codec}")
+    try:
+        if codec == 1:
+            d = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+            out = d.decompress(data, MAX_DECOMPRESSED)
+            if d.unconsumed_tail:
+                raise CorruptLogError(
+                    batch.file, batch.position, f"gzip records expand beyond {MAX_DECOMPRESSED} bytes"
+                )
+            return out
+        if codec == 2:
+            return _snappy_decompress(data, batch)
+        if codec == 3:
+            lz4_frame = _import_codec("lz4.frame", "lz4", batch)
+            return bytes(lz4_frame.decompress(data))
+        zstd = _import_codec("zstandard", "zstandard", batch)
+        return bytes(zstd.ZstdDecompressor().decompressobj().decompress(data))
+    except CorruptLogError:
+        raise
+    except Exception as exc:
+        raise CorruptLogError(
+            batch.file, batch.position, f"cannot decompress {name} records: {exc}"
+        ) from None
+
+
+def _import_codec(module: str, package: str, batch: RecordBatch) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise BadInputError(
+            f"{batch.file or '<buffer>'}: batch at byte {batch.position} is compressed with "
+            f"{COMPRESSION_NAMES[batch.compression]}; install the Python package {package!r} to read it"
+        ) from None
+
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+
+
+def _snappy_decompress(data: bytes, batch: RecordBatch) -> bytes:
+    """Kafka writes snappy in xerial's framing (magic, two versions, then int32-sized blocks)."""
+    snappy = _import_codec("snappy", "python-snappy", batch)
+    if not data.startswith(_XERIAL_MAGIC):
+        return bytes(snappy.decompress(data))
+    pos = 16
+    out = []
+    while pos < len(data):
+        (size,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        out.append(snappy.decompress(data[pos : pos + size]))
+        pos += size
+    return b"".join(out)
+
+
+def iter_batches(
+    buf: bytes | bytearray | memoryview, file: str = "", start: int = 0, verify_crc: bool = True
+) -> Iterator[RecordBatch]:
+    """Walk the v2 batches in ``buf`` from byte ``start`` to the end.
+
+    Raises TruncatedBatchError for a header or batch cut off by the end of the data, CorruptLogError
+    for anything else wrong (length, magic, CRC, record count); both name ``file`` and the byte.
+    """
+    if type(buf) is bytearray:
+        buf = bytes(buf)
+    view = memoryview(buf)
+    total = len(buf)
+    pos = start
+    unpack_header = _HEADER.unpack_from
+    while pos < total:
+        remaining = total - pos
+        if remaining < BATCH_HEADER_SIZE:
+            if remaining >= LOG_OVERHEAD:
+                _, length = _PREFIX_LEN.unpack_from(buf, pos)
+                if length < MIN_BATCH_LENGTH:
+                    raise CorruptLogError(
+                        file, pos, f"batch length {length} is below the minimum {MIN_BATCH_LENGTH}"
+                    )
+            raise TruncatedBatchError(
+                file, pos, f"only {remaining} bytes remain, less than a {BATCH_HEADER_SIZE}-byte batch header"
+            )
+        h = unpack_header(buf, pos)
+        length = h[1]
+        if length < MIN_BATCH_LENGTH:
+            raise CorruptLogError(file, pos, f"batch length {length} is below the minimum {MIN_BATCH_LENGTH}")
+        size = length + LOG_OVERHEAD
+        if size > remaining:
+            raise TruncatedBatchError(
+                file, pos, f"batch length {length} runs past the end of the data ({remaining} bytes remain)"
+            )
+        if h[3] != MAGIC:
+            raise CorruptLogError(file, pos, f"unsupported magic {h[3]} (expected {MAGIC})")
+        if verify_crc:
+            computed = crc32c(view[pos + CRC_START : pos + size])
+            if computed != h[4]:
+                raise CorruptLogError(
+                    file, pos, f"CRC mismatch (stored 0x{h[4]:08x}, computed 0x{computed:08x})"
+                )
+        if h[12] < 0:
+            raise CorruptLogError(file, pos, f"negative record count {h[12]}")
+        if h[6] < 0:
+            raise CorruptLogError(file, pos, f"negative last offset delta {h[6]}")
+        yield RecordBatch(*h, pos, file, buf)
+        pos += size
+
+
+# ----------------------------------------------------------------------------------------------
+# Decoding a batch's metadata records (the log layer's hot path)
+
+
+def decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord | OpaqueRecord]]:
+    """(absolute offset, record) for every metadata record of a data batch, decoded in place.
+
+    Control batches hold no metadata records: use RecordBatch.control_records() for them.
+    """
+    if batch.attributes & ATTR_CONTROL:
+        raise ValueError(
+            f"batch at byte {batch.position} of {batch.file or '<buffer>'} is a control batch; "
+            "use control_records()"
+        )
+    data, pos, end, base_pos = batch.records_section()
+    count = batch.records_count
+    if count * _MIN_RECORD_SIZE > end - pos:
+        raise batch._corrupt(pos, base_pos, f"claims {count} records but holds only {end - pos} bytes")
+    base = batch.base_offset
+    out: list[tuple[int, MetadataRecord | OpaqueRecord]] = []
+    append = out.append
+    dec_get = DECODERS.get
+    new = _new_record
+    rstart = pos
+    vpos = pos
+    vend = -1
+    delta = 0
+    try:
+        for _ in range(count):
+            rstart = pos
+            vend = -1
+            # length (zigzag varint)
+            b = data[pos]
+            if b < 128:
+                rend = pos + 1 + ((b >> 1) ^ -(b & 1))
+                pos += 2  # the length byte and the attributes byte
+            else:
+                length, pos = _read_varint(data, pos)
+                rend = pos + length
+                pos += 1
+            # timestampDelta (varlong)
+            if data[pos] < 128:
+                pos += 1
+            else:
+                _, pos = _read_varint(data, pos, 10)
+            # offsetDelta
+            b = data[pos]
+            if b < 128:
+                delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                delta, pos = _read_varint(data, pos)
+            # keyLength (null for metadata records)
+            if data[pos] == 1:
+                pos += 1
+            else:
+                klen, pos = _read_varint(data, pos)
+                if klen > 0:
+                    pos += klen
+            # valueLength
+            b = data[pos]
+            if b < 128:
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                vlen, pos = _read_varint(data, pos)
+            if vlen < 0:
+                raise _Frame("record has a null value")
+            vpos = pos
+            pos += vlen
+            ve = pos
+            # headerCount
+            if data[pos] == 0:
+                pos += 1
+            else:
+                pos = _skip_headers(data, pos)
+            if pos != rend:
+                raise _Frame(f"record length disagrees with its fields by {pos - rend} bytes")
+            vend = ve
+            # the value: frame version 1, apiKey, version, body
+            api = data[vpos + 1]
+            ver = data[vpos + 2]
+            if data[vpos] == 1 and api < 128 and ver < 128 and vlen >= 3:
+                decoder = dec_get((api << 16) | ver)
+                if decoder is not None:
+                    append((base + delta, new(api, ver, decoder(data, vpos + 3, vend))))
+                    continue
+            append(
+                (base + delta, decode_value_at(data, vpos, vend, _where(batch, base + delta, vpos, base_pos)))
+            )
+    except _Frame as exc:
+        raise batch._corrupt(rstart, base_pos, str(exc)) from None
+    except CorruptRecordError:
+        raise
+    except DECODE_ERRORS as exc:
+        if vend < 0:
+            raise batch._corrupt(rstart, base_pos, "record runs past the end of the batch") from None
+        raise CorruptRecordError(
+            _where(batch, base + delta, vpos, base_pos), decode_error_reason(exc, vend - vpos)
+        ) from None
+    if pos != end:
+        raise batch._corrupt(pos, base_pos, f"{end - pos} bytes left over after {count} records")
+    return out
+
+
+def _where(batch: RecordBatch, offset: int, vpos: int, base_pos: int) -> str:
+    place = f"byte {base_pos + vpos}" if base_pos >= 0 else f"batch at byte {batch.position}"
+    return f"{batch.file or '<buffer>'}: record at offset {offset} ({place})"
+
+
+# ----------------------------------------------------------------------------------------------
+# Encoding
+
+
+def _header(
+    base_offset: int, epoch: int, attributes: int, count: int, timestamp_ms: int, records: bytes
+) -> bytes:
+    tail = _AFTER_CRC.pack(attributes, count - 1, timestamp_ms, timestamp_ms, -1, -1, -1, count)
+    crc = crc32c(records, crc32c(tail))
+    return _PREFIX.pack(base_offset, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(records), epoch, MAGIC) + (
+        struct.pack(">I", crc) + tail
+    )
+
+
+def encode_batch(base_offset: int, epoch: int, values: Sequence[bytes], timestamp_ms: int) -> bytes:
+    """An uncompressed data batch of ``values`` (null keys, no headers) at ``base_offset``."""
+    n = len(values)
+    if n == 0:
+        raise ValueError("a record batch needs at least one record")
+    parts: list[bytes] = []
+    extend = parts.extend
+    zz = _ZZ
+    mid = _MID
+    small = _ZZ_TABLE_SIZE
+    for i, v in enumerate(values):
+        ln = len(v)
+        m = mid[i] if i < small else b"\x00\x00" + _zigzag(i) + b"\x01"
+        zl = zz[ln] if ln < small else _zigzag(ln)
+        total = len(m) + len(zl) + ln + 1
+        extend((zz[total] if total < small else _zigzag(total), m, zl, v, b"\x00"))
+    records = b"".join(parts)
+    return _header(base_offset, epoch, 0, n, timestamp_ms, records) + records
+
+
+def encode_control_batch(
+    base_offset: int, epoch: int, records: Sequence[tuple[int, bytes]], timestamp_ms: int
+) -> bytes:
+    """A control batch (attribute 0x20): each record's key is int16 version 0 + int16 type."""
+    n = len(records)
+    if n == 0:
+        raise ValueError("a control batch needs at least one record")
+    parts: list[bytes] = []
+    for i, (ctype, value) in enumerate(records):
+        body = (
+            b"\x00\x00"
+            + _zz(i)
+            + _zz(4)
+            + _CONTROL_KEY.pack(0, ctype)
+            + _zz(len(value))
+            + bytes(value)
+            + b"\x00"
+        )
+        parts.append(_zz(len(body)))
+        parts.append(body)
+    data = b"".join(parts)
+    return _header(base_offset, epoch, ATTR_CONTROL, n, timestamp_ms, data) + data
