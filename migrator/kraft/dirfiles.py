@@ -1,0 +1,259 @@
+"""The small text files of a KRaft metadata log directory, in Kafka's own formats.
+
+`meta.properties` (v0 from ZooKeeper-mode brokers, v1 from KRaft nodes), `leader-epoch-checkpoint`,
+`partition.metadata` and `quorum-state`. Each writer goes through a `.tmp` file, fsync and an atomic
+rename, as Kafka does, so a crash leaves either the old or the new file, never half of one.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from migrator.errors import BadInputError, UnreachableError
+
+META_PROPERTIES = "meta.properties"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+QUORUM_STATE = "quorum-state"
+# Uuid.METADATA_TOPIC_ID == Uuid.ONE_UUID, the fixed topic id of __cluster_metadata.
+METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file durable: the directory entry lives in the directory."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write `path` via `path.tmp`, fsync, rename and fsync the directory (Kafka's AtomicMoveWithFallback)."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except PermissionError as e:
+        raise UnreachableError(f"cannot write {path}: {e.strerror}") from None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInputError(f"{path}: not a text file") from None
+    except PermissionError as e:
+        raise UnreachableError(f"cannot read {path}: {e.strerror}") from None
+
+
+def random_kafka_uuid() -> str:
+    """A random Uuid as Kafka's `Uuid.randomUuid()` makes it: never one starting with '-' (CLI-unsafe)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+        if not text.startswith("-"):
+            return text
+
+
+# ---------------------------------------------------------------------------------------------------
+# meta.properties
+
+
+@dataclass(frozen=True)
+class MetaProperties:
+    """`meta.properties`: v1 is written by KRaft nodes, v0 by ZooKeeper-mode brokers (`broker.id`)."""
+
+    version: int
+    node_id: int
+    cluster_id: str | None
+    directory_id: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java `Properties.load` for the subset Kafka writes: comments, `key=value`, `key: value`, escapes."""
+    props: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        seps = [i for i in (line.find("="), line.find(":")) if i >= 0]
+        sep = min(seps) if seps else -1
+        key, value = (line[:sep], line[sep + 1 :]) if sep >= 0 else (line, "")
+        props[key.strip().replace("\\:", ":").replace("\\=", "=")] = value.strip().replace("\\\\", "\\")
+    return props
+
+
+def _int_prop(props: dict[str, str], key: str, path: Path) -> int:
+    try:
+        return int(props[key])
+    except ValueError:
+        raise BadInputError(f"{path}: {key}={props[key]!r} is not an integer") from None
+
+
+def read_meta_properties(path: Path) -> MetaProperties:
+    """Read v0 (`broker.id`) or v1 (`node.id`, `cluster.id` required) `meta.properties`."""
+    if not path.exists():
+        raise BadInputError(f"{path}: missing (not a Kafka log directory, or not formatted)")
+    props = parse_properties(_read_text(path))
+    if "version" not in props:
+        raise BadInputError(f"{path}: no version= line")
+    version = _int_prop(props, "version", path)
+    if version == 0:
+        id_key = "broker.id" if "broker.id" in props else "node.id"
+    elif version == 1:
+        id_key = "node.id"
+        if not props.get("cluster.id"):
+            raise BadInputError(f"{path}: version 1 requires cluster.id")
+    else:
+        raise BadInputError(f"{path}: unsupported meta.properties version {version} (known: 0, 1)")
+    if id_key not in props:
+        raise BadInputError(f"{path}: version {version} requires {id_key}")
+    known = {"version", "broker.id", "node.id", "cluster.id", "directory.id"}
+    return MetaProperties(
+        version=version,
+        node_id=_int_prop(props, id_key, path),
+        cluster_id=props.get("cluster.id") or None,
+        directory_id=props.get("directory.id") or None,
+        extra={k: v for k, v in props.items() if k not in known},
+    )
+
+
+def write_meta_properties(path: Path, meta: MetaProperties) -> None:
+    """Write v1 the way Kafka's `PropertiesUtils.writePropertiesFile` does (a dated comment header)."""
+    if meta.version != 1 or meta.cluster_id is None:
+        raise ValueError("zk2kraft writes meta.properties version 1 with a cluster.id")
+    lines = ["#", "#" + time.strftime("%a %b %d %H:%M:%S %Z %Y")]
+    values = {
+        "cluster.id": meta.cluster_id,
+        "directory.id": meta.directory_id or random_kafka_uuid(),
+        "node.id": str(meta.node_id),
+        "version": "1",
+        **meta.extra,
+    }
+    lines += [f"{k}={v}" for k, v in sorted(values.items())]
+    atomic_write(path, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# leader-epoch-checkpoint
+
+
+def read_leader_epochs(path: Path) -> list[tuple[int, int]]:
+    """`leader-epoch-checkpoint`: version line 0, entry count, then `epoch startOffset` lines."""
+    lines = _read_text(path).splitlines()
+    if len(lines) < 2:
+        raise BadInputError(f"{path}: too short for a checkpoint (need version and count lines)")
+    if lines[0].strip() != "0":
+        raise BadInputError(f"{path}: unsupported checkpoint version {lines[0].strip()!r} (known: 0)")
+    try:
+        count = int(lines[1])
+    except ValueError:
+        raise BadInputError(f"{path}: line 2: entry count {lines[1]!r} is not an integer") from None
+    body = [line for line in lines[2:] if line.strip()]
+    if len(body) != count:
+        raise BadInputError(f"{path}: header says {count} entries, file has {len(body)}")
+    entries: list[tuple[int, int]] = []
+    for n, line in enumerate(body, start=3):
+        parts = line.split()
+        try:
+            epoch, start = int(parts[0]), int(parts[1])
+            if len(parts) != 2:
+                raise ValueError
+        except (ValueError, IndexError):
+            raise BadInputError(f"{path}: line {n}: expected 'epoch startOffset', got {line!r}") from None
+        if entries and (epoch <= entries[-1][0] or start < entries[-1][1]):
+            raise BadInputError(f"{path}: line {n}: epochs and offsets must increase, got {line!r}")
+        entries.append((epoch, start))
+    return entries
+
+
+def write_leader_epochs(path: Path, entries: list[tuple[int, int]]) -> None:
+    text = f"0\n{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)
+    atomic_write(path, text.encode("ascii"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# partition.metadata
+
+
+def read_partition_metadata(path: Path) -> str:
+    """Return the topic id of `partition.metadata` ("version: 0\\ntopic_id: <id>")."""
+    fields: dict[str, str] = {}
+    for line in _read_text(path).splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            fields[k.strip()] = v.strip()
+    if fields.get("version") != "0" or "topic_id" not in fields:
+        raise BadInputError(f"{path}: expected 'version: 0' and a topic_id line")
+    return fields["topic_id"]
+
+
+def write_partition_metadata(path: Path, topic_id: str = METADATA_TOPIC_ID) -> None:
+    atomic_write(path, f"version: 0\ntopic_id: {topic_id}".encode("ascii"))
+
+
+# ---------------------------------------------------------------------------------------------------
+# quorum-state
+
+
+@dataclass(frozen=True)
+class QuorumState:
+    """Raft election state; zk2kraft writes v0 (static voters, kraft.version 0) as a sole voter."""
+
+    leader_id: int
+    leader_epoch: int
+    voted_id: int = -1
+    voters: tuple[int, ...] = ()
+    data_version: int = 0
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def read_quorum_state(path: Path) -> QuorumState:
+    try:
+        data = json.loads(_read_text(path))
+    except json.JSONDecodeError as e:
+        raise BadInputError(f"{path}: not JSON ({e.msg} at char {e.pos})") from None
+    if not isinstance(data, dict) or "leaderEpoch" not in data:
+        raise BadInputError(f"{path}: not a quorum-state document (no leaderEpoch)")
+    try:
+        return QuorumState(
+            leader_id=int(data.get("leaderId", -1)),
+            leader_epoch=int(data["leaderEpoch"]),
+            voted_id=int(data.get("votedId", -1)),
+            voters=tuple(int(v["voterId"]) for v in data.get("currentVoters") or []),
+            data_version=int(data.get("data_version", 0)),
+            raw=data,
+        )
+    except (TypeError, ValueError, KeyError) as e:
+        raise BadInputError(f"{path}: malformed quorum-state field ({e})") from None
+
+
+def write_quorum_state(path: Path, state: QuorumState) -> None:
+    """Kafka's FileQuorumStateStore: JSON to `quorum-state.tmp`, then an atomic move."""
+    data = {
+        "clusterId": "",
+        "leaderId": state.leader_id,
+        "leaderEpoch": state.leader_epoch,
+        "votedId": state.voted_id,
+        "appliedOffset": 0,
+        "currentVoters": [{"voterId": v} for v in state.voters],
+        "data_version": 0,
+    }
+    atomic_write(path, json.dumps(data, separators=(",", ":")).encode("utf-8"))

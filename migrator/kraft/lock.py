@@ -1,0 +1,142 @@
+"""One writer per log directory: an flock'd lock file that names its holder.
+
+The holder (pid, host, command line, since when) is written into the lock file after the lock is taken,
+so a refused second writer can tell the operator exactly who is in the way. The kernel drops the flock
+when the holder dies, so a stale file left by a killed process never blocks anyone.
+
+Kafka itself locks `<log-dir>/.lock` with a POSIX record lock (Java's FileChannel.tryLock). The writer
+takes that lock too, so zk2kraft also refuses to write into the directory of a running Kafka node.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from migrator.errors import FencedError, UnreachableError
+
+LOCK_FILE = "zk2kraft.lock"
+KAFKA_LOCK_FILE = ".lock"
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    pid: int
+    host: str
+    command: str
+    since: str
+
+    def describe(self) -> str:
+        return f"pid {self.pid} on {self.host} since {self.since} ({self.command})"
+
+
+def _command_line() -> str:
+    try:
+        raw = Path(f"/proc/{os.getpid()}/cmdline").read_bytes()
+        args = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+    except OSError:
+        args = list(sys.argv)
+    return " ".join(args) or sys.executable
+
+
+def read_holder(path: Path) -> LockHolder | None:
+    """Who wrote the lock file last, or None when it is empty or unreadable."""
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return LockHolder(int(data["pid"]), str(data["host"]), str(data["command"]), str(data["since"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class WriterLock:
+    """The exclusive writer lock of one log directory; release it with `release()` or `with`."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.path = log_dir / LOCK_FILE
+        self._fd: int | None = None
+        self._kafka_fd: int | None = None
+
+    def acquire(self) -> WriterLock:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise UnreachableError(f"cannot open lock file {self.path}: {e.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = self._wait_for_holder()
+            who = holder.describe() if holder else "a process that has not written its name yet"
+            raise FencedError(
+                f"log directory {self.log_dir} is locked by another writer: {who}; lock file {self.path}"
+            ) from None
+        self._fd = fd
+        try:
+            self._lock_kafka()
+            holder = LockHolder(
+                pid=os.getpid(),
+                host=socket.gethostname(),
+                command=_command_line(),
+                since=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            )
+            body = json.dumps(holder.__dict__).encode("utf-8") + b"\n"
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, body, 0)
+            os.fsync(fd)
+        except BaseException:
+            self.release()
+            raise
+        return self
+
+    def _wait_for_holder(self) -> LockHolder | None:
+        # The holder writes its name right after taking the lock; give it a moment to do so.
+        for _ in range(20):
+            holder = read_holder(self.path)
+            if holder is not None:
+                return holder
+            time.sleep(0.025)
+        return None
+
+    def _lock_kafka(self) -> None:
+        kafka_lock = self.log_dir / KAFKA_LOCK_FILE
+        try:
+            kfd = os.open(kafka_lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise UnreachableError(f"cannot open {kafka_lock}: {e.strerror}") from None
+        try:
+            fcntl.lockf(kfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(kfd)
+            if e.errno in (errno.EACCES, errno.EAGAIN):
+                raise FencedError(
+                    f"log directory {self.log_dir} is in use by a running Kafka node ({kafka_lock} is locked)"
+                ) from None
+            raise UnreachableError(f"cannot lock {kafka_lock}: {e.strerror}") from None
+        self._kafka_fd = kfd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Drop both locks. The lock file stays (removing it would race a new holder's open)."""
+        for attr in ("_kafka_fd", "_fd"):
+            fd = getattr(self, attr)
+            if fd is not None:
+                setattr(self, attr, None)
+                os.close(fd)
+
+    def __enter__(self) -> WriterLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
