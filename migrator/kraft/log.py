@@ -1,0 +1,824 @@
+"""The metadata log directory as Kafka lays it out: `<log-dir>/__cluster_metadata-0/%020d.log` segments.
+
+One writer at a time holds `WriterLock`; readers need no lock and never modify a file. A writable open
+recovers the last segment: a torn tail (a batch cut short by a crash, or zero/garbage bytes after the
+last valid batch) is truncated and the dropped bytes are reported. A damaged batch with valid data after
+it is never skipped: it raises CorruptLogError naming the file and byte offset.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from migrator.errors import BadInputError, FencedError, UnreachableError
+from migrator.kraft import dirfiles
+from migrator.kraft.batch import (
+    CorruptLogError,
+    RecordBatch,
+    TruncatedBatchError,
+    decode_batch_records,
+    encode_batch,
+    encode_control_batch,
+    iter_batches,
+)
+from migrator.kraft.control import LeaderChange, Voter, decode_control_record, encode_control_record
+from migrator.kraft.dirfiles import MetaProperties
+from migrator.kraft.image import ImageBuilder, ReplayResult
+from migrator.kraft.lock import WriterLock
+from migrator.kraft.records import CorruptRecordError, MetadataRecord, OpaqueRecord, encode_value
+from migrator.kraft.snapshot import (
+    list_snapshots,
+    parse_snapshot_name,
+    read_snapshot,
+    remove_partial_snapshots,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BATCH_RECORDS",
+    "DEFAULT_SEGMENT_BYTES",
+    "MAX_BATCH_BYTES",
+    "METADATA_PARTITION",
+    "Damage",
+    "FileCheck",
+    "LoadedImage",
+    "MetadataLog",
+    "OffsetOrderError",
+    "OpenReport",
+    "Segment",
+    "VerifyReport",
+    "verify_log",
+]
+
+METADATA_PARTITION = "__cluster_metadata-0"
+#: metadata.log.segment.bytes default (1 GiB).
+DEFAULT_SEGMENT_BYTES = 1 << 30
+#: QuorumController.MAX_RECORDS_PER_BATCH.
+DEFAULT_MAX_BATCH_RECORDS = 10_000
+#: KafkaRaftClient.MAX_BATCH_SIZE_BYTES.
+MAX_BATCH_BYTES = 8 << 20
+#: Segments up to this size are read into memory; larger ones are mapped.
+_READ_LIMIT = 64 << 20
+_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+# Per-record framing overhead bound (length, attributes, deltas, key, value length, headers).
+_RECORD_OVERHEAD = 24
+_BATCH_OVERHEAD = 61
+
+
+class OffsetOrderError(CorruptLogError):
+    """CRC-valid batches whose offsets go backwards: damage, never a torn tail."""
+
+
+@dataclass
+class Segment:
+    base_offset: int
+    path: Path
+
+
+@dataclass
+class OpenReport:
+    """What opening the log found and did."""
+
+    log_dir: str
+    created: bool
+    segments: int
+    log_start_offset: int
+    end_offset: int
+    truncated_bytes: int = 0  # torn-tail bytes dropped (writable) or that would be dropped (read-only)
+    truncated_file: str | None = None
+    truncated_at: int | None = None  # byte position of the torn tail in truncated_file
+
+
+@dataclass
+class _Scan:
+    valid_end: int
+    next_offset: int
+    last_epoch: int | None
+    last_timestamp: int | None
+    torn_at: int | None
+    torn_bytes: int
+    torn_reason: str | None
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}.log"
+
+
+def _load(path: Path) -> bytes | mmap.mmap:
+    """A segment's bytes: read when small, mapped read-only when large (file positions stay exact)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            if size == 0:
+                return b""
+            if size <= _READ_LIMIT:
+                return f.read()
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except FileNotFoundError:
+        raise UnreachableError(f"{path}: segment disappeared while reading (log cleaned up?)") from None
+    except PermissionError as e:
+        raise UnreachableError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _valid_batch_after(buf: bytes | mmap.mmap, start: int, file: str) -> int | None:
+    """Position of the first CRC-valid batch at or after `start`, or None: decides torn tail vs damage."""
+    total = len(buf)
+    pos = start
+    while True:
+        # magic (2) sits at byte 16 of every batch; only positions with it can start one.
+        hit = buf.find(b"\x02", pos + 16)
+        if hit < 0:
+            return None
+        cand = hit - 16
+        if cand + _BATCH_OVERHEAD <= total:
+            try:
+                batch = next(iter_batches(buf, file, cand), None)
+            except CorruptLogError:
+                batch = None
+            if batch is not None and batch.records_count > 0:
+                return cand
+        pos = cand + 1
+
+
+def scan_segment(
+    path: Path, buf: bytes | mmap.mmap, base_offset: int, expect_offset: int | None, last: bool
+) -> _Scan:
+    """Check every batch of a segment (CRC, framing, increasing offsets) and find its valid end.
+
+    In the last segment, damage with no valid batch after it is a torn tail; anywhere else it raises.
+    """
+    file = str(path)
+    pos = 0
+    next_offset = base_offset if expect_offset is None else max(base_offset, expect_offset)
+    last_epoch = None
+    last_ts = None
+    try:
+        for batch in iter_batches(buf, file):
+            if batch.base_offset < next_offset:
+                raise OffsetOrderError(
+                    file,
+                    batch.position,
+                    f"batch base offset {batch.base_offset} is below the expected offset {next_offset} "
+                    "(offsets must increase)",
+                )
+            next_offset = batch.next_offset
+            last_epoch = batch.partition_leader_epoch
+            last_ts = batch.max_timestamp
+            pos = batch.end_position
+    except OffsetOrderError:
+        raise
+    except TruncatedBatchError as e:
+        if not last:
+            raise CorruptLogError(file, e.offset, f"{e.reason} (not the last segment)") from None
+        return _Scan(pos, next_offset, last_epoch, last_ts, e.offset, len(buf) - e.offset, e.reason)
+    except CorruptLogError as e:
+        after = _valid_batch_after(buf, pos + 1, file)
+        if not last or after is not None:
+            where = (
+                f"; a valid batch follows at byte {after}" if after is not None else " (not the last segment)"
+            )
+            raise CorruptLogError(file, e.offset, f"{e.reason}{where}") from None
+        return _Scan(pos, next_offset, last_epoch, last_ts, e.offset, len(buf) - e.offset, e.reason)
+    return _Scan(pos, next_offset, last_epoch, last_ts, None, 0, None)
+
+
+class MetadataLog:
+    """A `__cluster_metadata-0` partition directory: append (writer), read and recover."""
+
+    def __init__(self) -> None:
+        self.log_dir: Path
+        self.partition_dir: Path
+        self.writable = False
+        self.meta: MetaProperties | None = None
+        self.segment_bytes = DEFAULT_SEGMENT_BYTES
+        self.segments: list[Segment] = []
+        self.report: OpenReport
+        self._end_offset = 0
+        self._active_end = 0  # valid bytes in the last segment
+        self._epochs: list[tuple[int, int]] = []
+        self._last_timestamp: int | None = None
+        self._lock: WriterLock | None = None
+        self._active_file: BinaryIO | None = None
+        self._single = False
+        self._quorum_epoch = -1
+        self._closed = False
+
+    # -- opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        log_dir: str | os.PathLike[str],
+        writable: bool = False,
+        cluster_id: str | None = None,
+        node_id: int | None = None,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+    ) -> MetadataLog:
+        """Open `log_dir` (the metadata log dir, its `__cluster_metadata-0`, or one `.log` segment).
+
+        A writable open takes the writer lock, formats a missing directory (needs `cluster_id` and
+        `node_id`) and recovers a torn tail. A read-only open changes nothing on disk.
+        """
+        if segment_bytes < 1:
+            raise BadInputError(f"segment size must be positive, got {segment_bytes}")
+        log = cls()
+        log.segment_bytes = segment_bytes
+        log.writable = writable
+        path = Path(log_dir)
+        single: Path | None = None
+        if path.is_file() or path.suffix == ".log":
+            if writable:
+                raise BadInputError(f"{path}: a single segment can only be opened for reading")
+            if not path.is_file():
+                raise UnreachableError(f"{path}: no such segment file")
+            single = path
+            log.partition_dir = path.parent
+            log.log_dir = path.parent.parent
+        elif path.name == METADATA_PARTITION or (path / dirfiles.PARTITION_METADATA).exists():
+            log.partition_dir = path
+            log.log_dir = path.parent
+        else:
+            log.log_dir = path
+            log.partition_dir = path / METADATA_PARTITION
+        try:
+            log._open(single, cluster_id, node_id)
+        except BaseException:
+            log.close()
+            raise
+        return log
+
+    def _open(self, single: Path | None, cluster_id: str | None, node_id: int | None) -> None:
+        created = False
+        if single is not None:
+            match = _SEGMENT_RE.match(single.name)
+            if not match:
+                raise BadInputError(f"{single}: not a segment file name (expected %020d.log)")
+            self.segments = [Segment(int(match.group(1)), single)]
+            self._single = True
+        elif self.writable:
+            created = self._prepare_writable(cluster_id, node_id)
+            self.segments = self._list_segments()
+        else:
+            if not self.log_dir.exists() and not self.partition_dir.exists():
+                raise UnreachableError(f"log directory {self.log_dir} does not exist")
+            if not self.partition_dir.is_dir():
+                raise BadInputError(
+                    f"{self.log_dir} is not a KRaft metadata log directory (no {METADATA_PARTITION}/ in it)"
+                )
+            meta_path = self.log_dir / dirfiles.META_PROPERTIES
+            if meta_path.exists():
+                self.meta = dirfiles.read_meta_properties(meta_path)
+            self.segments = self._list_segments()
+        snaps = [] if single is not None else list_snapshots(self.partition_dir)
+        snapshot_end = snaps[-1].end_offset if snaps else 0
+        if not self.segments and self.writable:
+            self._create_segment(snapshot_end)
+        report = OpenReport(
+            log_dir=str(self.log_dir),
+            created=created,
+            segments=len(self.segments),
+            log_start_offset=self.segments[0].base_offset if self.segments else snapshot_end,
+            end_offset=snapshot_end,
+        )
+        if self.segments:
+            last = self.segments[-1]
+            buf = _load(last.path)
+            scan = scan_segment(last.path, buf, last.base_offset, None, last=True)
+            del buf
+            self._end_offset = max(scan.next_offset, last.base_offset)
+            self._active_end = scan.valid_end
+            self._last_timestamp = scan.last_timestamp
+            if scan.torn_at is not None:
+                report.truncated_bytes = scan.torn_bytes
+                report.truncated_file = str(last.path)
+                report.truncated_at = scan.torn_at
+                if self.writable:
+                    self._truncate(last.path, scan.valid_end)
+        else:
+            self._end_offset = snapshot_end
+        report.end_offset = self._end_offset
+        self.report = report
+        if single is None:
+            self._load_epochs()
+        if self.writable:
+            self._active_file = open(self.segments[-1].path, "ab")  # noqa: SIM115 - held until close()
+
+    def _prepare_writable(self, cluster_id: str | None, node_id: int | None) -> bool:
+        try:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UnreachableError(f"cannot create log directory {self.log_dir}: {e.strerror}") from None
+        self._lock = WriterLock(self.log_dir).acquire()
+        meta_path = self.log_dir / dirfiles.META_PROPERTIES
+        created = False
+        if meta_path.exists():
+            meta = dirfiles.read_meta_properties(meta_path)
+            if cluster_id is not None and meta.cluster_id not in (None, cluster_id):
+                raise BadInputError(
+                    f"{meta_path}: log directory belongs to cluster {meta.cluster_id}, not {cluster_id}"
+                )
+            if node_id is not None and meta.node_id != node_id:
+                raise BadInputError(
+                    f"{meta_path}: log directory belongs to node {meta.node_id}, not {node_id}"
+                )
+        else:
+            if cluster_id is None or node_id is None:
+                raise BadInputError(
+                    f"{self.log_dir} is not formatted (no meta.properties): a cluster id and a node id are "
+                    "needed to create it"
+                )
+            meta = MetaProperties(version=1, node_id=node_id, cluster_id=cluster_id)
+            dirfiles.write_meta_properties(meta_path, meta)
+            meta = dirfiles.read_meta_properties(meta_path)
+            created = True
+        self.meta = meta
+        self.partition_dir.mkdir(exist_ok=True)
+        remove_partial_snapshots(self.partition_dir)
+        pm = self.partition_dir / dirfiles.PARTITION_METADATA
+        if pm.exists():
+            topic_id = dirfiles.read_partition_metadata(pm)
+            if topic_id != dirfiles.METADATA_TOPIC_ID:
+                raise BadInputError(f"{pm}: topic id {topic_id} is not the metadata topic's")
+        else:
+            dirfiles.write_partition_metadata(pm)
+        qs = self.partition_dir / dirfiles.QUORUM_STATE
+        if qs.exists():
+            self._quorum_epoch = dirfiles.read_quorum_state(qs).leader_epoch
+        return created
+
+    def _list_segments(self) -> list[Segment]:
+        try:
+            names = os.listdir(self.partition_dir)
+        except FileNotFoundError:
+            return []
+        except PermissionError as e:
+            raise UnreachableError(f"cannot list {self.partition_dir}: {e.strerror}") from None
+        segs = []
+        for name in names:
+            m = _SEGMENT_RE.match(name)
+            if m:
+                segs.append(Segment(int(m.group(1)), self.partition_dir / name))
+        segs.sort(key=lambda s: s.base_offset)
+        return segs
+
+    def _truncate(self, path: Path, size: int) -> None:
+        with open(path, "r+b") as f:
+            f.truncate(size)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _load_epochs(self) -> None:
+        """The leader-epoch cache: the checkpoint cut at the end offset, or rebuilt from batch headers."""
+        path = self.partition_dir / dirfiles.LEADER_EPOCH_CHECKPOINT
+        entries: list[tuple[int, int]] | None = None
+        if path.exists():
+            entries = [(e, o) for e, o in dirfiles.read_leader_epochs(path) if o < self._end_offset]
+        if entries is None or (
+            self.segments and not entries and self._end_offset > self.segments[0].base_offset
+        ):
+            entries = self._rebuild_epochs()
+        self._epochs = entries
+        if self.writable and (not path.exists() or dirfiles.read_leader_epochs(path) != entries):
+            dirfiles.write_leader_epochs(path, entries)
+
+    def _rebuild_epochs(self) -> list[tuple[int, int]]:
+        entries: list[tuple[int, int]] = []
+        for batch in self.batches(verify_crc=False):
+            if not entries or batch.partition_leader_epoch > entries[-1][0]:
+                entries.append((batch.partition_leader_epoch, batch.base_offset))
+        return entries
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def end_offset(self) -> int:
+        """The offset the next record gets (one past the last record)."""
+        return self._end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.segments[0].base_offset if self.segments else self._end_offset
+
+    @property
+    def latest_epoch(self) -> int:
+        return self._epochs[-1][0] if self._epochs else -1
+
+    @property
+    def leader_epochs(self) -> list[tuple[int, int]]:
+        """(epoch, start offset) entries, as in `leader-epoch-checkpoint`."""
+        return list(self._epochs)
+
+    @property
+    def recovered_bytes(self) -> int:
+        """Torn-tail bytes the open dropped (writable) or found (read-only)."""
+        return self.report.truncated_bytes
+
+    @property
+    def last_timestamp(self) -> int | None:
+        """Append time of the last batch in the log, if any."""
+        return self._last_timestamp
+
+    def epoch_for_offset(self, offset: int) -> int:
+        """The leader epoch that wrote `offset` (-1 before the first epoch)."""
+        epoch = -1
+        for e, start in self._epochs:
+            if start <= offset:
+                epoch = e
+            else:
+                break
+        return epoch
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def batches(self, from_offset: int = 0, verify_crc: bool = True) -> Iterator[RecordBatch]:
+        """Every batch (control ones too) whose records reach `from_offset` or later, in order."""
+        segs = self.segments
+        for i, seg in enumerate(segs):
+            if i + 1 < len(segs) and segs[i + 1].base_offset <= from_offset:
+                continue
+            last = i == len(segs) - 1
+            buf = _load(seg.path)
+            limit = self._active_end if last else len(buf)
+            if last and limit < len(buf):
+                buf = buf[:limit]
+            for batch in iter_batches(buf, str(seg.path), verify_crc=verify_crc):
+                if batch.next_offset > from_offset:
+                    yield batch
+
+    def read(self, from_offset: int = 0) -> Iterator[tuple[int, int, MetadataRecord | OpaqueRecord]]:
+        """(offset, epoch, record) of every metadata record from `from_offset`; control batches skipped."""
+        for batch in self.batches(from_offset):
+            if batch.is_control:
+                continue
+            epoch = batch.partition_leader_epoch
+            for offset, rec in decode_batch_records(batch):
+                if offset >= from_offset:
+                    yield offset, epoch, rec
+
+    def timestamp_of(self, offset: int) -> int | None:
+        """Append time of the batch holding `offset`, or None when the log does not hold it."""
+        for batch in self.batches(offset):
+            if batch.base_offset <= offset <= batch.last_offset:
+                return batch.max_timestamp
+            break
+        return None
+
+    def load_image(self) -> LoadedImage:
+        """The image at the end of the log: the newest snapshot, then the records after it."""
+        snaps = [] if self._single else list_snapshots(self.partition_dir)
+        snap = snaps[-1] if snaps else None
+        start = 0
+        builder = ImageBuilder()
+        if snap is not None:
+            # A snapshot's records stand for the state at its last contained offset.
+            at = snap.end_offset - 1
+            for _offset, rec in read_snapshot(snap.path).records:
+                builder.replay(at, rec)
+            if builder.finish().open_transaction is not None:
+                raise BadInputError(f"{snap.path}: snapshot ends inside a metadata transaction")
+            start = snap.end_offset
+        if self.log_start_offset > start and self._end_offset > start:
+            raise BadInputError(
+                f"{self.partition_dir}: the log starts at offset {self.log_start_offset} but "
+                + (f"the newest snapshot ends at {start}" if snap else "there is no snapshot")
+                + f"; offsets {start}..{self.log_start_offset - 1} are missing"
+            )
+        for offset, _epoch, rec in self.read(start):
+            builder.replay(offset, rec)
+        result = builder.finish()
+        if self.meta is not None:
+            result.image.cluster_id = self.meta.cluster_id
+        return LoadedImage(
+            result=result,
+            snapshot=str(snap.path) if snap else None,
+            snapshot_end_offset=snap.end_offset if snap else None,
+            end_offset=self._end_offset,
+        )
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: Sequence[MetadataRecord | OpaqueRecord],
+        epoch: int,
+        timestamp_ms: int | None = None,
+        max_batch_records: int = DEFAULT_MAX_BATCH_RECORDS,
+    ) -> tuple[int, int]:
+        """Append `records` in leader epoch `epoch`; returns (first offset, last offset).
+
+        Records become batches of at most `max_batch_records` records and 8 MiB; the segment rolls
+        before a batch that would push it past `segment_bytes`. One fsync covers the whole call. The
+        first append of a new epoch is preceded by a LeaderChangeMessage control batch, as a Kafka
+        Raft leader writes one at the start of its epoch.
+        """
+        if not self.writable or self._active_file is None:
+            raise BadInputError(f"{self.log_dir}: log opened read-only")
+        if not records:
+            raise ValueError("append needs at least one record")
+        if max_batch_records < 1:
+            raise ValueError("max_batch_records must be positive")
+        if epoch < self.latest_epoch:
+            raise FencedError(
+                f"{self.partition_dir}: cannot append in epoch {epoch}: the log is already at epoch "
+                f"{self.latest_epoch} (a newer leader wrote it)"
+            )
+        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        values = [encode_value(r) for r in records]
+        before = (len(self.segments), self._active_end, self._end_offset, list(self._epochs))
+        try:
+            if epoch > self.latest_epoch:
+                self._begin_epoch(epoch, ts)
+            first = self._end_offset
+            start = 0
+            while start < len(values):
+                end = start
+                size = _BATCH_OVERHEAD
+                while end < len(values) and end - start < max_batch_records:
+                    step = len(values[end]) + _RECORD_OVERHEAD
+                    if end > start and size + step > MAX_BATCH_BYTES:
+                        break
+                    size += step
+                    end += 1
+                self._write_batch(encode_batch(self._end_offset, epoch, values[start:end], ts), end - start)
+                start = end
+            self._sync()
+        except OSError as e:
+            self._undo(before)
+            raise UnreachableError(f"cannot append to {self.segments[-1].path}: {e.strerror}") from None
+        self._last_timestamp = ts
+        return first, self._end_offset - 1
+
+    def _begin_epoch(self, epoch: int, ts: int) -> None:
+        node = self.meta.node_id if self.meta else -1
+        self._epochs.append((epoch, self._end_offset))
+        dirfiles.write_leader_epochs(self.partition_dir / dirfiles.LEADER_EPOCH_CHECKPOINT, self._epochs)
+        if epoch > self._quorum_epoch:
+            state = dirfiles.QuorumState(leader_id=node, leader_epoch=epoch, voted_id=-1, voters=(node,))
+            dirfiles.write_quorum_state(self.partition_dir / dirfiles.QUORUM_STATE, state)
+            self._quorum_epoch = epoch
+        change = LeaderChange(leader_id=node, voters=(Voter(node),), granting_voters=(Voter(node),))
+        self._write_batch(
+            encode_control_batch(self._end_offset, epoch, [encode_control_record(change)], ts), 1
+        )
+
+    def _write_batch(self, data: bytes, count: int) -> None:
+        if self._active_end > 0 and self._active_end + len(data) > self.segment_bytes:
+            self._roll()
+        f = self._active_file
+        assert f is not None
+        f.write(data)
+        self._active_end += len(data)
+        self._end_offset += count
+
+    def _sync(self) -> None:
+        f = self._active_file
+        assert f is not None
+        f.flush()
+        os.fsync(f.fileno())
+
+    def _roll(self) -> None:
+        self._sync()
+        if self._active_file is not None:
+            self._active_file.close()
+        self._active_file = None
+        self._create_segment(self._end_offset)
+        self._active_file = open(self.segments[-1].path, "ab")  # noqa: SIM115 - held until close()
+        self._active_end = 0
+
+    def _create_segment(self, base_offset: int) -> None:
+        """A new empty segment with the empty `.index`/`.timeindex` Kafka keeps beside it (it rebuilds them)."""
+        path = self.partition_dir / segment_name(base_offset)
+        for p in (path, path.with_suffix(".index"), path.with_suffix(".timeindex")):
+            with open(p, "ab") as f:
+                os.fsync(f.fileno())
+        dirfiles.fsync_dir(self.partition_dir)
+        self.segments.append(Segment(base_offset, path))
+
+    def _undo(self, before: tuple[int, int, int, list[tuple[int, int]]]) -> None:
+        """Best effort after a failed write: drop what this append call wrote so the tail stays clean."""
+        n_segments, active_end, end_offset, epochs = before
+        try:
+            if self._active_file is not None:
+                self._active_file.close()
+            for seg in self.segments[n_segments:]:
+                for p in (seg.path, seg.path.with_suffix(".index"), seg.path.with_suffix(".timeindex")):
+                    p.unlink(missing_ok=True)
+            del self.segments[n_segments:]
+            self._truncate(self.segments[-1].path, active_end)
+            self._active_file = open(self.segments[-1].path, "ab")  # noqa: SIM115
+        except OSError:
+            self._active_file = None  # the next append fails loudly; a reopen recovers the tail
+        self._active_end, self._end_offset, self._epochs = active_end, end_offset, epochs
+
+    # -- closing ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        f = self._active_file
+        self._active_file = None
+        if f is not None:
+            f.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> MetadataLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class LoadedImage:
+    """The replayed image of a log plus where it came from."""
+
+    result: ReplayResult
+    snapshot: str | None
+    snapshot_end_offset: int | None
+    end_offset: int
+
+
+# ---------------------------------------------------------------------------------------------------
+# verification (`zk2kraft log verify`)
+
+
+@dataclass
+class Damage:
+    """One damaged place: the file, the byte offset and why."""
+
+    file: str
+    position: int
+    reason: str
+    kind: str  # "batch", "record", "offset", "torn-tail", "snapshot", "file"
+
+
+@dataclass
+class FileCheck:
+    file: str
+    kind: str  # "segment" | "snapshot"
+    size: int
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    ok: bool = True
+
+
+@dataclass
+class VerifyReport:
+    path: str
+    files: list[FileCheck]
+    damage: list[Damage]
+
+    @property
+    def ok(self) -> bool:
+        return not self.damage
+
+
+def _verify_batch_records(batch: RecordBatch, check: FileCheck, damage: list[Damage]) -> None:
+    try:
+        if batch.is_control:
+            for ctype, value in batch.control_records():
+                decode_control_record(ctype, value, f"{batch.file}: control batch at byte {batch.position}")
+            check.records += batch.records_count
+        else:
+            check.records += len(decode_batch_records(batch))
+    except CorruptRecordError as e:
+        damage.append(Damage(batch.file, batch.position, str(e), "record"))
+    except CorruptLogError as e:
+        damage.append(Damage(e.file, e.offset, e.reason, "record"))
+
+
+def _verify_segment(
+    seg: Segment, last: bool, expect: int | None, damage: list[Damage]
+) -> tuple[FileCheck, int | None]:
+    file = str(seg.path)
+    buf = _load(seg.path)
+    check = FileCheck(file, "segment", len(buf))
+    pos = 0
+    next_offset = expect
+    epoch = -1
+    before = len(damage)
+    while pos < len(buf):
+        try:
+            for batch in iter_batches(buf, file, pos):
+                if batch.base_offset < max(seg.base_offset, next_offset or 0):
+                    damage.append(
+                        Damage(
+                            file,
+                            batch.position,
+                            f"batch base offset {batch.base_offset} is below the expected offset "
+                            f"{max(seg.base_offset, next_offset or 0)}",
+                            "offset",
+                        )
+                    )
+                if batch.partition_leader_epoch < epoch:
+                    damage.append(
+                        Damage(
+                            file,
+                            batch.position,
+                            f"leader epoch {batch.partition_leader_epoch} goes back from {epoch}",
+                            "offset",
+                        )
+                    )
+                epoch = max(epoch, batch.partition_leader_epoch)
+                next_offset = batch.next_offset
+                check.batches += 1
+                check.first_offset = batch.base_offset if check.first_offset is None else check.first_offset
+                check.last_offset = batch.last_offset
+                _verify_batch_records(batch, check, damage)
+                pos = batch.end_position
+            break
+        except CorruptLogError as e:
+            after = _valid_batch_after(buf, e.offset + 1, file)
+            if after is None:
+                kind = "torn-tail" if last else "batch"
+                tail = f"{len(buf) - e.offset} bytes to the end of the file"
+                note = "; a writable open truncates this torn tail" if last else ""
+                damage.append(Damage(file, e.offset, f"{e.reason} ({tail}){note}", kind))
+                break
+            damage.append(Damage(file, e.offset, f"{e.reason}; next valid batch at byte {after}", "batch"))
+            pos = after
+    check.ok = len(damage) == before
+    return check, next_offset
+
+
+def verify_log(path: str | os.PathLike[str]) -> VerifyReport:
+    """Check CRC, framing and record decoding of every batch of every segment and snapshot.
+
+    Unlike a read, verification goes on past damage (resynchronising on the next valid batch) so
+    that every damaged place is reported. It never modifies anything.
+    """
+    p = Path(path)
+    damage: list[Damage] = []
+    files: list[FileCheck] = []
+    if p.suffix == ".checkpoint" or p.name.endswith(".checkpoint"):
+        files.append(_verify_snapshot(p, damage))
+        return VerifyReport(str(p), files, damage)
+    if p.suffix == ".log":
+        if not p.is_file():
+            raise UnreachableError(f"{p}: no such segment file")
+        m = _SEGMENT_RE.match(p.name)
+        if not m:
+            raise BadInputError(f"{p}: not a segment file name (expected %020d.log)")
+        check, _ = _verify_segment(Segment(int(m.group(1)), p), True, None, damage)
+        files.append(check)
+        return VerifyReport(str(p), files, damage)
+    log = MetadataLog()
+    if p.name == METADATA_PARTITION or (p / dirfiles.PARTITION_METADATA).exists():
+        log.partition_dir, log.log_dir = p, p.parent
+    else:
+        log.log_dir, log.partition_dir = p, p / METADATA_PARTITION
+    if not p.exists():
+        raise UnreachableError(f"log directory {p} does not exist")
+    if not log.partition_dir.is_dir():
+        raise BadInputError(f"{p} is not a KRaft metadata log directory (no {METADATA_PARTITION}/ in it)")
+    meta = log.log_dir / dirfiles.META_PROPERTIES
+    if meta.exists():
+        try:
+            dirfiles.read_meta_properties(meta)
+        except BadInputError as e:
+            damage.append(Damage(str(meta), 0, str(e), "file"))
+    lec = log.partition_dir / dirfiles.LEADER_EPOCH_CHECKPOINT
+    if lec.exists():
+        try:
+            dirfiles.read_leader_epochs(lec)
+        except BadInputError as e:
+            damage.append(Damage(str(lec), 0, str(e), "file"))
+    segments = log._list_segments()
+    expect: int | None = None
+    for i, seg in enumerate(segments):
+        check, expect = _verify_segment(seg, i == len(segments) - 1, expect, damage)
+        files.append(check)
+    for name in sorted(os.listdir(log.partition_dir)):
+        if parse_snapshot_name(name):
+            files.append(_verify_snapshot(log.partition_dir / name, damage))
+    return VerifyReport(str(p), files, damage)
+
+
+def _verify_snapshot(path: Path, damage: list[Damage]) -> FileCheck:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise UnreachableError(f"{path}: no such snapshot") from None
+    check = FileCheck(str(path), "snapshot", size)
+    try:
+        snap = read_snapshot(path)
+        check.batches = snap.batches
+        check.records = len(snap.records)
+    except CorruptLogError as e:
+        damage.append(Damage(e.file, e.offset, e.reason, "snapshot"))
+        check.ok = False
+    except CorruptRecordError as e:
+        damage.append(Damage(str(path), 0, str(e), "snapshot"))
+        check.ok = False
+    return check
