@@ -1,0 +1,309 @@
+"""ZooKeeper's multiRead (opcode 22) and getAllChildrenNumber (opcode 104) for kazoo 2.11.0.
+
+kazoo has neither, and one request per znode caps a Python reader at about 11k znodes/s. Both
+requests go through kazoo's request layer: an object with `type`, `serialize()` and
+`deserialize(buffer, offset)` handed to the private `client._call`, which is why pyproject pins kazoo
+exactly. Replies are parsed here with `struct.unpack_from` over the whole frame instead of kazoo's
+per-field helpers, because parsing is the client's bottleneck once requests are batched.
+
+Wire facts (apache/zookeeper `MultiOperationRecord`, `MultiResponse`, `FinalRequestProcessor`):
+
+- request: per op a `MultiHeader(type int, done bool, err int)` then the op's own request record
+  (`GetDataRequest` / `GetChildrenRequest`: path ustring, watch bool), ended by `MultiHeader(-1, true,
+  -1)`. Only getData (4) and getChildren (8) may appear; getChildren2 is refused by the server.
+- reply: per op a `MultiHeader` then `GetDataResponse` (buffer data, Stat), `GetChildrenResponse`
+  (vector<ustring>) or, for type -1, `ErrorResponse(int err)`; ended by a done header. A failing op
+  (NoNode, NoAuth) is a per-op error, never an error of the whole request.
+- the reply header's zxid is the server's last applied zxid when it served the request, and a server
+  applies no write while it serves a read, so every op of one reply sees the state at that zxid.
+- a server older than 3.6 answers an unknown opcode with UNIMPLEMENTED (-6) and then closes the
+  connection (`UnimplementedRequestProcessor`); the session survives and kazoo reconnects.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import EXCEPTIONS, ConnectionLoss, KazooException, UnimplementedError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import ZnodeStat
+
+__all__ = [
+    "MIN_MULTI_READ_VERSION",
+    "OP_GET_ALL_CHILDREN_NUMBER",
+    "OP_GET_CHILDREN",
+    "OP_GET_DATA",
+    "OP_MULTI_READ",
+    "ChildList",
+    "GetAllChildrenNumberRequest",
+    "MultiReadReply",
+    "MultiReadRequest",
+    "RawReply",
+    "encode_ops",
+    "get_all_children_number",
+    "multi_read",
+    "parse_multi_read",
+    "parse_srvr_version",
+    "server_path",
+    "supports_multi_read",
+]
+
+OP_GET_DATA = 4
+OP_GET_CHILDREN = 8
+OP_MULTI_READ = 22
+OP_GET_ALL_CHILDREN_NUMBER = 104
+OP_ERROR = -1
+ERR_UNIMPLEMENTED = -6
+MIN_MULTI_READ_VERSION = (3, 6, 0)
+
+_INT = struct.Struct("!i")
+_LONG = struct.Struct("!q")
+_MULTI_HEADER = struct.Struct("!iBi")
+_STAT = struct.Struct("!qqqqiiiqiiq")
+_REPLY_HEADER_SIZE = 16  # xid int, zxid long, err int
+_OP_HEADER = {
+    OP_GET_DATA: _MULTI_HEADER.pack(OP_GET_DATA, 0, -1),
+    OP_GET_CHILDREN: _MULTI_HEADER.pack(OP_GET_CHILDREN, 0, -1),
+}
+_DONE = _MULTI_HEADER.pack(-1, 1, -1)
+
+
+class RawReply(NamedTuple):
+    """One reply frame as kazoo read it: parsed later, off kazoo's connection thread."""
+
+    zxid: int  # the server's last applied zxid when it served the request
+    buffer: bytes
+    offset: int  # start of the body, just after the reply header
+
+
+class ChildList(NamedTuple):
+    names: list[str]
+    name_bytes: int  # sum of the names' UTF-8 lengths, as they travelled on the wire
+
+
+def server_path(chroot: str | None, path: str) -> str:
+    """The path the server sees: kazoo prefixes the chroot for its own requests, `_call` does not."""
+    if not chroot:
+        return path
+    return chroot if path == "/" else chroot + path
+
+
+def encode_ops(ops: Sequence[tuple[int, str]], chroot: str | None = None) -> bytes:
+    """The body of a multiRead request for `(OP_GET_DATA|OP_GET_CHILDREN, path)` ops."""
+    parts: list[bytes] = []
+    append = parts.append
+    pack_int = _INT.pack
+    for op, path in ops:
+        header = _OP_HEADER.get(op)
+        if header is None:
+            raise ValueError(
+                f"multiRead supports getData ({OP_GET_DATA}) and getChildren ({OP_GET_CHILDREN}), not {op}"
+            )
+        raw = server_path(chroot, path).encode()
+        append(header)
+        append(pack_int(len(raw)))
+        append(raw)
+        append(b"\x00")  # no watch: a bulk read must not leave watches behind on the server
+    append(_DONE)
+    return b"".join(parts)
+
+
+class MultiReadRequest:
+    """A multiRead as kazoo's connection loop expects a request: `type`, `serialize`, `deserialize`."""
+
+    type = OP_MULTI_READ
+    __slots__ = ("count", "payload")
+
+    def __init__(self, payload: bytes, count: int) -> None:
+        self.payload = payload
+        self.count = count
+
+    def serialize(self) -> bytes:
+        return self.payload
+
+    @staticmethod
+    def deserialize(buffer: bytes, offset: int) -> RawReply:
+        # kazoo 2.11.0 passes the whole frame and the offset just after the 16-byte reply header.
+        zxid = _LONG.unpack_from(buffer, offset - _REPLY_HEADER_SIZE + 4)[0]
+        return RawReply(zxid, buffer, offset)
+
+    def __repr__(self) -> str:  # kazoo logs requests at DEBUG; never dump a megabyte of paths
+        return f"MultiReadRequest({self.count} ops, {len(self.payload)} bytes)"
+
+
+class GetAllChildrenNumberRequest:
+    """getAllChildrenNumber (104, ZooKeeper 3.6+): how many znodes live below a path, recursively."""
+
+    type = OP_GET_ALL_CHILDREN_NUMBER
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def serialize(self) -> bytes:
+        raw = self.path.encode()
+        return _INT.pack(len(raw)) + raw
+
+    @staticmethod
+    def deserialize(buffer: bytes, offset: int) -> int:
+        return int(_INT.unpack_from(buffer, offset)[0])
+
+    def __repr__(self) -> str:
+        return f"GetAllChildrenNumberRequest({self.path!r})"
+
+
+def parse_multi_read(buffer: bytes, offset: int) -> list[Any]:
+    """Per-op results of a multiRead reply body, in request order.
+
+    getData → `(data, stat)` with data `None` for a null znode and stat the 11-int Stat tuple in
+    kazoo's `ZnodeStat` field order; getChildren → `ChildList`; a failed op → its int error code.
+    """
+    out: list[Any] = []
+    append = out.append
+    unpack_header = _MULTI_HEADER.unpack_from
+    unpack_stat = _STAT.unpack_from
+    unpack_int = _INT.unpack_from
+    try:
+        while True:
+            op, done, err = unpack_header(buffer, offset)
+            offset += 9
+            if done:
+                return out
+            if op == OP_GET_DATA:
+                n = unpack_int(buffer, offset)[0]
+                offset += 4
+                if n < 0:
+                    data = None
+                else:
+                    data = buffer[offset : offset + n]
+                    offset += n
+                append((data, unpack_stat(buffer, offset)))
+                offset += 68
+            elif op == OP_GET_CHILDREN:
+                count = unpack_int(buffer, offset)[0]
+                offset += 4
+                names: list[str] = []
+                total = 0
+                for _ in range(count):
+                    n = unpack_int(buffer, offset)[0]
+                    offset += 4
+                    names.append(buffer[offset : offset + n].decode())
+                    offset += n
+                    total += n
+                append(ChildList(names, total))
+            elif op == OP_ERROR:
+                append(unpack_int(buffer, offset)[0])
+                offset += 4
+            else:
+                raise ValueError(f"unexpected op type {op} in a multiRead reply")
+    except (struct.error, UnicodeDecodeError) as e:
+        raise ValueError(f"malformed multiRead reply at byte {offset}: {e}") from None
+
+
+class MultiReadReply(NamedTuple):
+    zxid: int
+    results: list[Any]  # (bytes|None, ZnodeStat) | list[str] | KazooException instance
+
+
+def _as_kazoo(result: Any) -> Any:
+    if type(result) is int:
+        return EXCEPTIONS[result]()
+    if isinstance(result, ChildList):
+        return result.names
+    data, stat = result
+    return data, ZnodeStat._make(stat)
+
+
+def multi_read(
+    client: KazooClient, ops: Sequence[tuple[int, str]], timeout: float | None = 30.0
+) -> MultiReadReply:
+    """Run one multiRead; paths are relative to the client's chroot, results look like kazoo's.
+
+    Failed ops come back as exception instances (as kazoo's transactions do); a refused or lost
+    request raises the kazoo exception, and `KazooTimeoutError` after `timeout` seconds.
+    """
+    request = MultiReadRequest(encode_ops(ops, client.chroot), len(ops))
+    result = client.handler.async_result()
+    client._call(request, result)
+    raw: RawReply = result.get(timeout=timeout)
+    return MultiReadReply(raw.zxid, [_as_kazoo(r) for r in parse_multi_read(raw.buffer, raw.offset)])
+
+
+def get_all_children_number(client: KazooClient, path: str, timeout: float | None = 30.0) -> int:
+    """Number of znodes below `path` (all depths, `path` itself excluded); ZooKeeper 3.6+."""
+    result = client.handler.async_result()
+    client._call(GetAllChildrenNumberRequest(server_path(client.chroot, path)), result)
+    return int(result.get(timeout=timeout))
+
+
+_SRVR_VERSION = re.compile(r"Zookeeper version:\s*(\d+)\.(\d+)\.(\d+)")
+
+
+def parse_srvr_version(text: str) -> tuple[int, int, int] | None:
+    """The server version from a `srvr` reply; None when `srvr` is not allowed or the reply is odd."""
+    m = _SRVR_VERSION.search(text)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+_support: weakref.WeakKeyDictionary[KazooClient, bool] = weakref.WeakKeyDictionary()
+
+
+def supports_multi_read(client: KazooClient, timeout: float = 10.0, *, use_srvr: bool = True) -> bool:
+    """Whether the server this client talks to serves multiRead; cached per client.
+
+    First `srvr` on a separate socket to the connected server, which cannot disturb the session
+    (ZooKeeper 3.5.3+ serves `srvr` whatever its four-letter-word whitelist says, because zkServer.sh
+    needs it). When that fails (a proxy, a port that only speaks TLS), an empty multiRead in the
+    session: 3.6+ answers with an empty result; an older server answers UNIMPLEMENTED and drops the
+    connection (not the session), after which this waits for kazoo to reconnect.
+    """
+    cached = _support.get(client)
+    if cached is not None:
+        return cached
+    version = None
+    if use_srvr:
+        try:
+            version = parse_srvr_version(client.command(b"srvr"))
+        except (OSError, KazooException):
+            version = None
+    if version is not None:
+        supported = version >= MIN_MULTI_READ_VERSION
+    else:
+        supported = _probe_in_session(client, timeout)
+    _support[client] = supported
+    return supported
+
+
+def mark_unsupported(client: KazooClient) -> None:
+    """Remember that this client's server refused multiRead (e.g. after a reconnect to an old member)."""
+    _support[client] = False
+
+
+def _probe_in_session(client: KazooClient, timeout: float) -> bool:
+    result = client.handler.async_result()
+    client._call(MultiReadRequest(_DONE, 0), result)
+    try:
+        result.get(timeout=timeout)
+    except UnimplementedError:
+        wait_for_session(client, timeout)
+        return False
+    return True
+
+
+def wait_for_session(client: KazooClient, timeout: float) -> None:
+    """Block until a sync goes through: after an old server dropped the connection kazoo reconnects."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.sync_async("/").get(timeout=max(0.1, deadline - time.monotonic()))
+            return
+        except (ConnectionLoss, KazooTimeoutError):
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
