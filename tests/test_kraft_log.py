@@ -312,6 +312,22 @@ def test_flipped_bit_in_middle_batch_is_never_skipped(tmp_path):
     assert [(d.file, d.position, d.kind) for d in report.damage] == [(str(seg), victim.position, "batch")]
 
 
+def test_flipped_length_bit_in_middle_batch_is_not_a_torn_tail(tmp_path):
+    root = tmp_path / "m"
+    with new_log(root) as log:
+        for i in range(3):
+            log.append(partitions(4, 4 * i), epoch=1)
+    seg = _last_segment(root)
+    victim = list(iter_batches(seg.read_bytes()))[1]
+    data = bytearray(seg.read_bytes())
+    data[victim.position + 9] ^= 0x40  # batchLength now runs past the end of the file
+    seg.write_bytes(bytes(data))
+    before = tree_digest(root)
+    with pytest.raises(CorruptLogError, match=f"byte {victim.position}.*a valid batch follows"):
+        new_log(root)
+    assert tree_digest(root) == before
+
+
 def test_damage_in_an_older_segment_surfaces_on_read(tmp_path):
     root = tmp_path / "m"
     with new_log(root, segment_bytes=1500) as log:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,6 @@ from migrator.kraft import dirfiles
 from migrator.kraft.batch import (
     CorruptLogError,
     RecordBatch,
-    TruncatedBatchError,
     decode_batch_records,
     encode_batch,
     encode_control_batch,
@@ -65,6 +65,7 @@ DEFAULT_MAX_BATCH_RECORDS = 10_000
 MAX_BATCH_BYTES = 8 << 20
 #: Segments up to this size are read into memory; larger ones are mapped.
 _READ_LIMIT = 64 << 20
+_PREFIX = struct.Struct(">qi")
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 # Per-record framing overhead bound (length, attributes, deltas, key, value length, headers).
 _RECORD_OVERHEAD = 24
@@ -126,23 +127,28 @@ def _load(path: Path) -> bytes | mmap.mmap:
         raise UnreachableError(f"cannot read {path}: {e.strerror}") from None
 
 
-def _valid_batch_after(buf: bytes | mmap.mmap, start: int, file: str) -> int | None:
-    """Position of the first CRC-valid batch at or after `start`, or None: decides torn tail vs damage."""
+def _valid_batch_after(buf: bytes | mmap.mmap, start: int, file: str, min_offset: int = 0) -> int | None:
+    """Position of the first CRC-valid batch at or after `start`, or None: decides torn tail vs damage.
+
+    Only positions with magic 2 at byte 16, a sane length and a base offset not below `min_offset`
+    are checksummed, so scanning garbage stays linear in practice.
+    """
     total = len(buf)
     pos = start
     while True:
-        # magic (2) sits at byte 16 of every batch; only positions with it can start one.
         hit = buf.find(b"\x02", pos + 16)
         if hit < 0:
             return None
         cand = hit - 16
         if cand + _BATCH_OVERHEAD <= total:
-            try:
-                batch = next(iter_batches(buf, file, cand), None)
-            except CorruptLogError:
-                batch = None
-            if batch is not None and batch.records_count > 0:
-                return cand
+            base, length = _PREFIX.unpack_from(buf, cand)
+            if base >= min_offset and _BATCH_OVERHEAD - 12 <= length and cand + 12 + length <= total:
+                try:
+                    batch = next(iter_batches(buf, file, cand), None)
+                except CorruptLogError:
+                    batch = None
+                if batch is not None and batch.records_count > 0:
+                    return cand
         pos = cand + 1
 
 
@@ -173,12 +179,9 @@ def scan_segment(
             pos = batch.end_position
     except OffsetOrderError:
         raise
-    except TruncatedBatchError as e:
-        if not last:
-            raise CorruptLogError(file, e.offset, f"{e.reason} (not the last segment)") from None
-        return _Scan(pos, next_offset, last_epoch, last_ts, e.offset, len(buf) - e.offset, e.reason)
     except CorruptLogError as e:
-        after = _valid_batch_after(buf, pos + 1, file)
+        # Truncated or not: if a valid batch follows (say a flipped bit in a length field), it is damage.
+        after = _valid_batch_after(buf, pos + 1, file, next_offset)
         if not last or after is not None:
             where = (
                 f"; a valid batch follows at byte {after}" if after is not None else " (not the last segment)"
@@ -739,7 +742,7 @@ def _verify_segment(
                 pos = batch.end_position
             break
         except CorruptLogError as e:
-            after = _valid_batch_after(buf, e.offset + 1, file)
+            after = _valid_batch_after(buf, e.offset + 1, file, next_offset or 0)
             if after is None:
                 kind = "torn-tail" if last else "batch"
                 tail = f"{len(buf) - e.offset} bytes to the end of the file"
