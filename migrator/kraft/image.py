@@ -343,9 +343,11 @@ class ImageBuilder:
             image = start.model_copy(deep=True) if start is not None else ClusterImage()
             self.result = ReplayResult(image=image)
         self.image = self.result.image
-        self._topic_names: dict[str, str] = {
-            t.topic_id: t.name for t in self.image.topics.values() if t.topic_id is not None
+        # Keyed by the record's uuid.UUID: converting every PartitionRecord's TopicId to a string is slow.
+        self._topic_names: dict[uuid.UUID, str] = {
+            kafka_to_uuid(t.topic_id): t.name for t in self.image.topics.values() if t.topic_id is not None
         }
+        self._last_offset = self.result.last_offset
         self._txn: tuple[int, str | None] | None = None
         self._pending: list[tuple[int, MetadataRecord | OpaqueRecord]] = []
 
@@ -362,7 +364,7 @@ class ImageBuilder:
             self._pending.append((offset, rec))
             return
         self._apply(offset, rec)
-        self.result.last_offset = offset
+        self._last_offset = offset
 
     def replay_all(self, records: Iterable[tuple[int, MetadataRecord | OpaqueRecord]]) -> ReplayResult:
         for offset, rec in records:
@@ -371,6 +373,7 @@ class ImageBuilder:
 
     def finish(self) -> ReplayResult:
         """The result so far; an open transaction is reported, its records stay unapplied."""
+        self.result.last_offset = self._last_offset
         if self._txn is not None:
             self.result.open_transaction = OpenTransaction(
                 name=self._txn[1], begin_offset=self._txn[0], pending_records=len(self._pending)
@@ -398,7 +401,7 @@ class ImageBuilder:
             self.result.committed_transactions += 1
         else:
             self.result.aborted_transactions += 1
-        self.result.last_offset = offset
+        self._last_offset = offset
 
     # -- one record ------------------------------------------------------------------------------
 
@@ -411,7 +414,7 @@ class ImageBuilder:
             handler(self, offset, rec.fields)
 
     def _topic_by_id(self, offset: int, tid: uuid.UUID, what: str) -> Topic:
-        name = self._topic_names.get(uuid_to_kafka(tid))
+        name = self._topic_names.get(tid)
         if name is None or name not in self.image.topics:
             raise BadInputError(f"offset {offset}: {what} for unknown topic id {uuid_to_kafka(tid)}")
         return self.image.topics[name]
@@ -486,15 +489,18 @@ class ImageBuilder:
             broker.log_dirs = [uuid_to_kafka(d) for d in f["LogDirs"]]
 
     def _topic(self, offset: int, f: dict[str, Any]) -> None:
-        tid = uuid_to_kafka(f["TopicId"])
-        self.image.topics[f["Name"]] = Topic(name=f["Name"], topic_id=tid, partitions={})
-        self._topic_names[tid] = f["Name"]
+        old = self.image.topics.get(f["Name"])
+        if old is not None and old.topic_id is not None:
+            self._topic_names.pop(kafka_to_uuid(old.topic_id), None)
+        self.image.topics[f["Name"]] = Topic(
+            name=f["Name"], topic_id=uuid_to_kafka(f["TopicId"]), partitions={}
+        )
+        self._topic_names[f["TopicId"]] = f["Name"]
 
     def _remove_topic(self, offset: int, f: dict[str, Any]) -> None:
         topic = self._topic_by_id(offset, f["TopicId"], "RemoveTopicRecord")
         del self.image.topics[topic.name]
-        assert topic.topic_id is not None
-        del self._topic_names[topic.topic_id]
+        del self._topic_names[f["TopicId"]]
         # MetadataDelta.replay(RemoveTopicRecord) drops the topic's configs too.
         self.image.configs.pop(("TOPIC", topic.name), None)
 

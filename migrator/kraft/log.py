@@ -442,6 +442,7 @@ class MetadataLog:
     def batches(self, from_offset: int = 0, verify_crc: bool = True) -> Iterator[RecordBatch]:
         """Every batch (control ones too) whose records reach `from_offset` or later, in order."""
         segs = self.segments
+        expect = 0
         for i, seg in enumerate(segs):
             if i + 1 < len(segs) and segs[i + 1].base_offset <= from_offset:
                 continue
@@ -450,7 +451,16 @@ class MetadataLog:
             limit = self._active_end if last else len(buf)
             if last and limit < len(buf):
                 buf = buf[:limit]
+            expect = max(expect, seg.base_offset)
             for batch in iter_batches(buf, str(seg.path), verify_crc=verify_crc):
+                if batch.base_offset < expect:
+                    raise OffsetOrderError(
+                        str(seg.path),
+                        batch.position,
+                        f"batch base offset {batch.base_offset} is below the expected offset {expect} "
+                        "(offsets must increase across batches and segments)",
+                    )
+                expect = batch.next_offset
                 if batch.next_offset > from_offset:
                     yield batch
 
