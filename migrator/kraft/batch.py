@@ -41,6 +41,7 @@ __all__ = [
     "COMPRESSION_NAMES",
     "LOG_OVERHEAD",
     "CorruptLogError",
+    "MissingCodecError",
     "CorruptRecordError",
     "RecordBatch",
     "TruncatedBatchError",
@@ -89,6 +90,10 @@ class CorruptLogError(BadInputError):
 
 class TruncatedBatchError(CorruptLogError):
     """A batch whose header or declared length runs past the end of the data (a torn write)."""
+
+
+class MissingCodecError(BadInputError):
+    """A compressed batch whose codec library is not installed. Not corruption: never truncate for it."""
 
 
 # ----------------------------------------------------------------------------------------------
@@ -346,7 +351,7 @@ def _decompress(codec: int, data: bytes, batch: RecordBatch) -> bytes:
             return bytes(lz4_frame.decompress(data))
         zstd = _import_codec("zstandard", "zstandard", batch)
         return bytes(zstd.ZstdDecompressor().decompressobj().decompress(data))
-    except CorruptLogError:
+    except BadInputError:
         raise
     except Exception as exc:
         raise CorruptLogError(
@@ -360,7 +365,7 @@ def _import_codec(module: str, package: str, batch: RecordBatch) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise BadInputError(
+        raise MissingCodecError(
             f"{batch.file or '<buffer>'}: batch at byte {batch.position} is compressed with "
             f"{COMPRESSION_NAMES[batch.compression]}; install the Python package {package!r} to read it"
         ) from None
@@ -536,8 +541,8 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
                     pos += 2
                 else:
                     vlen, pos = _read_varint(data, pos)
-                if vlen < 0:
-                    raise _Frame("record has a null value")
+            if vlen < 0:
+                raise _Frame("record has a null value")
             vpos = pos
             pos += vlen
             ve = pos
