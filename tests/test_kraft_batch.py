@@ -498,8 +498,17 @@ def batch_with_records(raw_records: bytes, count: int, base: int = 0) -> bytes:
     [
         (b"\xff\xff\xff\xff\xff\x01" + bytes(10), 1, "longer than 5 bytes"),
         (bytes.fromhex("14 00 00 00 01 08 01 14 00 00 00") + b"\x00", 1, "1 bytes left over after 1 records"),
-        (bytes.fromhex("14 00 00 00 01 08 01 14 00 00 00") * 2, 3, "runs past the end of the batch"),
-        (bytes.fromhex("14 00 00 00 01 08 01 14 00 00 00") + bytes(8), 2, "record length"),
+        (
+            bytes.fromhex("14 00 00 00 01 08 01 14 00 00 00 14 00 00 02 01 08 01 14 00 00 00"),
+            3,
+            "runs past the end of the batch",
+        ),
+        (
+            bytes.fromhex("14 00 00 00 01 08 01 14 00 00 00 16 00 00 02 01 08 01 14 00 00 00"),
+            2,
+            "record length disagrees",
+        ),
+        (bytes.fromhex("14 00 00 00 01 08 01 14 00 00 00") * 2, 2, "offset delta 0 does not increase"),
         (bytes.fromhex("0a 00 00 00 01 01 00") + bytes(6), 1, "null value"),
         (bytes.fromhex("14 00 00 00 01 08 01 14 00 00 02") + bytes(1), 1, "record"),
         (bytes.fromhex("16 00 00 00 01 08 01 14 00 00 00"), 1, "record"),
@@ -515,6 +524,32 @@ def test_bad_record_framing_names_file_and_byte(records, count, reason):
     assert "\n" not in str(info.value)
     with pytest.raises(CorruptLogError):
         batch.values()
+
+
+def test_offset_deltas_must_increase_within_the_batch_range():
+    values = [b"\x01\x14\x00\x00"] * 3
+    for offsets, reason in (([0, 2, 2], "does not increase"), ([0, 0, 1], "does not increase")):
+        buf = kp_batch(values, 0, 1, offsets=offsets)
+        batch = next(iter_batches(buf, "k.log"))
+        with pytest.raises(CorruptLogError, match=reason):
+            decode_batch_records(batch)
+        with pytest.raises(CorruptLogError, match=reason):
+            batch.values()
+    buf = bytearray(encode_batch(0, 1, values, TS))
+    struct.pack_into(">i", buf, 23, 1)  # last offset delta 1, but three records with deltas 0, 1, 2
+    batch = next(iter_batches(bytes(fix_crc(buf)), "k.log"))
+    with pytest.raises(CorruptLogError, match="offset delta 2 is beyond the batch's last offset delta 1"):
+        decode_batch_records(batch)
+    # the same through the run decoder: many same-layout records
+    many = [encode_value(partition(i)) for i in range(300)]
+    buf = bytearray(encode_batch(0, 1, many, TS))
+    struct.pack_into(">i", buf, 23, 250)
+    batch = next(iter_batches(bytes(fix_crc(buf)), "k.log"))
+    with pytest.raises(CorruptLogError, match="offset delta 251 is beyond"):
+        decode_batch_records(batch)
+    # gaps are fine (compacted batches)
+    buf = kp_batch(values, 0, 1, offsets=[0, 5, 9])
+    assert [o for o, _ in decode_batch_records(next(iter_batches(buf)))] == [0, 5, 9]
 
 
 def test_negative_record_count_and_offset_delta():

@@ -228,6 +228,7 @@ class RecordBatch:
         count = self.records_count
         if count * _MIN_RECORD_SIZE > end - pos:
             raise self._corrupt(pos, base_pos, f"claims {count} records but holds only {end - pos} bytes")
+        prev = -1
         for _ in range(count):
             rstart = pos
             try:
@@ -238,6 +239,9 @@ class RecordBatch:
                 pos += 1
                 _, pos = _read_varint(data, pos, 10)
                 delta, pos = _read_varint(data, pos)
+                if delta <= prev or delta > self.last_offset_delta:
+                    raise _Frame(_bad_delta(delta, prev, self.last_offset_delta))
+                prev = delta
                 klen, pos = _read_varint(data, pos)
                 key = None
                 if klen >= 0:
@@ -299,6 +303,12 @@ def _frame_reason(exc: Exception) -> str:
     if isinstance(exc, IndexError):
         return "record runs past the end of the batch"
     return str(exc)
+
+
+def _bad_delta(delta: int, prev: int, last_delta: int) -> str:
+    if delta > last_delta:
+        return f"offset delta {delta} is beyond the batch's last offset delta {last_delta}"
+    return f"offset delta {delta} does not increase (previous record had {prev})"
 
 
 def _read_prefix_slow(data: Any, pos: int) -> tuple[int, int]:
@@ -492,16 +502,22 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
     vpos = pos
     vend = -1
     delta = 0
+    prev = -1
+    last_delta = batch.last_offset_delta
+    # runs produce offset delta == index, so they must stop where the batch's offset range ends
+    run_limit = min(count, last_delta + 1)
     i = 0
     try:
         while i < count:
             if run is not None:
                 before = i
-                i, pos = run(mv, pos, end, i, count, base, append)
+                i, pos = run(mv, pos, end, i, run_limit, base, append)
                 if i >= count:
                     break
                 if i == before:
                     stalled = run
+                else:
+                    prev = i - 1
                 run = None
             rstart = pos
             vend = -1
@@ -527,6 +543,9 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
                 delta = i
             else:
                 delta, pos = _read_prefix_slow(data, pos)
+            if delta <= prev or delta > last_delta:
+                raise _Frame(_bad_delta(delta, prev, last_delta))
+            prev = delta
             # valueLength
             vlpos = pos
             b = data[pos]
