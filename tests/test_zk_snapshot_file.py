@@ -328,7 +328,7 @@ def test_zookeepers_snapshot_formatter_agrees(workload: Workload) -> None:
             "dataVersion": n.version,
             "ephemeralOwner": snap.extended_owners.get(p, n.ephemeral_owner) & (2**64 - 1),
             "dataLength": n.data_length,
-            "cversion": snap.cversions[p],
+            "cversion": snap.cversions.get(p, 0),
         }
         for p, n in snap.tree.nodes.items()
     }

@@ -476,9 +476,10 @@ class _State:
                 self._set_cversion_pzxid(parent, t.parent_cversion, zxid)
             return
         pcv = t.parent_cversion
+        current = self.cversions.get(parent, 0)
         if pcv == -1:
-            pcv = self.cversions[parent] + 1
-        if pcv > self.cversions[parent]:
+            pcv = current + 1
+        if pcv > current:
             self.cversions[parent] = pcv
             self.nodes[parent] = replace(pnode, pzxid=zxid)
         kids[name] = None
@@ -490,7 +491,6 @@ class _State:
         data = t.data
         self.nodes[path] = make_znode(path, data, 0, zxid, zxid, owner, 0, len(data) if data else 0, zxid)
         self.acls[path] = t.acl
-        self.cversions[path] = 0
         if owner and self.ephemerals is not None:
             self.ephemerals.setdefault(owner, {})[path] = None
         self._touch_zxid(zxid)
@@ -499,9 +499,10 @@ class _State:
         node = self.nodes.get(path)
         if node is None:
             return
+        current = self.cversions.get(path, 0)
         if cversion == -1:
-            cversion = self.cversions[path] + 1
-        if cversion > self.cversions[path]:
+            cversion = current + 1
+        if cversion > current:
             self.cversions[path] = cversion
             self.nodes[path] = replace(node, pzxid=zxid)
             self._touch_zxid(zxid)
