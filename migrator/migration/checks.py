@@ -145,7 +145,7 @@ def _plural(n: int, word: str, plural: str | None = None) -> str:
 ZK_UNREACHABLE = define(
     "ZK_UNREACHABLE",
     Severity.BLOCKER,
-    "ZooKeeper could not be reached, or the connect string's chroot is missing.",
+    "ZooKeeper could not be reached (no server answered, or the session could not be established).",
     "Nothing can be checked or migrated without reading ZooKeeper; the KRaft controllers will not reach it either.",
     "Check --zookeeper (HOST:PORT[,HOST:PORT][/chroot], as the brokers' zookeeper.connect), network and TLS settings.",
 )
@@ -344,16 +344,31 @@ def check_zk_view(
     jute_maxbuffer: int = DEFAULT_JUTE_MAXBUFFER,
 ) -> list[Finding]:
     """Every ZooKeeper-side check; each a single pass, so 200k partitions cost a few hundred ms."""
+    problems = list(problems)
+    bad = {p.path for p in problems}
+    registered = registered_broker_ids(image, tree)
     out: list[Finding] = []
     out += check_problems(problems)
-    out += check_brokers(image)
-    out += check_assignments(image)
+    out += check_brokers(image, registered)
+    out += check_assignments(image, registered, bad)
     out += check_topics(image)
-    out += check_control(control, image)
+    out += check_control(control, image, bad)
     out += check_sizes(tree, jute_maxbuffer)
-    if image.cluster_id is None:
-        out.append(finding(CLUSTER_ID_MISSING, "/cluster/id is missing or unreadable", paths=["/cluster/id"]))
+    if image.cluster_id is None and "/cluster/id" not in bad:
+        out.append(finding(CLUSTER_ID_MISSING, "/cluster/id is missing", paths=["/cluster/id"]))
     return out
+
+
+def registered_broker_ids(image: ClusterImage, tree: ZkTree) -> set[int]:
+    """Ids with a registration under /brokers/ids, readable or not: a malformed registration is its
+    own finding (MALFORMED_ZNODE), not a missing broker."""
+    ids = set(image.brokers)
+    for name in tree.child_names("/brokers/ids"):
+        try:
+            ids.add(int(name))
+        except ValueError:
+            continue
+    return ids
 
 
 def check_problems(problems: Iterable[Problem]) -> list[Finding]:
@@ -374,9 +389,9 @@ def _is_version_problem(message: str) -> bool:
     return bool(_VERSION_RE.search(message))
 
 
-def check_brokers(image: ClusterImage) -> list[Finding]:
+def check_brokers(image: ClusterImage, registered: set[int] | None = None) -> list[Finding]:
     out = []
-    if not image.brokers:
+    if not image.brokers and not registered:
         out.append(
             finding(NO_BROKERS, "no broker is registered under /brokers/ids", paths=["/brokers/ids"], count=0)
         )
@@ -418,9 +433,13 @@ def check_brokers(image: ClusterImage) -> list[Finding]:
     return out
 
 
-def check_assignments(image: ClusterImage) -> list[Finding]:
+def check_assignments(
+    image: ClusterImage,
+    registered: set[int] | None = None,
+    bad_paths: set[str] | frozenset[str] = frozenset(),
+) -> list[Finding]:
     """Replicas on unregistered brokers, offline partitions, missing states, in-flight reassignments."""
-    live = set(image.brokers)
+    live = set(image.brokers) if registered is None else registered
     missing: dict[int, list[str]] = defaultdict(list)
     missing_counts: dict[int, int] = defaultdict(int)
     offline: list[str] = []
@@ -438,9 +457,11 @@ def check_assignments(image: ClusterImage) -> list[Finding]:
                     if len(missing[r]) < 3:
                         missing[r].append(tp)
             if not p.has_state:
-                no_state_count += 1
-                if len(no_state) < MAX_LISTED:
-                    no_state.append(f"/brokers/topics/{name}/partitions/{pid}/state")
+                spath = f"/brokers/topics/{name}/partitions/{pid}/state"
+                if spath not in bad_paths:  # a malformed state is reported as such
+                    no_state_count += 1
+                    if len(no_state) < MAX_LISTED:
+                        no_state.append(spath)
             elif p.leader < 0 or not p.isr:
                 offline_count += 1
                 if len(offline) < MAX_LISTED:
@@ -465,7 +486,11 @@ def check_assignments(image: ClusterImage) -> list[Finding]:
                 f"no registration in /brokers/ids: {examples(parts, limit=10)}; Kafka's driver would wait in "
                 f"WAIT_FOR_BROKERS forever",
                 ids=order,
-                paths=[f"/brokers/topics/{tp.rsplit('-', 1)[0]}" for b in order for tp in missing[b]],
+                paths=list(
+                    dict.fromkeys(
+                        f"/brokers/topics/{tp.rsplit('-', 1)[0]}" for b in order for tp in missing[b]
+                    )
+                ),
                 count=total,
             )
         )
@@ -544,7 +569,9 @@ def check_topics(image: ClusterImage) -> list[Finding]:
     return out
 
 
-def check_control(control: ZkControlState, image: ClusterImage) -> list[Finding]:
+def check_control(
+    control: ZkControlState, image: ClusterImage, bad_paths: set[str] | frozenset[str] = frozenset()
+) -> list[Finding]:
     """/migration, /controller and /controller_epoch: the facts a new attempt would trip over."""
     out = []
     ctrl = control.controller
@@ -593,7 +620,7 @@ def check_control(control: ZkControlState, image: ClusterImage) -> list[Finding]
         )
     zk_epoch = control.controller_epoch
     if zk_epoch is None:
-        if image.brokers or ctrl is not None:
+        if (image.brokers or ctrl is not None) and "/controller_epoch" not in bad_paths:
             out.append(
                 finding(
                     CONTROLLER_EPOCH_MISSING,
@@ -681,3 +708,50 @@ def check_sizes(tree: ZkTree, jute_maxbuffer: int = DEFAULT_JUTE_MAXBUFFER) -> l
             pct = int(100 * size / jute_maxbuffer)
             out.append(finding(info, what.format(p=path, s=size, n=n, pct=pct), paths=[path]))
     return out
+
+
+_DOC_HEADER = """# `zk2kraft check`: finding codes
+
+<!-- Generated from migrator/migration/checks.py and broker_config.py by
+     `.venv/bin/python -m migrator.migration.checks > docs/checks.md`; tests/test_check.py fails when it is stale. -->
+
+`zk2kraft check` reads ZooKeeper once (read-only) and reports findings. Each has a stable code, a severity,
+a message with the affected paths or ids, and a fix hint.
+
+- **blocker**: the migration would fail, stall or lose data; `check` exits 1.
+- **warning**: the migration can run, but review it first; `check` still exits 0.
+- **info**: context for the operator; never changes the exit code.
+
+Exit codes: 0 eligible (no blockers), 1 blockers, 2 bad input (a malformed `--zookeeper`, a missing chroot,
+an unreadable `--broker-config`), 3 ZooKeeper unreachable or access refused (also reported as a finding in
+`--json`). `--json` prints `{"findings": [...], "summary": {...}, "exit_code": N}`; the summary carries the
+zxid the view was read at. Secrets (SCRAM keys, token HMACs, password configs) never appear in any output.
+"""
+
+_GROUP_TITLES = {
+    "zookeeper": "## ZooKeeper view",
+    "broker-config": "## Broker configuration (`--broker-config DIR`)",
+}
+
+
+def docs_markdown() -> str:
+    """docs/checks.md, generated from the registry so the documentation is the code's."""
+    lines = [_DOC_HEADER]
+    reg = registry()
+    for group, title in _GROUP_TITLES.items():
+        lines.append(title + "\n")
+        lines.append("| code | severity | meaning | why it matters | fix |")
+        lines.append("|---|---|---|---|---|")
+        for info in reg.values():
+            if info.group == group:
+                cells = [f"`{info.code}`", info.severity.value, info.meaning, info.why, info.hint]
+                lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    # Run as a script this file is `__main__`; the registry the check modules fill is the imported one.
+    from migrator.migration import checks as _registered
+
+    print(_registered.docs_markdown(), end="")

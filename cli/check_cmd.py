@@ -1,0 +1,126 @@
+"""`zk2kraft check`: the read-only pre-flight, rendered as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cli.main import read_properties
+from cli.options import json_option, zookeeper_options
+from migrator import commands
+from migrator.errors import BadInputError, ZkKraftError
+from migrator.migration.broker_config import BrokerConfigFile
+from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER, Severity
+
+_STYLE = {Severity.BLOCKER: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_PATHS_SHOWN = 3
+
+
+def load_broker_configs(directory: str) -> list[BrokerConfigFile]:
+    """Every `*.properties` file of a directory; a missing or empty directory is bad input (exit 2)."""
+    base = Path(directory)
+    if not base.is_dir():
+        raise BadInputError(f"--broker-config {directory}: not a directory")
+    files = sorted(p for p in base.iterdir() if p.name.endswith(".properties") and p.is_file())
+    if not files:
+        raise BadInputError(f"--broker-config {directory}: no *.properties files in it")
+    out = []
+    for p in files:
+        try:
+            with open(p, "rb"):
+                pass
+            props = read_properties(str(p))
+        except OSError as e:
+            raise BadInputError(f"--broker-config: cannot read {p}: {e.strerror}") from None
+        except UnicodeDecodeError as e:
+            raise BadInputError(f"--broker-config: {p} is not UTF-8 text (byte offset {e.start})") from None
+        except ZkKraftError:
+            raise BadInputError(f"--broker-config: cannot read {p}") from None
+        out.append(BrokerConfigFile(str(p), props))
+    return out
+
+
+@click.command()
+@zookeeper_options
+@click.option(
+    "--broker-config",
+    "broker_config",
+    metavar="DIR",
+    envvar="ZK2KRAFT_BROKER_CONFIG",
+    help="Directory of the brokers' server.properties (any *.properties, one per broker) to check too.",
+)
+@click.option(
+    "--jute-maxbuffer",
+    type=click.IntRange(min=1024),
+    default=DEFAULT_JUTE_MAXBUFFER,
+    show_default=True,
+    envvar="ZK2KRAFT_JUTE_MAXBUFFER",
+    help="jute.maxbuffer of the Kafka JVMs (brokers, controllers); replies above it are blockers.",
+)
+@json_option
+def check(
+    zookeeper: str,
+    zk_auth: tuple[str, ...],
+    zk_timeout: float,
+    broker_config: str | None,
+    jute_maxbuffer: int,
+    as_json: bool,
+) -> None:
+    """Read-only pre-flight: is this cluster ready for a ZooKeeper-to-KRaft migration?
+
+    Exit codes: 0 eligible (warnings allowed), 1 blockers found, 2 bad input, 3 ZooKeeper unreachable
+    or access refused. Every finding code is explained in docs/checks.md.
+
+    \b
+    Example:
+      zk2kraft check --zookeeper zk1:2181/kafka --broker-config /etc/kafka/brokers
+    """
+    configs = load_broker_configs(broker_config) if broker_config is not None else None
+    interactive = not as_json and sys.stdout.isatty()
+    if interactive:
+        with Console(stderr=True).status("Reading ZooKeeper..."):
+            result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer)
+    else:
+        result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer)
+    if as_json:
+        click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        render(result, Console(highlight=False, soft_wrap=False))
+    raise click.exceptions.Exit(result.exit_code)
+
+
+def render(result: commands.CheckResult, console: Console) -> None:
+    s = result.summary
+    if s.reachable:
+        zxid = f"0x{s.zxid:x}" if s.zxid is not None else "?"
+        console.print(
+            f"ZooKeeper {escape(s.zookeeper)} at zxid {zxid}{'' if s.consistent else ' (not one snapshot)'}: "
+            f"cluster {escape(s.cluster_id or '?')}, {s.brokers} brokers, {s.topics} topics, "
+            f"{s.partitions} partitions, {s.znodes} znodes (read {s.read_seconds:.2f}s, checks {s.check_seconds:.2f}s)"
+        )
+    if result.findings:
+        table = Table(show_lines=True, expand=False)
+        table.add_column("Severity", no_wrap=True)
+        table.add_column("Code", no_wrap=True)
+        table.add_column("Finding", ratio=3)
+        table.add_column("Fix", ratio=2)
+        for f in result.findings:
+            style = _STYLE[f.severity]
+            text = escape(f.message)
+            extra = [p for p in f.paths if p not in f.message][:_PATHS_SHOWN]
+            if extra:
+                text += "\n[dim]" + escape(", ".join(extra)) + "[/dim]"
+            table.add_row(
+                f"[{style}]{f.severity.value}[/{style}]", f"[{style}]{f.code}[/{style}]", text, escape(f.hint)
+            )
+        console.print(table)
+    style = (
+        "bold green" if result.exit_code == 0 else ("bold red" if result.exit_code == 1 else "bold magenta")
+    )
+    console.print(f"[{style}]{escape(s.verdict)}[/{style}]")

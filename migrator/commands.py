@@ -1,0 +1,169 @@
+"""The API: one plain function per operator command, each returning a pydantic result.
+
+The CLI only parses options, calls one of these and renders the result, so every command is as
+usable from Python (tests, notebooks, automation) as from a shell.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from kazoo.exceptions import AuthFailedError, KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+from pydantic import BaseModel, Field
+
+from migrator.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, PermissionDeniedError, UnreachableError
+from migrator.migration import checks
+from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
+from migrator.migration.checks import Finding, Severity
+from migrator.zk.connection import ConnectSpec, close, connect, parse_auth
+from migrator.zk.tree import ZkTree
+
+
+class CheckSummary(BaseModel):
+    eligible: bool
+    verdict: str
+    blockers: int
+    warnings: int
+    infos: int
+    zookeeper: str
+    reachable: bool
+    zxid: int | None = None  # the zxid the view was read at (or the newest seen when not one snapshot)
+    consistent: bool = False  # True when the whole view is one zxid's snapshot
+    cluster_id: str | None = None
+    brokers: int = 0
+    topics: int = 0
+    partitions: int = 0
+    znodes: int = 0
+    broker_config_files: int | None = None
+    jute_maxbuffer: int = checks.DEFAULT_JUTE_MAXBUFFER
+    read_seconds: float = 0.0
+    check_seconds: float = 0.0
+
+
+class CheckResult(BaseModel):
+    findings: list[Finding] = Field(default_factory=list)
+    summary: CheckSummary
+    exit_code: int
+
+
+def check(
+    zookeeper: str,
+    zk_auth: Sequence[str] = (),
+    zk_timeout: float = 10.0,
+    broker_configs: Sequence[BrokerConfigFile] | None = None,
+    jute_maxbuffer: int = checks.DEFAULT_JUTE_MAXBUFFER,
+) -> CheckResult:
+    """Read-only pre-flight: exit code 0 eligible, 1 blockers, 3 ZooKeeper unreachable or refused.
+
+    Bad input (a malformed connect string, a missing chroot) raises BadInputError (exit 2).
+    """
+    from migrator.zk.layout import image_from_tree
+
+    spec = ConnectSpec.parse(zookeeper)
+    findings: list[Finding] = []
+    summary = CheckSummary(
+        eligible=False,
+        verdict="",
+        blockers=0,
+        warnings=0,
+        infos=0,
+        zookeeper=str(spec),
+        reachable=False,
+        jute_maxbuffer=jute_maxbuffer,
+        broker_config_files=None if broker_configs is None else len(broker_configs),
+    )
+    unreachable = False
+    registered: list[int] | None = None
+    t0 = time.perf_counter()
+    try:
+        tree = _read_view(zookeeper, zk_auth, zk_timeout)
+    except PermissionDeniedError as e:
+        unreachable = True
+        findings.append(checks.finding(checks.ZK_AUTH_FAILED, str(e), paths=_paths_in(str(e))))
+    except UnreachableError as e:
+        unreachable = True
+        info = checks.ZK_AUTH_FAILED if "AuthFailed" in str(e) else checks.ZK_UNREACHABLE
+        findings.append(checks.finding(info, str(e)))
+    else:
+        summary.read_seconds = round(time.perf_counter() - t0, 3)
+        t1 = time.perf_counter()
+        layout = image_from_tree(tree, strict=False)
+        image, control = layout.image, layout.control
+        findings += checks.check_zk_view(image, control, tree, layout.problems, jute_maxbuffer)
+        registered = sorted(checks.registered_broker_ids(image, tree))
+        summary.reachable = True
+        summary.zxid = tree.read_zxid if tree.consistent else (control.zxid or tree.max_zxid)
+        summary.consistent = tree.consistent
+        summary.cluster_id = image.cluster_id
+        summary.brokers = len(registered)
+        summary.topics = len(image.topics)
+        summary.partitions = image.partition_count()
+        summary.znodes = len(tree)
+        summary.check_seconds = round(time.perf_counter() - t1, 3)
+    if broker_configs is None:
+        findings.append(
+            checks.finding(
+                checks.BROKER_CONFIG_NOT_CHECKED, "broker server.properties not checked (no --broker-config)"
+            )
+        )
+    else:
+        findings += check_broker_configs(broker_configs, registered)
+    findings = checks.sort_findings(findings)
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
+    summary.blockers = counts[Severity.BLOCKER]
+    summary.warnings = counts[Severity.WARNING]
+    summary.infos = counts[Severity.INFO]
+    summary.eligible = not unreachable and summary.blockers == 0
+    if unreachable:
+        exit_code = EXIT_UNREACHABLE
+        summary.verdict = f"cannot read ZooKeeper at {summary.zookeeper}: eligibility unknown"
+    elif summary.blockers:
+        exit_code = EXIT_FINDINGS
+        summary.verdict = f"NOT eligible for migration: {_n(summary.blockers, 'blocker')}, {_n(summary.warnings, 'warning')}"
+    else:
+        exit_code = EXIT_OK
+        summary.verdict = "eligible for migration" + (
+            f" ({_n(summary.warnings, 'warning')} to review)" if summary.warnings else ""
+        )
+    return CheckResult(findings=findings, summary=summary, exit_code=exit_code)
+
+
+def _read_view(zookeeper: str, zk_auth: Sequence[str], zk_timeout: float) -> ZkTree:
+    """Kafka's znodes in one bulk read.
+
+    Credentials are added after the session starts, one synchronous addAuth each, so a refused
+    credential is an AuthFailedError here rather than a connection that vanishes mid-read (kazoo
+    sends connect-time auth without waiting, and ZooKeeper closes the session on refusal).
+    """
+    from migrator.zk.reader import read_tree
+
+    credentials = parse_auth(zk_auth)
+    client = connect(zookeeper, timeout=zk_timeout)
+    try:
+        for scheme, credential in credentials:
+            try:
+                client.add_auth(scheme, credential)
+            except AuthFailedError:
+                raise PermissionDeniedError(
+                    f"ZooKeeper at {ConnectSpec.parse(zookeeper)} refused the --zk-auth credential "
+                    f"of scheme {scheme!r}"
+                ) from None
+            except (KazooException, KazooTimeoutError) as e:
+                raise UnreachableError(
+                    f"lost ZooKeeper at {ConnectSpec.parse(zookeeper)} while authenticating: {type(e).__name__}"
+                ) from None
+        return read_tree(client)
+    finally:
+        close(client)
+
+
+def _n(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _paths_in(message: str) -> list[str]:
+    """The znode path an access error names (`... access to /brokers/ids: ...`)."""
+    words = [w.rstrip(":,.;") for w in message.split()]
+    return [w for w in words if w.startswith("/")][:1]
