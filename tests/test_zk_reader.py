@@ -209,17 +209,21 @@ def test_requests_never_exceed_jute_maxbuffer(zkc):
 def test_known_sizes_plan_replies_under_the_budget(zk):
     """With sizes known (re-read passes), each huge znode goes alone and the rest share batches."""
     reader = BulkReader(zk, ["/x"], method="multiread")
-    ops = [(f"/x/big{i}", mr.OP_GET_DATA, 2, 700_000, "/x") for i in range(3)]
-    ops += [(f"/x/small{i}", mr.OP_GET_DATA, 2, 100, "/x") for i in range(3000)]
-    queue = deque(ops[:1] + ops[3:1500] + ops[1:2] + ops[1500:] + ops[2:3])
+    sizes = [100] * 3000
+    for at in (0, 1500, 2999):
+        sizes[at] = 700_000
+    paths = [f"/x/n{i}" for i in range(3000)]
+    queue = deque([[mr.OP_GET_DATA, 2, paths, sizes, 0]])
     batches = []
     while queue:
-        batch, payload = reader._next_batch(queue, reader.max_ops, True)
-        batches.append(batch)
+        batch, payload, count = reader._next_batch(queue, reader.max_ops, True)
         assert len(payload) < JUTE_MAXBUFFER
-        assert len(batch) == 1 or sum(81 + op[3] for op in batch) + 29 <= reader.max_batch_bytes
-    assert [b for b in batches if len(b) == 1 and b[0][3] == 700_000] and sum(map(len, batches)) == 3003
-    assert all(len(b) == 1 for b in batches if any(op[3] == 700_000 for op in b))
+        hints = [h for segment in batch for h in segment[3]]
+        assert count == len(hints)
+        assert count == 1 or 29 + sum(81 + h for h in hints) <= reader.max_batch_bytes
+        batches.append(hints)
+    assert sum(map(len, batches)) == 3000
+    assert [b for b in batches if 700_000 in b] == [[700_000]] * 3
 
 
 def test_small_budget_splits_child_lists_and_data(sample):
@@ -396,3 +400,12 @@ def test_bad_arguments(zk):
         read_tree(zk, ["/t"], max_batch_bytes=2 * JUTE_MAXBUFFER)
     with pytest.raises(BadInputError, match="absolute"):
         read_tree(zk, ["brokers"])
+
+
+def test_default_roots_are_kafkas(zk):
+    zk.create("/brokers/ids/1", b"{}", makepath=True)
+    zk.create("/controller_epoch", b"5")
+    zk.create("/consumers/old-group/offsets", b"", makepath=True)  # pre-0.9 offsets: not migrated
+    zk.create("/unrelated", b"x")
+    tree = read_tree(zk)
+    assert set(tree.nodes) == {"/brokers", "/brokers/ids", "/brokers/ids/1", "/controller_epoch"}

@@ -37,6 +37,9 @@ from kazoo.protocol.states import ZnodeStat
 __all__ = [
     "MIN_MULTI_READ_VERSION",
     "OP_GET_ALL_CHILDREN_NUMBER",
+    "INT",
+    "OP_HEAD",
+    "STAT",
     "OP_GET_CHILDREN",
     "OP_GET_DATA",
     "OP_MULTI_READ",
@@ -45,7 +48,9 @@ __all__ = [
     "MultiReadReply",
     "MultiReadRequest",
     "RawReply",
+    "encode_op",
     "encode_ops",
+    "join_ops",
     "get_all_children_number",
     "multi_read",
     "parse_multi_read",
@@ -62,10 +67,11 @@ OP_ERROR = -1
 ERR_UNIMPLEMENTED = -6
 MIN_MULTI_READ_VERSION = (3, 6, 0)
 
-_INT = struct.Struct("!i")
+INT = struct.Struct("!i")
 _LONG = struct.Struct("!q")
 _MULTI_HEADER = struct.Struct("!iBi")
-_STAT = struct.Struct("!qqqqiiiqiiq")
+STAT = struct.Struct("!qqqqiiiqiiq")
+OP_HEAD = struct.Struct("!iBii")  # MultiHeader, then the op's first int
 _REPLY_HEADER_SIZE = 16  # xid int, zxid long, err int
 _OP_HEADER = {
     OP_GET_DATA: _MULTI_HEADER.pack(OP_GET_DATA, 0, -1),
@@ -94,24 +100,29 @@ def server_path(chroot: str | None, path: str) -> str:
     return chroot if path == "/" else chroot + path
 
 
+def encode_op(op: int, raw_path: bytes) -> bytes:
+    """One op of a multiRead request, without its trailing watch flag (`join_ops` adds it)."""
+    return OP_HEAD.pack(op, 0, -1, len(raw_path)) + raw_path
+
+
+def join_ops(encoded: list[bytes]) -> bytes:
+    """A request body from `encode_op` results: each op ends with watch=false, then the end marker.
+
+    No watches: a bulk read must not leave hundreds of thousands of them behind on the server.
+    """
+    return b"\x00".join(encoded) + b"\x00" + _DONE if encoded else _DONE
+
+
 def encode_ops(ops: Sequence[tuple[int, str]], chroot: str | None = None) -> bytes:
     """The body of a multiRead request for `(OP_GET_DATA|OP_GET_CHILDREN, path)` ops."""
-    parts: list[bytes] = []
-    append = parts.append
-    pack_int = _INT.pack
+    encoded = []
     for op, path in ops:
-        header = _OP_HEADER.get(op)
-        if header is None:
+        if op not in _OP_HEADER:
             raise ValueError(
                 f"multiRead supports getData ({OP_GET_DATA}) and getChildren ({OP_GET_CHILDREN}), not {op}"
             )
-        raw = server_path(chroot, path).encode()
-        append(header)
-        append(pack_int(len(raw)))
-        append(raw)
-        append(b"\x00")  # no watch: a bulk read must not leave watches behind on the server
-    append(_DONE)
-    return b"".join(parts)
+        encoded.append(encode_op(op, server_path(chroot, path).encode()))
+    return join_ops(encoded)
 
 
 class MultiReadRequest:
@@ -148,11 +159,11 @@ class GetAllChildrenNumberRequest:
 
     def serialize(self) -> bytes:
         raw = self.path.encode()
-        return _INT.pack(len(raw)) + raw
+        return INT.pack(len(raw)) + raw
 
     @staticmethod
     def deserialize(buffer: bytes, offset: int) -> int:
-        return int(_INT.unpack_from(buffer, offset)[0])
+        return int(INT.unpack_from(buffer, offset)[0])
 
     def __repr__(self) -> str:
         return f"GetAllChildrenNumberRequest({self.path!r})"
@@ -166,44 +177,44 @@ def parse_multi_read(buffer: bytes, offset: int) -> list[Any]:
     """
     out: list[Any] = []
     append = out.append
-    unpack_header = _MULTI_HEADER.unpack_from
-    unpack_stat = _STAT.unpack_from
-    unpack_int = _INT.unpack_from
+    unpack_head = OP_HEAD.unpack_from
+    unpack_stat = STAT.unpack_from
+    unpack_int = INT.unpack_from
+    # Every op result starts with its MultiHeader and one int (data length, child count or error
+    # code), read in one call; the frame ends with a 9-byte done header.
+    end = len(buffer) - 9
     try:
-        while True:
-            op, done, err = unpack_header(buffer, offset)
-            offset += 9
-            if done:
-                return out
+        while offset < end:
+            op, done, _, n = unpack_head(buffer, offset)
+            offset += 13
             if op == OP_GET_DATA:
-                n = unpack_int(buffer, offset)[0]
-                offset += 4
                 if n < 0:
-                    data = None
+                    append((None, unpack_stat(buffer, offset)))
                 else:
-                    data = buffer[offset : offset + n]
+                    append((buffer[offset : offset + n], unpack_stat(buffer, offset + n)))
                     offset += n
-                append((data, unpack_stat(buffer, offset)))
                 offset += 68
             elif op == OP_GET_CHILDREN:
-                count = unpack_int(buffer, offset)[0]
-                offset += 4
                 names: list[str] = []
                 total = 0
-                for _ in range(count):
-                    n = unpack_int(buffer, offset)[0]
+                for _ in range(n):
+                    size = unpack_int(buffer, offset)[0]
                     offset += 4
-                    names.append(buffer[offset : offset + n].decode())
-                    offset += n
-                    total += n
+                    names.append(buffer[offset : offset + size].decode())
+                    offset += size
+                    total += size
                 append(ChildList(names, total))
             elif op == OP_ERROR:
-                append(unpack_int(buffer, offset)[0])
-                offset += 4
+                append(n)
             else:
                 raise ValueError(f"unexpected op type {op} in a multiRead reply")
-    except (struct.error, UnicodeDecodeError) as e:
+            if done:
+                raise ValueError("a result flagged as the last one")
+        if offset != end or not _MULTI_HEADER.unpack_from(buffer, offset)[1]:
+            raise ValueError("no end marker")
+    except (struct.error, UnicodeDecodeError, ValueError) as e:
         raise ValueError(f"malformed multiRead reply at byte {offset}: {e}") from None
+    return out
 
 
 class MultiReadReply(NamedTuple):

@@ -14,11 +14,15 @@ newest zxid, a bounded number of times. docs/zk-reader.md states the guarantee e
 
 from __future__ import annotations
 
+import gc
 import logging
+import struct
 import time
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
+from itertools import accumulate
 from typing import Any, NoReturn
 
 from kazoo.client import KazooClient
@@ -37,18 +41,21 @@ from kazoo.handlers.threading import KazooTimeoutError
 from migrator.errors import BadInputError, PermissionDeniedError, UnreachableError
 from migrator.zk.connection import permission_denied
 from migrator.zk.multiread import (
+    INT,
     OP_GET_CHILDREN,
     OP_GET_DATA,
+    OP_HEAD,
+    STAT,
     ChildList,
     MultiReadRequest,
     RawReply,
-    encode_ops,
+    join_ops,
     mark_unsupported,
-    parse_multi_read,
     server_path,
     supports_multi_read,
     wait_for_session,
 )
+from migrator.zk.paths import KAFKA_ROOTS
 from migrator.zk.tree import ZkTree, ZNode
 
 __all__ = [
@@ -164,12 +171,6 @@ def _znode_factory() -> Callable[..., ZNode]:
 _make_znode = _znode_factory()
 
 
-def _kafka_roots() -> Sequence[str]:
-    from migrator.zk.paths import KAFKA_ROOTS
-
-    return KAFKA_ROOTS
-
-
 def _depth(path: str) -> int:
     return 0 if path == "/" else path.count("/")
 
@@ -189,9 +190,13 @@ def _normalise_roots(roots: Sequence[str]) -> list[str]:
     return out
 
 
-# An op is (path, kind, depth, hint, parent): hint is the expected data length (-1 unknown) of a
-# getData and the child count of a getChildren; parent keys the size statistics of a getData.
-Op = tuple[str, int, int, int, "str | None"]
+# Work is queued in runs of same-kind reads at one depth: [kind, depth, paths, hints, next index].
+# Hints are the expected data lengths of getData paths (None or -1: unknown) and the child counts of
+# getChildren paths. A batch is a list of segments, each a slice of one run: (kind, depth, paths, hints).
+# Handling whole runs with list comprehensions and one loop per reply keeps per-znode work small.
+Run = list[Any]
+Segment = tuple[int, int, list[str], "list[int] | None"]
+Batch = list[Segment]
 
 
 class _MultiReadExecutor:
@@ -206,21 +211,19 @@ class _MultiReadExecutor:
         self.largest_reply = 0
         self.largest_request = 0
 
-    def submit(self, batch: list[Op], payload: bytes) -> Any:
+    def submit(self, batch: Batch, payload: bytes) -> Any:
         if len(payload) + 8 > self.largest_request:
             self.largest_request = len(payload) + 8  # xid and type precede the body
         result = self.client.handler.async_result()
-        self.client._call(MultiReadRequest(payload, len(batch)), result)
+        self.client._call(MultiReadRequest(payload, sum(len(seg[2]) for seg in batch)), result)
         return result
 
-    def collect(self, handle: Any) -> tuple[int | None, list[Any]]:
+    def collect(self, handle: Any) -> tuple[int | None, RawReply]:
+        """The reply frame, unparsed: the walk parses and applies it in one pass."""
         raw: RawReply = handle.get(timeout=self.timeout)
         if len(raw.buffer) > self.largest_reply:
             self.largest_reply = len(raw.buffer)
-        try:
-            return raw.zxid, parse_multi_read(raw.buffer, raw.offset)
-        except ValueError as e:
-            raise UnreachableError(f"ZooKeeper sent a reply zk2kraft cannot parse: {e}") from None
+        return raw.zxid, raw
 
 
 class _AsyncExecutor:
@@ -234,10 +237,12 @@ class _AsyncExecutor:
         self.client = client
         self.timeout = timeout
 
-    def submit(self, batch: list[Op], payload: bytes) -> Any:
-        get_async = self.client.get_async
-        children_async = self.client.get_children_async
-        return [(get_async if op[1] == DATA else children_async)(op[0]) for op in batch]
+    def submit(self, batch: Batch, payload: bytes) -> Any:
+        pending = []
+        for kind, _, paths, _ in batch:
+            call = self.client.get_async if kind == DATA else self.client.get_children_async
+            pending.extend([call(path) for path in paths])
+        return pending
 
     def collect(self, handle: Any) -> tuple[int | None, list[Any]]:
         out: list[Any] = []
@@ -260,7 +265,7 @@ class _Round:
     nodes: dict[str, ZNode]
     children: dict[str, list[str]]
     reply_bytes: dict[str, int]
-    replies: list[tuple[int | None, list[Op]]]
+    replies: list[tuple[int | None, Batch]]
     zmin: int | None
     zmax: int | None
     max_zxid: int
@@ -281,25 +286,24 @@ class _Reuse:
 
 
 class _Sizes:
-    """Running data and name sizes, to predict the reply of reads whose sizes ZooKeeper has not told.
+    """Running data and name sizes per depth, to predict replies ZooKeeper has not sized yet.
 
-    A znode's length only arrives with its data, so a first read is sized from its siblings (same
-    parent) or else from znodes at the same depth, with 4x headroom over their mean; ZooKeeper lists
-    children in hash order, so big and small siblings mix rather than cluster. Nothing known yet means
-    "assume it fills a batch": the first reads at a new depth go alone until sizes are known. A reply
-    over the budget costs memory, not correctness: ZooKeeper and kazoo accept replies of any size (a 6 MB
-    multiRead reply was verified); only a *request* over the server's jute.maxbuffer drops the
+    A znode's length only arrives with its data, so a first read is sized from the znodes already read
+    at the same depth, with 4x headroom over their mean (ZooKeeper lists children in hash order, so big
+    and small siblings mix rather than cluster). Nothing read yet at a depth means "assume it fills a
+    batch": the first reads at each new depth go alone. Re-read passes know every size exactly. A reply
+    over the budget costs memory, not correctness: ZooKeeper and kazoo accept replies of any size (a
+    6 MB multiRead reply was verified); only a *request* over the server's jute.maxbuffer drops the
     connection, and request sizes are exact.
     """
 
-    __slots__ = ("depth_cnt", "depth_sum", "name_cnt", "name_sum", "parent")
+    __slots__ = ("depth_cnt", "depth_sum", "name_cnt", "name_sum")
 
     def __init__(self) -> None:
         self.depth_sum: list[int] = [0] * 64
         self.depth_cnt: list[int] = [0] * 64
         self.name_sum: list[int] = [0] * 64
         self.name_cnt: list[int] = [0] * 64
-        self.parent: dict[str | None, list[int]] = {}
 
     def grow(self, depth: int) -> None:
         while depth >= len(self.depth_sum):
@@ -313,7 +317,7 @@ class BulkReader:
     def __init__(
         self,
         client: KazooClient,
-        roots: Sequence[str] | None = None,
+        roots: Sequence[str] = KAFKA_ROOTS,
         *,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         max_ops: int = DEFAULT_MAX_OPS,
@@ -334,7 +338,7 @@ class BulkReader:
         if max_ops < 1 or in_flight < 1 or retries < 0:
             raise BadInputError("max_ops and in_flight must be at least 1, retries at least 0")
         self.client = client
-        self.roots = _normalise_roots(_kafka_roots() if roots is None else roots)
+        self.roots = _normalise_roots(roots)
         self.max_batch_bytes = max_batch_bytes
         self.max_ops = max_ops
         self.in_flight = in_flight
@@ -350,6 +354,10 @@ class BulkReader:
     def read(self) -> ZkTree:
         started = time.perf_counter()
         self.stats = ReadStats()
+        # Hundreds of thousands of new, never-cyclic objects would trigger full collections that walk
+        # the whole growing tree again and again; collection resumes afterwards.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         try:
             tree = self._read()
         except (ConnectionLoss, SessionExpiredError, KazooTimeoutError) as e:
@@ -365,6 +373,9 @@ class BulkReader:
             raise UnreachableError(
                 f"ZooKeeper at {self._hosts()} failed a read of {', '.join(self.roots)}: {type(e).__name__} {e}".rstrip()
             ) from None
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         self.stats.seconds = time.perf_counter() - started
         self.stats.znodes = len(tree)
         log.info(
@@ -463,8 +474,8 @@ class BulkReader:
         lists: set[str] = set()
         for zxid, batch in rnd.replies:
             if zxid == target:
-                for op in batch:
-                    (data if op[1] == DATA else lists).add(op[0])
+                for kind, _, paths, _ in batch:
+                    (data if kind == DATA else lists).update(paths)
         return _Reuse(data, lists, rnd.nodes, rnd.children, rnd.reply_bytes)
 
     def _round(self, executor: _MultiReadExecutor | _AsyncExecutor, reuse: _Reuse | None) -> _Round:
@@ -472,10 +483,10 @@ class BulkReader:
         nodes: dict[str, ZNode] = {}
         children: dict[str, list[str]] = {}
         reply_bytes: dict[str, int] = {}
-        replies: list[tuple[int | None, list[Op]]] = []
+        replies: list[tuple[int | None, Batch]] = []
         vanished: list[str] = []
-        queue: deque[Op] = deque()
-        hits: list[Op] = []
+        queue: deque[Run] = deque()
+        hits: list[tuple[int, int, str]] = []
         make = _make_znode
         sizes = self._sizes
         depth_sum, depth_cnt, name_sum, name_cnt = (
@@ -484,27 +495,50 @@ class BulkReader:
             sizes.name_sum,
             sizes.name_cnt,
         )
-        parent_sizes = sizes.parent
         max_zxid = 0
 
+        def enqueue(kind: int, depth: int, paths: list[str], hints: list[int] | None) -> None:
+            last = queue[-1] if queue else None
+            if (
+                last is not None
+                and last[0] == kind
+                and last[1] == depth
+                and (last[3] is None) == (hints is None)
+            ):
+                last[2].extend(paths)  # append to the open run: one run per depth, not one per parent
+                if hints is not None:
+                    last[3].extend(hints)
+            else:
+                queue.append([kind, depth, paths, hints, 0])
+
         if reuse is None:
-            push = queue.append
+            push = enqueue
         else:
             reuse_data, reuse_lists, old_nodes = reuse.data, reuse.lists, reuse.nodes
 
-            def push(op: Op) -> None:
-                path, kind = op[0], op[1]
-                if path in (reuse_data if kind == DATA else reuse_lists):
-                    hits.append(op)
-                elif kind == DATA and op[3] < 0 and (old := old_nodes.get(path)) is not None:
-                    queue.append((path, DATA, op[2], old.data_length, op[4]))
-                else:
-                    queue.append(op)
+            def push(kind: int, depth: int, paths: list[str], hints: list[int] | None) -> None:
+                """Reads done at the target zxid in the last pass are reused; others get known sizes."""
+                done = reuse_data if kind == DATA else reuse_lists
+                todo: list[str] = []
+                todo_hints: list[int] = []
+                for i, path in enumerate(paths):
+                    if path in done:
+                        hits.append((kind, depth, path))
+                    else:
+                        todo.append(path)
+                        if kind == DATA:
+                            old = old_nodes.get(path)
+                            todo_hints.append(-1 if old is None else old.data_length)
+                        else:
+                            assert hints is not None
+                            todo_hints.append(hints[i])
+                if todo:
+                    enqueue(kind, depth, todo, todo_hints)
 
         for root in self.roots:
             depth = _depth(root)
             sizes.grow(depth + 2)
-            push((root, DATA, depth, -1, None))
+            push(DATA, depth, [root], None)
 
         def fail(path: str, code: int) -> NoReturn:
             if code == NO_AUTH:
@@ -512,56 +546,134 @@ class BulkReader:
             name = EXCEPTIONS[code].__name__ if code in EXCEPTIONS else str(code)
             raise UnreachableError(f"ZooKeeper at {self._hosts()} answered {name} reading {path}")
 
-        def apply(batch: list[Op], results: list[Any]) -> None:
-            nonlocal max_zxid
-            if len(results) != len(batch):
-                raise UnreachableError(
-                    f"ZooKeeper answered {len(results)} results to a multiRead of {len(batch)} reads"
-                )
-            for op, res in zip(batch, results, strict=True):
-                path = op[0]
-                if res.__class__ is int:
-                    if res == NO_NODE:  # deleted after its parent was listed (or after it was read)
-                        vanished.append(path)
-                        continue
-                    fail(path, res)
-                if op[1] == DATA:
-                    data, st = res
-                    # Stat: czxid mzxid ctime mtime version cversion aversion ephemeralOwner dataLength numChildren pzxid
-                    nodes[path] = make(path, data, st[4], st[0], st[1], st[7], st[9], st[8], st[10])
-                    if st[1] > max_zxid:
-                        max_zxid = st[1]
-                    if st[10] > max_zxid:
-                        max_zxid = st[10]
-                    depth = op[2]
-                    depth_sum[depth] += st[8]
-                    depth_cnt[depth] += 1
-                    if op[4] is not None:
-                        seen = parent_sizes.get(op[4])
-                        if seen is None:
-                            parent_sizes[op[4]] = [st[8], 1]
-                        else:
-                            seen[0] += st[8]
-                            seen[1] += 1
-                    if st[9]:
-                        push((path, LIST, depth, st[9], None))
-                else:
-                    names, nbytes = res
-                    children[path] = names
-                    reply_bytes[path] = _CHILDREN2_FIXED + 4 * len(names) + nbytes
-                    depth = op[2] + 1
-                    sizes.grow(depth + 2)
-                    name_sum[depth] += nbytes
-                    name_cnt[depth] += len(names)
-                    prefix = "/" if path == "/" else path + "/"
-                    key = path if len(names) > 1 else None  # an only child is sized by its depth
-                    for name in names:
-                        push((prefix + name, DATA, depth, -1, key))
+        def add_children(path: str, depth: int, names: list[str], nbytes: int, out: list[str]) -> None:
+            children[path] = names
+            reply_bytes[path] = _CHILDREN2_FIXED + 4 * len(names) + nbytes
+            name_sum[depth + 1] += nbytes
+            name_cnt[depth + 1] += len(names)
+            prefix = "/" if path == "/" else path + "/"
+            out.extend([prefix + name for name in names])
 
-        def apply_reused(ops: list[Op]) -> None:
+        unpack_head = OP_HEAD.unpack_from
+        unpack_stat = STAT.unpack_from
+        unpack_int = INT.unpack_from
+
+        def apply_raw(batch: Batch, buf: bytes, off: int) -> None:
+            """Parse a multiRead reply (multiread.parse_multi_read's format) and apply it in one pass:
+            this loop runs once per znode, so no intermediate objects."""
+            nonlocal max_zxid
+            for kind, depth, paths, _ in batch:
+                if kind == DATA:
+                    parents: list[str] = []
+                    counts: list[int] = []
+                    total = 0
+                    for path in paths:
+                        op, done, _, n = unpack_head(buf, off)
+                        off += 13
+                        if op == DATA:
+                            if n < 0:
+                                data = None
+                            else:
+                                data = buf[off : off + n]
+                                off += n
+                            czxid, mzxid, _, _, version, _, _, owner, length, count, pzxid = unpack_stat(
+                                buf, off
+                            )
+                            off += 68
+                            nodes[path] = make(path, data, version, czxid, mzxid, owner, count, length, pzxid)
+                            if mzxid > max_zxid:
+                                max_zxid = mzxid
+                            if pzxid > max_zxid:
+                                max_zxid = pzxid
+                            total += length
+                            if count:
+                                parents.append(path)
+                                counts.append(count)
+                        elif op == -1:
+                            if n != NO_NODE:
+                                fail(path, n)
+                            vanished.append(path)  # deleted after its parent was listed
+                        else:
+                            raise ValueError(f"result type {op} for a getData of {path}")
+                        if done:
+                            raise ValueError("a result flagged as the last one")
+                    depth_sum[depth] += total
+                    depth_cnt[depth] += len(paths)
+                    if parents:
+                        push(LIST, depth, parents, counts)
+                else:
+                    found: list[str] = []
+                    sizes.grow(depth + 3)
+                    for path in paths:
+                        op, done, _, n = unpack_head(buf, off)
+                        off += 13
+                        if op == LIST:
+                            names = []
+                            nbytes = 0
+                            for _ in range(n):
+                                size = unpack_int(buf, off)[0]
+                                off += 4
+                                names.append(buf[off : off + size].decode())
+                                off += size
+                                nbytes += size
+                            children[path] = names
+                            reply_bytes[path] = _CHILDREN2_FIXED + 4 * n + nbytes
+                            name_sum[depth + 1] += nbytes
+                            name_cnt[depth + 1] += n
+                            if n == 1:
+                                found.append(("/" if path == "/" else path + "/") + names[0])
+                            else:
+                                prefix = "/" if path == "/" else path + "/"
+                                found.extend([prefix + name for name in names])
+                        elif op == -1:
+                            if n != NO_NODE:
+                                fail(path, n)
+                            vanished.append(path)  # deleted after it was read
+                        else:
+                            raise ValueError(f"result type {op} for a getChildren of {path}")
+                        if done:
+                            raise ValueError("a result flagged as the last one")
+                    if found:
+                        push(DATA, depth + 1, found, None)
+            if off != len(buf) - 9 or not buf[off + 4]:
+                raise ValueError(f"{len(buf) - off} bytes where the 9-byte end marker belongs")
+
+        def apply(batch: Batch, results: list[Any]) -> None:
+            """The fallback's results: (data, ZnodeStat) / ChildList / error code per read, in order."""
+            nonlocal max_zxid
+            it = iter(results)
+            for kind, depth, paths, _ in batch:
+                parents: list[str] = []
+                counts: list[int] = []
+                found: list[str] = []
+                for path in paths:
+                    res = next(it)
+                    if res.__class__ is int:
+                        if res != NO_NODE:
+                            fail(path, res)
+                        vanished.append(path)
+                    elif kind == DATA:
+                        data, st = res
+                        czxid, mzxid, _, _, version, _, _, owner, length, count, pzxid = st
+                        nodes[path] = make(path, data, version, czxid, mzxid, owner, count, length, pzxid)
+                        max_zxid = max(max_zxid, mzxid, pzxid)
+                        depth_sum[depth] += length
+                        depth_cnt[depth] += 1
+                        if count:
+                            parents.append(path)
+                            counts.append(count)
+                    else:
+                        sizes.grow(depth + 3)
+                        add_children(path, depth, res.names, res.name_bytes, found)
+                if parents:
+                    push(LIST, depth, parents, counts)
+                if found:
+                    push(DATA, depth + 1, found, None)
+
+        def apply_reused(reused: list[tuple[int, int, str]]) -> None:
             nonlocal max_zxid
             assert reuse is not None
-            for path, kind, depth, _, _ in ops:
+            for kind, depth, path in reused:
                 if kind == DATA:
                     node = reuse.nodes.get(path)
                     if node is None:
@@ -570,21 +682,20 @@ class BulkReader:
                     nodes[path] = node
                     max_zxid = max(max_zxid, node.mzxid, node.pzxid)
                     if node.num_children:
-                        push((path, LIST, depth, node.num_children, None))
+                        push(LIST, depth, [path], [node.num_children])
                 else:
                     names = reuse.children.get(path)
                     if names is None:
                         vanished.append(path)
                         continue
-                    children[path] = names
-                    reply_bytes[path] = reuse.reply_bytes[path]
+                    found: list[str] = []
                     sizes.grow(depth + 3)
-                    prefix = "/" if path == "/" else path + "/"
-                    key = path if len(names) > 1 else None
-                    for name in names:
-                        push((prefix + name, DATA, depth + 1, -1, key))
+                    add_children(
+                        path, depth, names, reuse.reply_bytes[path] - _CHILDREN2_FIXED - 4 * len(names), found
+                    )
+                    push(DATA, depth + 1, found, None)
 
-        in_flight: deque[tuple[Any, list[Op]]] = deque()
+        in_flight: deque[tuple[Any, Batch]] = deque()
         window = self.in_flight if executor.encodes else 2
         max_ops = self.max_ops if executor.encodes else ASYNC_CHUNK
         min_fill = max(1, max_ops // 2)
@@ -594,15 +705,15 @@ class BulkReader:
         progress = self.progress
         while True:
             while hits:
-                batch, hits = hits, []
-                apply_reused(batch)
+                reused, hits = hits, []
+                apply_reused(reused)
             while queue and len(in_flight) < window:
-                if in_flight and len(queue) < min_fill:
+                if in_flight and sum(len(run[2]) - run[4] for run in queue) < min_fill:
                     break  # a reply on its way will add work: send fuller batches
-                batch, payload = self._next_batch(queue, max_ops, executor.encodes)
+                batch, payload, count = self._next_batch(queue, max_ops, executor.encodes)
                 in_flight.append((executor.submit(batch, payload), batch))
                 requests += 1
-                ops += len(batch)
+                ops += count
             if not in_flight:
                 if hits:
                     continue
@@ -615,7 +726,15 @@ class BulkReader:
                 if zmax is None or zxid > zmax:
                     zmax = zxid
             replies.append((zxid, batch))
-            apply(batch, results)
+            if executor.encodes:
+                try:
+                    apply_raw(batch, results.buffer, results.offset)
+                except (struct.error, UnicodeDecodeError, ValueError, IndexError) as e:
+                    raise UnreachableError(
+                        f"ZooKeeper sent a multiRead reply zk2kraft cannot parse: {e}"
+                    ) from None
+            else:
+                apply(batch, results)
             if progress is not None:
                 progress(len(nodes))
 
@@ -625,51 +744,78 @@ class BulkReader:
             self._drop_vanished(vanished, nodes, children)
         return _Round(nodes, children, reply_bytes, replies, zmin, zmax, max_zxid, requests, ops, lost)
 
-    def _next_batch(self, queue: deque[Op], max_ops: int, encode: bool) -> tuple[list[Op], bytes]:
-        """Take ops off the queue while the expected reply and the request stay within the budget."""
-        batch: list[Op] = []
+    def _next_batch(self, queue: deque[Run], max_ops: int, encode: bool) -> tuple[Batch, bytes, int]:
+        """Slices of the queued runs while the expected reply and the exact request stay in budget."""
+        batch: Batch = []
+        count = 0
         if not encode:
-            for _ in range(min(max_ops, len(queue))):
-                batch.append(queue.popleft())
-            return batch, b""
+            while queue and count < max_ops:
+                run = queue[0]
+                kind, depth, paths, hints, pos = run
+                take = min(max_ops - count, len(paths) - pos)
+                batch.append((kind, depth, paths[pos : pos + take], None))
+                count += take
+                run[4] = pos + take
+                if run[4] == len(paths):
+                    queue.popleft()
+            return batch, b"", count
         budget = self.max_batch_bytes
         chroot = self.client.chroot or ""
         sizes = self._sizes
-        depth_sum, depth_cnt, name_sum, name_cnt = (
-            sizes.depth_sum,
-            sizes.depth_cnt,
-            sizes.name_sum,
-            sizes.name_cnt,
-        )
-        parent_sizes = sizes.parent
-        parts: list[tuple[int, str]] = []
+        pack = OP_HEAD.pack
+        encoded: list[bytes] = []
         reply = _REPLY_FIXED
         request = _REQUEST_FIXED
-        while queue and len(batch) < max_ops:
-            op = queue[0]
-            path, kind, depth, hint, parent = op
+        while queue and count < max_ops:
+            run = queue[0]
+            kind, depth, paths, hints, pos = run
+            take = min(max_ops - count, len(paths) - pos)
             if kind == DATA:
-                if hint >= 0:
-                    expect = _DATA_REPLY_FIXED + hint
-                elif (seen := parent_sizes.get(parent)) is not None:
-                    expect = _DATA_REPLY_FIXED + 4 * seen[0] // seen[1]
-                elif depth_cnt[depth]:
-                    expect = _DATA_REPLY_FIXED + 4 * depth_sum[depth] // depth_cnt[depth]
+                cnt = sizes.depth_cnt[depth]
+                guess = _DATA_REPLY_FIXED + 4 * sizes.depth_sum[depth] // cnt if cnt else budget
+                if hints is None:
+                    fit = (budget - reply) // guess
+                    expected = None
                 else:
-                    expect = budget  # nothing known: it goes alone
+                    expected = list(
+                        accumulate(
+                            _DATA_REPLY_FIXED + h if h >= 0 else guess for h in hints[pos : pos + take]
+                        )
+                    )
+                    fit = bisect_right(expected, budget - reply)
             else:
-                d = depth + 1
-                mean_name = 2 * name_sum[d] // name_cnt[d] if name_cnt[d] else _UNKNOWN_NAME_GUESS
-                expect = 13 + hint * (4 + mean_name)
-            size = 14 + len(chroot) + 4 * len(path)  # UTF-8 needs at most 4 bytes per code point
-            if batch and (reply + expect > budget or request + size > budget):
-                break
-            queue.popleft()
-            batch.append(op)
-            parts.append((kind, path))
-            reply += expect
-            request += size
-        return batch, encode_ops(parts, chroot)
+                cnt = sizes.name_cnt[depth + 1]
+                per_name = 4 + (2 * sizes.name_sum[depth + 1] // cnt if cnt else _UNKNOWN_NAME_GUESS)
+                expected = list(accumulate(13 + per_name * h for h in hints[pos : pos + take]))
+                fit = bisect_right(expected, budget - reply)
+            take = min(take, fit)
+            if take == 0:
+                if count:
+                    break
+                take = 1  # nothing known or too big: it goes alone
+            chunk = paths[pos : pos + take]
+            if chroot:
+                raws = [(chroot + p if p != "/" else chroot).encode() for p in chunk]
+            else:
+                raws = [p.encode() for p in chunk]
+            lengths = list(accumulate(14 + len(r) for r in raws))
+            if lengths[-1] > budget - request:
+                fit = bisect_right(lengths, budget - request)
+                if fit == 0 and count:
+                    break
+                take = max(fit, 1)
+                chunk, raws = chunk[:take], raws[:take]
+            encoded.extend([pack(kind, 0, -1, len(r)) + r for r in raws])
+            batch.append((kind, depth, chunk, hints[pos : pos + take] if hints is not None else None))
+            request += lengths[take - 1]
+            reply += guess * take if expected is None else expected[take - 1]
+            count += take
+            run[4] = pos + take
+            if run[4] == len(paths):
+                queue.popleft()
+            elif take < min(max_ops - count + take, len(paths) - pos):
+                break  # the budget is spent
+        return batch, join_ops(encoded), count
 
     @staticmethod
     def _drop_vanished(vanished: list[str], nodes: dict[str, ZNode], children: dict[str, list[str]]) -> None:
@@ -688,7 +834,7 @@ class BulkReader:
 
 def read_tree(
     client: KazooClient,
-    roots: Sequence[str] | None = None,
+    roots: Sequence[str] = KAFKA_ROOTS,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     method: str = "auto",
     *,
