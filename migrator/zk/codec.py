@@ -642,7 +642,6 @@ def encode_broker(broker: Broker) -> bytes:
 # /brokers/topics/<t> and .../partitions/<p>/state
 # =====================================================================================================
 _UUID = re.compile(r"[A-Za-z0-9_-]{22}(?:==)?")
-_PARTITION_ID = re.compile(r"[0-9]{1,10}")
 
 
 class TopicAssignment(NamedTuple):
@@ -672,10 +671,13 @@ def _replica_map(path: str, raw: Any, key: str) -> dict[int, list[int]]:
     raw = _object(path, raw, f"topic: field {key!r}")
     out: dict[int, list[int]] = {}
     for pid, replicas in raw.items():
-        if not _PARTITION_ID.fullmatch(pid) or int(pid) > I32_MAX:
+        if not (pid.isascii() and pid.isdigit() and len(pid) <= 10) or int(pid) > I32_MAX:
             raise ZnodeError(path, f"topic: {key} key {pid!r} is not a partition id")
-        if type(replicas) is not list or not all(type(r) is int for r in replicas):
+        if type(replicas) is not list:
             _int_list(path, replicas, f"topic: {key} of partition {pid}")
+        for r in replicas:
+            if type(r) is not int or not I32_MIN <= r <= I32_MAX:
+                _int_list(path, replicas, f"topic: {key} of partition {pid}")
         out[int(pid)] = replicas
     return out
 
