@@ -20,6 +20,7 @@ from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER, Severity
 
 _STYLE = {Severity.BLOCKER: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _PATHS_SHOWN = 3
+_ROWS_PER_CODE = 20  # a thousand malformed znodes are a thousand findings in --json, not on a screen
 
 
 def load_broker_configs(directory: str) -> list[BrokerConfigFile]:
@@ -110,8 +111,23 @@ def render(result: commands.CheckResult, console: Console) -> None:
         table.add_column("Code", no_wrap=True)
         table.add_column("Finding", ratio=3)
         table.add_column("Fix", ratio=2)
+        shown: dict[str, int] = {}
+        totals: dict[str, int] = {}
+        for f in result.findings:
+            totals[f.code] = totals.get(f.code, 0) + 1
         for f in result.findings:
             style = _STYLE[f.severity]
+            n = shown[f.code] = shown.get(f.code, 0) + 1
+            if n > _ROWS_PER_CODE:
+                if n == _ROWS_PER_CODE + 1:
+                    more = totals[f.code] - _ROWS_PER_CODE
+                    table.add_row(
+                        f"[{style}]{f.severity.value}[/{style}]",
+                        f"[{style}]{f.code}[/{style}]",
+                        f"... and {more} more {f.code} findings (all of them with --json)",
+                        "",
+                    )
+                continue
             text = escape(f.message)
             extra = [p for p in f.paths if p not in f.message][:_PATHS_SHOWN]
             if extra:

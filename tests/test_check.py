@@ -581,13 +581,66 @@ def test_broker_configs_cover_registered_brokers(zk, zk_connect, tmp_path):
     assert only(result, "BROKER_CONFIG_MISSING").ids == [3]
 
 
-# --- the CLI --------------------------------------------------------------------------------------
-
-
 @pytest.fixture(scope="module")
 def cli():
     _register()
     return CliRunner()
+
+
+# --- generator-loaded clusters ------------------------------------------------------------------
+
+CLEAN_SPEC = {"pending_deletions": 0, "reassignments": 0, "offline_partitions": 0, "legacy_topics": 0}
+
+
+@pytest.mark.zk
+def test_generated_clean_cluster_is_eligible(zk, zk_connect):
+    from zk_fixtures.brokers import BrokerSessions
+    from zk_fixtures.generator import ClusterSpec, load_cluster
+
+    gen = load_cluster(zk, ClusterSpec(seed=3, **CLEAN_SPEC))
+    with BrokerSessions(zk_connect, gen.image, gen.control):
+        result = run(zk_connect)
+    assert codes(result) == {"BROKER_CONFIG_NOT_CHECKED"}, result.findings
+    assert result.summary.partitions == gen.image.partition_count()
+    assert result.summary.cluster_id == gen.image.cluster_id
+
+
+@pytest.mark.zk
+def test_generated_cluster_flags_exactly_what_the_spec_put_in(cli, zk, zk_connect):
+    from zk_fixtures.brokers import BrokerSessions
+    from zk_fixtures.generator import ClusterSpec, load_cluster
+
+    gen = load_cluster(zk, ClusterSpec(seed=5))  # defaults: every awkward feature once or twice
+    image = gen.image
+    pending = set(image.pending_deletions)
+    legacy = sorted(n for n, t in image.topics.items() if t.topic_id is None and n not in pending)
+    offline = sum(
+        1 for t in image.topics.values() for p in t.partitions.values() if p.leader < 0 or not p.isr
+    )
+    with BrokerSessions(zk_connect, image, gen.control):
+        result = run(zk_connect)
+        res = cli.invoke(main, ["check", "-z", zk_connect], terminal_width=200)
+    assert res.exit_code == (1 if legacy else 0), res.output
+    cli_text = res.output
+    expected = {
+        "PENDING_TOPIC_DELETIONS",
+        "REASSIGNMENT_IN_PROGRESS",
+        "OFFLINE_PARTITIONS",
+        "BROKER_CONFIG_NOT_CHECKED",
+    }
+    if legacy:
+        expected.add("TOPIC_WITHOUT_ID")
+        assert only(result, "TOPIC_WITHOUT_ID").count == len(legacy)
+    assert codes(result) == expected, result.findings
+    assert only(result, "OFFLINE_PARTITIONS").count == offline
+    assert only(result, "PENDING_TOPIC_DELETIONS").count == len(pending)
+    # invariant 6: none of the generated SCRAM keys, salts, passwords or token HMACs leaks
+    dumped = result.model_dump_json()
+    for secret in gen.secrets.strings(image):
+        assert secret not in dumped and secret not in cli_text
+
+
+# --- the CLI --------------------------------------------------------------------------------------
 
 
 @pytest.mark.zk
@@ -614,6 +667,16 @@ def test_cli_env_var_and_blocker_exit(cli, zk, zk_connect):
     res = cli.invoke(main, ["check", "--json"], env={"ZK2KRAFT_ZOOKEEPER": zk_connect})
     assert res.exit_code == 1
     assert json.loads(res.output)["summary"]["verdict"].startswith("NOT eligible")
+
+
+@pytest.mark.zk
+def test_cli_takes_zookeeper_connect_from_a_kafka_properties_file(cli, zk, zk_connect, tmp_path):
+    healthy(zk)
+    props = tmp_path / "controller.properties"
+    props.write_text(f"process.roles=controller\nzookeeper.connect={zk_connect}\n")
+    res = cli.invoke(main, ["--config", str(props), "check", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["summary"]["zookeeper"] == zk_connect
 
 
 def test_cli_unreachable_json_still_reports(cli):
@@ -670,6 +733,36 @@ def test_cli_broker_config_with_secrets_never_printed(cli, zk, zk_connect, tmp_p
     assert run_cli(["check", "-z", zk_connect, "--broker-config", str(empty)]) == 2
     assert run_cli(["check", "-z", zk_connect, "--broker-config", str(tmp_path / "missing")]) == 2
     assert run_cli(["check", "-z", "localhost"]) == 2
+
+
+def test_table_caps_rows_per_code():
+    import io
+
+    from rich.console import Console
+
+    from cli.check_cmd import render
+
+    problems = [
+        checks.Finding(code="MALFORMED_ZNODE", severity=Severity.BLOCKER, message=f"/x/{i}: bad", hint="h")
+        for i in range(25)
+    ]
+    summary = commands.CheckSummary(
+        eligible=False,
+        verdict="NOT eligible",
+        blockers=25,
+        warnings=0,
+        infos=0,
+        zookeeper="h:1",
+        reachable=True,
+        zxid=1,
+    )
+    buf = io.StringIO()
+    render(
+        commands.CheckResult(findings=problems, summary=summary, exit_code=1), Console(file=buf, width=200)
+    )
+    text = buf.getvalue()
+    assert "/x/19: bad" in text and "/x/20: bad" not in text
+    assert "and 5 more MALFORMED_ZNODE findings" in text
 
 
 # --- the registry and its documentation --------------------------------------------------------
