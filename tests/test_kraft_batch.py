@@ -32,6 +32,7 @@ from migrator.kraft.batch import (
     decode_batch_records,
     encode_batch,
     encode_control_batch,
+    encode_record_batch,
     iter_batches,
 )
 from migrator.kraft.control import (
@@ -46,7 +47,15 @@ from migrator.kraft.control import (
     decode_control_record,
     encode_control_record,
 )
-from migrator.kraft.records import CorruptRecordError, MetadataRecord, decode_value, encode_value, record
+from migrator.kraft.records import (
+    CorruptRecordError,
+    MetadataRecord,
+    OpaqueRecord,
+    decode_value,
+    encode_value,
+    encode_values,
+    record,
+)
 
 TS = 1_700_000_000_123
 T1 = uuid.UUID("7d4c4d3e-8f0a-4a7e-9a43-2c1e8d5b6f01")
@@ -670,6 +679,26 @@ def test_batches_round_trip_and_agree_with_per_value_decoding(groups, base, epoc
     assert [b.records_count for b in batches] == [len(g) for g in groups]
     assert [r for b in batches for r in decode_batch_records(b)] == expected
     assert [rec for _, rec in expected] == [r for g in groups for r in g]
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(
+    st.lists(metadata_records(), min_size=1, max_size=120), st.integers(0, 2**40), st.integers(0, 2**31 - 1)
+)
+def test_encode_record_batch_equals_encode_batch_of_values(recs, base, epoch):
+    assert encode_record_batch(base, epoch, recs, TS) == encode_batch(base, epoch, encode_values(recs), TS)
+
+
+def test_encode_record_batch_past_the_one_and_two_byte_offset_deltas():
+    recs = [partition(i, [1, 2, 3][: 1 + i % 3]) for i in range(9000)]
+    recs[100] = OpaqueRecord(99, 0, b"\x01\x02")
+    assert encode_record_batch(7, 1, recs, TS) == encode_batch(7, 1, encode_values(recs), TS)
+    with pytest.raises(ValueError, match="cannot encode PartitionRecord"):
+        encode_record_batch(0, 1, [partition(1), record("PartitionRecord", 0, PartitionId=1 << 40)], TS)
+    with pytest.raises(ValueError):
+        encode_record_batch(0, 1, [], TS)
 
 
 def test_record_batch_is_a_dataclass_with_header_fields():

@@ -853,6 +853,16 @@ def test_encode_names_a_missing_or_bad_field():
         encode_value(record("PartitionRecord", PartitionId=1 << 40))
 
 
+def test_encode_values_matches_encode_value_and_handles_opaque_and_generators():
+    recs = [record("TopicRecord", Name="a", TopicId=T1), OpaqueRecord(99, 1, b"\x00"), record("NoOpRecord")]
+    expected = [encode_value(r) for r in recs]
+    assert R.encode_values(recs) == expected
+    assert R.encode_values(r for r in recs) == expected
+    assert R.encode_values(recs[::2]) == expected[::2]
+    with pytest.raises(ValueError, match="cannot encode TopicRecord"):
+        R.encode_values([record("TopicRecord", Name=None)])
+
+
 def test_schema_lookup():
     schema = schema_by_name("PartitionRecord")
     assert (schema.api_key, schema.name, schema.max_version) == (3, "PartitionRecord", 2)

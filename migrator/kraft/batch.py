@@ -24,6 +24,7 @@ from migrator.errors import BadInputError
 from migrator.kraft.records import (
     DECODE_ERRORS,
     FAST_FRAMES,
+    FRAMED_ENCODERS,
     LEARNERS,
     CorruptRecordError,
     MetadataRecord,
@@ -32,6 +33,7 @@ from migrator.kraft.records import (
     _new_record,
     decode_error_reason,
     decode_value_at,
+    encode_value,
 )
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "decode_batch_records",
     "encode_batch",
     "encode_control_batch",
+    "encode_record_batch",
     "iter_batches",
 ]
 
@@ -275,8 +278,60 @@ class RecordBatch:
         )
 
     def values(self) -> list[bytes]:
-        """The record values in offset order (decompressed)."""
-        return [r[3] for r in self._records()]
+        """The record values in offset order (decompressed), with the same framing checks as decoding."""
+        data, pos, end, base_pos = self.records_section()
+        count = self.records_count
+        if count * _MIN_RECORD_SIZE > end - pos:
+            raise self._corrupt(pos, base_pos, f"claims {count} records but holds only {end - pos} bytes")
+        out: list[bytes] = []
+        append = out.append
+        startswith = data.startswith
+        mid = _MID
+        mid_len = _MID_LEN
+        small = _ZZ_TABLE_SIZE
+        last_delta = self.last_offset_delta
+        prev = -1
+        rstart = pos
+        try:
+            for i in range(count):
+                rstart = pos
+                b = data[pos]
+                if b < 128:
+                    rend = pos + 1 + ((b >> 1) ^ -(b & 1))
+                    pos += 1
+                else:
+                    length, pos = _read_varint(data, pos)
+                    rend = pos + length
+                if i < small and startswith(mid[i], pos):
+                    pos += mid_len[i]
+                    delta = i
+                else:
+                    delta, pos = _read_prefix_slow(data, pos)
+                if delta <= prev or delta > last_delta:
+                    raise _Frame(_bad_delta(delta, prev, last_delta))
+                prev = delta
+                b = data[pos]
+                if b < 128:
+                    vlen = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    vlen, pos = _read_varint(data, pos)
+                if vlen < 0:
+                    raise _Frame("record has a null value")
+                e = pos + vlen
+                append(data[pos:e])
+                pos = e
+                if data[pos] == 0:
+                    pos += 1
+                else:
+                    pos = _skip_headers(data, pos)
+                if pos != rend:
+                    raise _Frame(f"record length disagrees with its fields by {pos - rend} bytes")
+        except (_Frame, IndexError) as exc:
+            raise self._corrupt(rstart, base_pos, _frame_reason(exc)) from None
+        if pos != end:
+            raise self._corrupt(pos, base_pos, f"{end - pos} bytes left over after {count} records")
+        return out
 
     def control_records(self) -> list[tuple[int, bytes]]:
         """(control type, value) of each record of a control batch."""
@@ -496,8 +551,8 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
     mid_len = _MID_LEN
     small = _ZZ_TABLE_SIZE
     mv = memoryview(data)
-    run: Any = None
-    stalled: Any = None
+    run_get = _RUN_BY_PREFIX.get
+    od_width = _OD_WIDTH
     rstart = pos
     vpos = pos
     vend = -1
@@ -505,20 +560,19 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
     prev = -1
     last_delta = batch.last_offset_delta
     # runs produce offset delta == index, so they must stop where the batch's offset range ends
-    run_limit = min(count, last_delta + 1)
+    run_limit = min(count, last_delta + 1, small)
     i = 0
     try:
         while i < count:
-            if run is not None:
-                before = i
-                i, pos = run(mv, pos, end, i, run_limit, base, append)
-                if i >= count:
-                    break
-                if i == before:
-                    stalled = run
-                else:
-                    prev = i - 1
-                run = None
+            if i < run_limit:
+                # a run learned earlier for records that start with these bytes at this index width
+                run = run_get((data[pos : pos + 3], od_width[i]))
+                if run is not None:
+                    j, pos = run(mv, pos, end, i, run_limit, base, append)
+                    if j > i:
+                        prev = j - 1
+                        i = j
+                        continue
             rstart = pos
             vend = -1
             # length (zigzag varint; one or two bytes inline)
@@ -598,15 +652,13 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
                 if learner is not None:
                     layout = learner.shape_of(fields, vlen - 3)
                     if layout is not None:
-                        run = _run_decoder(
+                        _learn_run(
                             learner,
                             layout,
                             data[rstart:lpos] + b"\x00\x00",
                             mid_len[i - 1] - 3,
                             data[vlpos - 1 : vpos + 3],
                         )
-                        if run is stalled:
-                            run = None
     except _Frame as exc:
         raise batch._corrupt(rstart, base_pos, str(exc)) from None
     except CorruptRecordError:
@@ -624,6 +676,19 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
 
 _MAX_RUNS = 512
 _RUNS: dict[tuple[Any, ...], Any] = {}
+#: (first three bytes of a record, offset-delta width) -> the run last learned for such records
+_RUN_BY_PREFIX: dict[tuple[bytes, int], Any] = {}
+_OD_WIDTH: list[int] = [len(z) for z in _ZZ]
+
+
+def _learn_run(
+    learner: ShapeLearner, layout: tuple[int, ...], head: bytes, od_width: int, tail: bytes
+) -> None:
+    run = _run_decoder(learner, layout, head, od_width, tail)
+    if run is not None:
+        _RUN_BY_PREFIX[(head[:3], od_width)] = run
+
+
 #: Expected offset-delta field of record i, read as an unsigned int of the varint's width (1 or 2).
 _OD_BY_WIDTH: dict[int, list[int]] = {
     w: [int.from_bytes(z, "big") if len(z) == w else -1 for z in _ZZ] for w in (1, 2)
@@ -661,6 +726,7 @@ def _run_decoder(
         return fn
     if len(_RUNS) >= _MAX_RUNS:
         _RUNS.clear()
+        _RUN_BY_PREFIX.clear()
     spec = learner.spec(layout)
     hfmt, htargets, hchecks = _const_fields(head, "a")
     tfmt, ttargets, tchecks = _const_fields(tail, "k")
@@ -744,6 +810,43 @@ def encode_batch(base_offset: int, epoch: int, values: Sequence[bytes], timestam
         extend((zz[total] if total < small else _zigzag(total), m, zl, v, b"\x00"))
     records = b"".join(parts)
     return _header(base_offset, epoch, 0, n, timestamp_ms, records) + records
+
+
+def encode_record_batch(
+    base_offset: int, epoch: int, records: Sequence[MetadataRecord | OpaqueRecord], timestamp_ms: int
+) -> bytes:
+    """encode_batch of the records' values, with each fixed-layout record and its framing packed at once.
+
+    Byte-for-byte the same as ``encode_batch(base_offset, epoch, encode_values(records), timestamp_ms)``;
+    raises ValueError like encode_value for a record that cannot be encoded.
+    """
+    n = len(records)
+    if n == 0:
+        raise ValueError("a record batch needs at least one record")
+    parts: list[bytes] = []
+    append = parts.append
+    framed_get = FRAMED_ENCODERS.get
+    zz = _ZZ
+    mid = _MID
+    small = _ZZ_TABLE_SIZE
+    for i, rec in enumerate(records):
+        framed = framed_get((rec.api_key << 16) | rec.version) if type(rec) is MetadataRecord else None
+        if framed is not None:
+            try:
+                data = framed(rec.fields, i)  # type: ignore[union-attr]
+            except Exception:
+                data = None  # encode_value below explains the problem
+            if data is not None:
+                append(data)
+                continue
+        v = encode_value(rec)
+        ln = len(v)
+        m = mid[i] if i < small else b"\x00\x00" + _zigzag(i) + b"\x01"
+        zl = zz[ln] if ln < small else _zigzag(ln)
+        total = len(m) + len(zl) + ln + 1
+        append((zz[total] if total < small else _zigzag(total)) + m + zl + v + b"\x00")
+    data = b"".join(parts)
+    return _header(base_offset, epoch, 0, n, timestamp_ms, data) + data
 
 
 def encode_control_batch(

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import operator
 import struct
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "OpaqueRecord",
     "decode_value",
     "encode_value",
+    "encode_values",
     "kafka_to_uuid",
     "record",
     "uuid_to_kafka",
@@ -184,6 +186,15 @@ def _encode_uvarint(n: int) -> bytes:
 _UV: list[bytes] = [_encode_uvarint(i) for i in range(_UV_TABLE_SIZE)]
 
 
+def _zigzag_bytes(n: int) -> bytes:
+    """Signed (zigzag) varint bytes of a non-negative int, as record framing uses."""
+    return _encode_uvarint(n << 1)
+
+
+#: Offset delta i as its zigzag varint bytes read as one big-endian int (1 byte below 64, else 2).
+_OD_INT: list[int] = [int.from_bytes(_zigzag_bytes(i), "big") for i in range(8192)]
+
+
 def encode_uvarint(n: int) -> bytes:
     """Unsigned varint bytes of ``n`` (0 ≤ n < 2**32)."""
     return _UV[n] if 0 <= n < _UV_TABLE_SIZE else _encode_uvarint(n)
@@ -222,6 +233,20 @@ _FIXED: dict[str, tuple[str, int]] = {
 _SMALL_ARRAY = 64
 
 
+def shape_eligible(schema: RecordSchema, version: int) -> bool:
+    """Whether a record version's layout is fixed once its array lengths are known (see ShapeLearner)."""
+    plain = [f for f in schema.fields_in(version) if not f.is_tagged_in(version)]
+    arrays = [f for f in plain if f.is_array]
+    return bool(arrays) and all(
+        (f.element_type in _FIXED) and not f.is_struct and not f.is_nullable_in(version) for f in plain
+    )
+
+
+#: Shape-specialised codecs: at most this many layouts per record version, arrays up to this long.
+_MAX_SHAPES = 64
+_MAX_SHAPE_ARRAY = 32
+
+
 class _Compiler:
     """Turns schema declarations into specialised Python functions (source text, exec'd once)."""
 
@@ -245,6 +270,7 @@ class _Compiler:
                 self.ns[f"_A_{code}"] = tuple(struct.Struct(f">{i}{code}") for i in range(_SMALL_ARRAY))
                 self.ns[f"_S_{code}"] = struct.Struct(f">{code}")
         self.lines: list[str] = []
+        self.framed: dict[int, str] = {}
         self._structs: dict[str, str] = {}
         self._n = 0
 
@@ -478,7 +504,7 @@ class _Compiler:
         label = f"{ctx}.{f.name}"
         if not f.is_array and f.type in _FIXED:
             s = self._const_struct(_FIXED[f.type][0])
-            return stmts, f"{s}.pack({val}.bytes)" if f.type == "uuid" else f"{s}.pack({val})"
+            return stmts, f"{s}.pack({val}.int.to_bytes(16))" if f.type == "uuid" else f"{s}.pack({val})"
         if f.is_struct and not f.is_array:
             fn = self._encode_struct_fn(f.fields, version, label)
             return stmts, f"{fn}({val})"
@@ -510,7 +536,7 @@ class _Compiler:
                 f"else _Struct('>%d{code}' % ({n} - 1))).pack(*{val})"
             )
         elif et == "uuid":
-            stmts.append(f"{ind2}{out} = {self._uv_expr(n)} + b''.join([u.bytes for u in {val}])")
+            stmts.append(f"{ind2}{out} = {self._uv_expr(n)} + b''.join([u.int.to_bytes(16) for u in {val}])")
         elif et == "string":
             stmts.append(f"{ind2}{out} = {self._uv_expr(n)} + b''.join([_cstr(s) for s in {val}])")
             self.ns["_cstr"] = _compact_string
@@ -545,7 +571,7 @@ class _Compiler:
                 fmt = "".join(_FIXED[g.type][0] for g in run)
                 s = self._const_struct(fmt)
                 args = ", ".join(
-                    f"f[{g.name!r}].bytes" if g.type == "uuid" else f"f[{g.name!r}]" for g in run
+                    f"f[{g.name!r}].int.to_bytes(16)" if g.type == "uuid" else f"f[{g.name!r}]" for g in run
                 )
                 pieces.append(f"{s}.pack({args})")
                 i += len(run)
@@ -587,6 +613,118 @@ class _Compiler:
         name = f"_enc_{schema.name}_v{version}_{self._n}"
         src = [f"def {name}(f):"] + self._encode_body(schema.fields, version, schema.name, prefix)
         self.lines.append("\n".join(src))
+        if shape_eligible(schema, version):
+            return self._shape_encoder(schema, version, prefix, name)
+        return name
+
+    def _shape_encoder(self, schema: RecordSchema, version: int, prefix: bytes, general: str) -> str:
+        """An encoder that packs a whole body with one struct call when its layout is fixed.
+
+        Applies to records whose untagged fields are fixed-size or arrays of fixed-size elements, when
+        every tagged field holds its default: the layout then depends only on the array lengths, and
+        one ``struct.Struct`` per length combination writes frame, fields, counts and the empty tagged
+        section. Anything else goes to the general encoder.
+
+        A second function, registered in FRAMED_ENCODERS, does the same for a record inside a batch:
+        its struct also writes the record framing (length, attributes, timestampDelta, offsetDelta,
+        null key, value length, header count), which is constant per layout except the offset delta.
+        """
+        self._n += 1
+        uid = self._n
+        name = f"_encs_{schema.name}_v{version}_{uid}"
+        framed_name = f"_encf_{schema.name}_v{version}_{uid}"
+        present = schema.fields_in(version)
+        plain = [f for f in present if not f.is_tagged_in(version)]
+        tagged = [f for f in present if f.is_tagged_in(version)]
+        arrays = [f for f in plain if f.is_array]
+        codes = [("a", _FIXED[f.element_type][0]) if f.is_array else ("f", _FIXED[f.type][0]) for f in plain]
+
+        def body_fmt(lengths: tuple[int, ...]) -> str:
+            fmt = []
+            it = iter(lengths)
+            for kind, code in codes:
+                fmt.append("B" + code * next(it) if kind == "a" else code)
+            return "".join(fmt) + "x"  # "x": the empty tagged-field section
+
+        def make(lengths: tuple[int, ...]) -> Any:
+            return struct.Struct(f">{len(prefix)}s" + body_fmt(lengths)).pack
+
+        def make_framed(key: tuple[Any, ...]) -> tuple[Any, bytes, bytes]:
+            *lengths, one_byte_delta = key
+            body = body_fmt(tuple(lengths))
+            vlen = len(prefix) + struct.calcsize(">" + body)
+            width = 1 if one_byte_delta else 2
+            tail = b"\x01" + _zigzag_bytes(vlen) + prefix  # null key, value length, frame
+            rlen = 2 + width + len(tail) + vlen - len(prefix) + 1
+            head = _zigzag_bytes(rlen) + b"\x00\x00"  # length, attributes, timestampDelta
+            fmt = f">{len(head)}s{'B' if width == 1 else 'H'}{len(tail)}s{body}x"  # "x": no headers
+            return struct.Struct(fmt).pack, head, tail
+
+        self.ns[f"_mkencshape{uid}"] = make
+        self.ns[f"_mkencframed{uid}"] = make_framed
+        self.ns[f"_encshapes{uid}"] = {}
+        self.ns[f"_encframed{uid}"] = {}
+        self.ns[f"_encprefix{uid}"] = prefix
+        self.ns["_OD_INT"] = _OD_INT
+        names = [f.name for f in present]
+        local = {nm: self._var() for nm in names}
+        nvars = {f.name: self._var() for f in arrays}
+        head: list[str] = []
+        if len(names) == 1:
+            head.append(f"    {local[names[0]]} = f[{names[0]!r}]")
+        else:
+            # one C call fetches every field (a missing one raises KeyError -> explained by the caller)
+            self.ns[f"_get{uid}"] = operator.itemgetter(*names)
+            head.append(f"    {', '.join(local[nm] for nm in names)} = _get{uid}(f)")
+        conds = [_equals_default(local[f.name], f.default()) for f in tagged]
+        conds.append("_UNK not in f")
+        head.append(f"    if {' and '.join(conds)}:")
+        for f in arrays:
+            head.append(f"        {nvars[f.name]} = len({local[f.name]})")
+        small = " and ".join(f"{nvars[f.name]} < {_MAX_SHAPE_ARRAY}" for f in arrays)
+        lens = ", ".join(nvars[f.name] for f in arrays)
+        args = []
+        for f in plain:
+            v = local[f.name]
+            if f.is_array:
+                args.append(f"{nvars[f.name]} + 1")
+                if f.element_type == "uuid":
+                    args.append(f"*[u.int.to_bytes(16) for u in {v}]")
+                else:
+                    args.append(f"*{v}")
+            elif f.type == "uuid":
+                args.append(f"{v}.int.to_bytes(16)")
+            else:
+                args.append(v)
+        body_args = ", ".join(args)
+
+        plain_fn = [f"def {name}(f):", *head]
+        plain_fn += [
+            f"        if {small}:",
+            f"            p = _encshapes{uid}.get(({lens},))",
+            "            if p is None:",
+            f"                if len(_encshapes{uid}) >= {_MAX_SHAPES}:",
+            f"                    return {general}(f)",
+            f"                p = _encshapes{uid}[({lens},)] = _mkencshape{uid}(({lens},))",
+            f"            return p(_encprefix{uid}, {body_args})",
+            f"    return {general}(f)",
+        ]
+        self.lines.append("\n".join(plain_fn))
+
+        framed_fn = [f"def {framed_name}(f, i):", *head]
+        framed_fn += [
+            f"        if {small} and i < {len(_OD_INT)}:",
+            f"            k = ({lens}, i < 64)",
+            f"            e = _encframed{uid}.get(k)",
+            "            if e is None:",
+            f"                if len(_encframed{uid}) >= {2 * _MAX_SHAPES}:",
+            "                    return None",
+            f"                e = _encframed{uid}[k] = _mkencframed{uid}(k)",
+            f"            return e[0](e[1], _OD_INT[i], e[2], {body_args})",
+            "    return None",
+        ]
+        self.lines.append("\n".join(framed_fn))
+        self.framed[(schema.api_key or 0) << 16 | version] = framed_name
         return name
 
     # -- building records ---------------------------------------------------------------------
@@ -633,6 +771,15 @@ def _differs(var: str, default: Any) -> str:
     if isinstance(default, list):
         return f"{var}"
     return f"{var} != {_literal(default)}"
+
+
+def _equals_default(var: str, default: Any) -> str:
+    """A condition true when a tagged field holds its default (and is therefore not written)."""
+    if default is None:
+        return f"{var} is None"
+    if isinstance(default, list):
+        return f"not {var}"
+    return f"{var} == {_literal(default)}"
 
 
 def _compact_string(s: str) -> bytes:
@@ -697,6 +844,12 @@ _ns = _compiler.compile()
 GENERAL_DECODERS: dict[int, Decoder] = {k: _ns[n] for k, n in _dec_names.items()}
 #: (apiKey << 16 | version) -> encoder(fields) -> framed value bytes
 ENCODERS: dict[int, Encoder] = {k: _ns[n] for k, n in _enc_names.items()}
+_ENCODERS_BY_KEY = ENCODERS
+#: (apiKey << 16 | version) -> framed(fields, index) -> the whole record (framing + value) as it sits
+#: at position ``index`` of a KRaft batch, or None when the record has no fixed layout.
+FRAMED_ENCODERS: dict[int, Callable[[dict[str, Any], int], bytes | None]] = {
+    k: _ns[n] for k, n in _compiler.framed.items()
+}
 _BUILDERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
     k: _ns[n] for k, n in _build_names.items()
 }
@@ -716,9 +869,6 @@ GENERATED_SOURCE: str = _compiler.source
 # is first tried against that shape; the array-length bytes and the tagged-field count are checked, so
 # a wrong guess only costs a fallback to the general decoder. Shapes are derived from the same
 # declarations, so the codec stays declaration-driven.
-
-_MAX_SHAPES = 64
-_MAX_SHAPE_ARRAY = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -756,14 +906,6 @@ class ShapeLearner:
         self.by_shape: dict[tuple[int, ...], Callable[[bytes, int, int], dict[str, Any] | None]] = {}
         self.specs: dict[tuple[int, ...], ShapeSpec] = {}
         self.label = f"{schema.name} v{version}"
-
-    @staticmethod
-    def eligible(schema: RecordSchema, version: int) -> bool:
-        plain = [f for f in schema.fields_in(version) if not f.is_tagged_in(version)]
-        arrays = [f for f in plain if f.is_array]
-        return bool(arrays) and all(
-            (f.element_type in _FIXED) and not f.is_struct and not f.is_nullable_in(version) for f in plain
-        )
 
     def shape_of(self, fields: dict[str, Any], size: int) -> tuple[int, ...] | None:
         """The shape of a decoded body of ``size`` bytes, or None if it has no fixed layout."""
@@ -875,7 +1017,7 @@ def _decoder_for(key: int) -> Decoder:
     schema = SCHEMAS[key >> 16]
     version = key & 0xFFFF
     general = GENERAL_DECODERS[key]
-    if not ShapeLearner.eligible(schema, version):
+    if not shape_eligible(schema, version):
         return general
     learner = LEARNERS[key] = ShapeLearner(schema, version)
     return _shaped_decoder(general, learner)
@@ -964,6 +1106,25 @@ def record(name: str, version: int | None = None, **fields: Any) -> MetadataReco
 
 def encode_value(rec: MetadataRecord | OpaqueRecord) -> bytes:
     """The framed record value: frame version 1, apiKey, version, flexible body."""
+    try:
+        return _ENCODERS_BY_KEY[(rec.api_key << 16) | rec.version](rec.fields)  # type: ignore[union-attr]
+    except Exception:
+        return _encode_value_checked(rec)
+
+
+def encode_values(recs: Iterable[MetadataRecord | OpaqueRecord]) -> list[bytes]:
+    """encode_value of each record, without a Python call per record on the common path."""
+    if not isinstance(recs, list | tuple):
+        recs = list(recs)
+    encoders = _ENCODERS_BY_KEY
+    try:
+        return [encoders[(r.api_key << 16) | r.version](r.fields) for r in recs]  # type: ignore[union-attr]
+    except Exception:
+        return [encode_value(r) for r in recs]
+
+
+def _encode_value_checked(rec: MetadataRecord | OpaqueRecord) -> bytes:
+    """encode_value's path for opaque records and for errors, which it explains."""
     if type(rec) is OpaqueRecord:
         return _frame(rec.api_key, rec.version) + rec.body
     encoder = ENCODERS.get((rec.api_key << 16) | rec.version)
