@@ -60,6 +60,7 @@ __all__ = [
     "ResourcePattern",
     "TopicAssignment",
     "ZnodeError",
+    "config_key_order",
     "decode_acl_change",
     "decode_acls",
     "decode_broker",
@@ -104,6 +105,10 @@ __all__ = [
     "encode_token_change",
     "encode_topic",
     "endpoint_connection_string",
+    "java_hashmap_order",
+    "properties_order",
+    "scala_immutable_order",
+    "scala_mutable_order",
 ]
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
