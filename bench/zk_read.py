@@ -1,0 +1,117 @@
+"""Bulk reader vs kazoo's pipelined get_async, side by side on one Kafka-shaped tree.
+
+    .venv/bin/python bench/zk_read.py                      # 200,000 partitions, 3 runs each
+    .venv/bin/python bench/zk_read.py --partitions 20000   # quick
+
+Starts its own ZooKeeper (zk_fixtures.server.ZkServer) in a temporary directory, writes a Kafka
+cluster with zk_fixtures.generator.load_cluster (exactly the znodes Kafka writes: about 2 per
+partition and 3 per topic, plus brokers' configs, ACLs, quotas, ...), then alternates the two readers
+on the same session and prints znodes/s per run, the medians and their ratio. Both read the same
+roots and must produce the same znodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kazoo.client import KazooClient  # noqa: E402
+
+from migrator.zk.connection import close, connect  # noqa: E402
+from migrator.zk.reader import BulkReader  # noqa: E402
+from zk_fixtures.generator import ClusterSpec, load_cluster  # noqa: E402
+from zk_fixtures.server import ZkServer  # noqa: E402
+
+CHUNK = 10_000  # baseline: requests issued before the first reply is gathered
+
+
+def baseline(client: KazooClient, roots: list[str]) -> dict[str, bytes | None]:
+    """The plain kazoo way: breadth first, get_async on a level's nodes, then get_children_async on
+    those with children, up to CHUNK requests issued before their replies are gathered."""
+    out: dict[str, bytes | None] = {}
+    level = roots
+    while level:
+        parents = []
+        for start in range(0, len(level), CHUNK):
+            chunk = level[start : start + CHUNK]
+            results = [client.get_async(p) for p in chunk]
+            for path, result in zip(chunk, results, strict=True):
+                data, stat = result.get()
+                out[path] = data
+                if stat.numChildren:
+                    parents.append(path)
+        level = []
+        for start in range(0, len(parents), CHUNK):
+            chunk = parents[start : start + CHUNK]
+            results = [client.get_children_async(p) for p in chunk]
+            for path, result in zip(chunk, results, strict=True):
+                prefix = "/" if path == "/" else path + "/"
+                level.extend(prefix + name for name in result.get())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, default=200_000)
+    parser.add_argument("--per-topic", type=int, default=100, help="partitions per topic")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="zk2kraft-bench-") as tmp:
+        server = ZkServer(tmp, jvm_opts=["-Xmx2g"]).start()
+        try:
+            client = connect(server.connect_string, timeout=30.0)
+            started = time.perf_counter()
+            spec = ClusterSpec(
+                brokers=30,
+                racks=3,
+                topics=max(1, args.partitions // args.per_topic),
+                partitions=args.per_topic,
+            )
+            written = load_cluster(client, spec).znodes_written
+            load_s = time.perf_counter() - started
+            roots = sorted("/" + c for c in client.get_children("/") if c != "zookeeper")
+            print(f"loaded {written:,} znodes with load_cluster in {load_s:.1f}s; roots {' '.join(roots)}")
+            print(f"load average before the runs {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus")
+
+            bulk_rates, base_rates = [], []
+            for run in range(1, args.runs + 1):
+                reader = BulkReader(client, roots, method="auto")
+                t0, c0 = time.perf_counter(), time.thread_time()
+                tree = reader.read()
+                bulk_s, bulk_cpu = time.perf_counter() - t0, time.thread_time() - c0
+                t0 = time.perf_counter()
+                plain = baseline(client, roots)
+                base_s = time.perf_counter() - t0
+                if set(plain) != set(tree.nodes) or any(plain[p] != tree.nodes[p].data for p in plain):
+                    raise SystemExit("the two readers disagree")
+                n = len(tree)
+                bulk_rates.append(n / bulk_s)
+                base_rates.append(n / base_s)
+                st = reader.stats
+                print(
+                    f"run {run}: {n:,} znodes  bulk {bulk_s:6.2f}s {n / bulk_s:>9,.0f}/s "
+                    f"({st.method}, {st.requests:,} requests, {bulk_cpu / n * 1e6:.1f} us CPU/znode, "
+                    f"consistent={tree.consistent})  "
+                    f"kazoo get_async {base_s:6.2f}s {n / base_s:>8,.0f}/s"
+                )
+            bulk, base = statistics.median(bulk_rates), statistics.median(base_rates)
+            print(f"load average at the end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus")
+            print(
+                f"median of {args.runs}: bulk reader {bulk:,.0f} znodes/s, kazoo get_async {base:,.0f} znodes/s, "
+                f"ratio {bulk / base:.1f}x"
+            )
+            close(client)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
