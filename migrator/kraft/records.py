@@ -7,6 +7,10 @@ one ``struct`` call, varints take an inline one-byte fast path). Nothing here is
 
 Decoders work on ``bytes`` between two positions so that a whole record batch can be decoded without
 slicing each value out first (`batch.decode_batch_records`). They raise `CorruptRecordError`.
+
+Record types whose untagged fields are fixed-size or arrays of fixed-size elements (PartitionRecord,
+the bulk of any metadata log) also get shape-specialised codecs: once the array lengths are known the
+whole body is one ``struct`` format, learned on first sight and verified byte for byte (`ShapeLearner`).
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ def decode_error_reason(exc: Exception, size: int) -> str:
         return f"value truncated ({size} bytes)"
     if isinstance(exc, UnicodeDecodeError):
         return f"string is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, ValueError) and "16-char" in str(exc):
+        return f"value truncated inside a uuid ({size} bytes)"
     return str(exc)
 
 
