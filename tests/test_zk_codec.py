@@ -570,6 +570,7 @@ MALFORMED = [
     (b"[1,2,3]", "expected a JSON object"),
     (b'"just a string"', "expected a JSON object"),
     (b"[" * 100_000, "nested too deeply"),
+    (b'{"version":' + b"9" * 5000 + b"}", "a number is too long"),
 ]
 
 

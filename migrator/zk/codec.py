@@ -433,6 +433,8 @@ def _load(path: str, data: bytes | None, what: str) -> Any:
         raise ZnodeError(path, f"malformed {what} JSON: {e} is not a JSON number") from None
     except RecursionError:
         raise ZnodeError(path, f"malformed {what} JSON: nested too deeply") from None
+    except ValueError:  # an integer too long for Python's int conversion limit
+        raise ZnodeError(path, f"malformed {what} JSON: a number is too long") from None
 
 
 def _jtype(value: Any) -> str:
