@@ -18,6 +18,8 @@ from migrator.migration import checks
 from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
 from migrator.migration.checks import Finding, Severity
 from migrator.zk.connection import ConnectSpec, close, connect, parse_auth
+from migrator.zk.layout import image_from_tree
+from migrator.zk.reader import read_tree
 from migrator.zk.tree import ZkTree
 
 
@@ -59,8 +61,6 @@ def check(
 
     Bad input (a malformed connect string, a missing chroot) raises BadInputError (exit 2).
     """
-    from migrator.zk.layout import image_from_tree
-
     spec = ConnectSpec.parse(zookeeper)
     findings: list[Finding] = []
     summary = CheckSummary(
@@ -137,10 +137,10 @@ def _read_view(zookeeper: str, zk_auth: Sequence[str], zk_timeout: float) -> ZkT
     credential is an AuthFailedError here rather than a connection that vanishes mid-read (kazoo
     sends connect-time auth without waiting, and ZooKeeper closes the session on refusal).
     """
-    from migrator.zk.reader import read_tree
-
-    credentials = parse_auth(zk_auth)
-    client = connect(zookeeper, timeout=zk_timeout)
+    # kazoo turns `sasl:user:password` into a SASL handshake only when given at construction.
+    sasl = [a for a in zk_auth if a.partition(":")[0] == "sasl"]
+    credentials = [(scheme, cred) for scheme, cred in parse_auth(zk_auth) if scheme != "sasl"]
+    client = connect(zookeeper, auth=sasl, timeout=zk_timeout)
     try:
         for scheme, credential in credentials:
             try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import time
 from pathlib import Path
@@ -466,6 +467,89 @@ def test_unknown_future_version(zk, zk_connect):
     assert "/brokers/topics/orders" in {
         p for f in result.findings if f.code == "UNKNOWN_ZNODE_VERSION" for p in f.paths
     }, result.findings
+
+
+_VALID = {
+    "/brokers/ids/1": broker_json(1),
+    "/brokers/topics/orders": topic_json({0: [1]}, TOPIC_IDS["orders"]),
+    "/brokers/topics/orders/partitions/0/state": state_json(1, [1]),
+    "/controller": _j({"version": 2, "brokerid": 1, "timestamp": "1", "kraftControllerEpoch": -1}),
+    "/controller_epoch": b"3",
+    "/migration": _j(
+        {
+            "version": 0,
+            "kraft_controller_id": 1,
+            "kraft_controller_epoch": 1,
+            "kraft_metadata_offset": 1,
+            "kraft_metadata_epoch": 1,
+        }
+    ),
+    "/cluster/id": _j({"version": "1", "id": CLUSTER_ID}),
+    "/admin/reassign_partitions": _j(
+        {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [1]}]}
+    ),
+    "/config/users/alice": _j(
+        {
+            "version": 1,
+            "config": {
+                "SCRAM-SHA-256": "salt=c2FsdHk=,stored_key=c3Rvcg==,server_key=c2Vydg==,iterations=4096"
+            },
+        }
+    ),
+    "/latest_producer_id_block": _j({"version": 1, "broker": 1, "block_start": "0", "block_end": "999"}),
+    "/kafka-acl/Topic/orders": _j(
+        {
+            "version": 1,
+            "acls": [{"principal": "User:a", "permissionType": "Allow", "operation": "Read", "host": "*"}],
+        }
+    ),
+    "/feature": _j({"version": 2, "status": 1, "features": {}}),
+}
+
+
+def _mutate(rng: random.Random, data: bytes) -> bytes | None:
+    kind = rng.randrange(6)
+    if kind == 0:
+        return rng.randbytes(rng.randrange(40))
+    if kind == 1:
+        return data[: rng.randrange(len(data))]
+    if kind == 2 and data[:1] == b"{":
+        obj = json.loads(data)
+        obj[rng.choice(list(obj))] = rng.choice(
+            [None, -1, "x", [], {}, 1e308, True, 2**40, [None], {"a": None}]
+        )
+        return _j(obj)
+    if kind == 3:
+        return None
+    b = bytearray(data)
+    b[rng.randrange(len(b))] = rng.randrange(256)
+    return bytes(b)
+
+
+def test_damaged_znodes_never_raise():
+    """Random damage to a few known znodes: findings, never an exception, never a secret."""
+    from migrator.zk.layout import image_from_tree
+
+    rng = random.Random(20261122)
+    children: dict[str, set[str]] = {}
+    for path in _VALID:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            children.setdefault("/".join(parts[:i]) or "/", set()).add(parts[i])
+    for _ in range(400):
+        damaged = rng.sample(sorted(_VALID), rng.randrange(1, 4))
+        tree = ZkTree()
+        for path, data in _VALID.items():
+            value = _mutate(rng, data) if path in damaged else data
+            tree.add(ZNode(path, value, data_length=len(value or b"")))
+        for parent, names in children.items():
+            if parent not in tree.nodes:
+                tree.add(ZNode(parent, None))
+            tree.children[parent] = sorted(names)
+        layout = image_from_tree(tree, strict=False)
+        found = checks.check_zk_view(layout.image, layout.control, tree, layout.problems)
+        text = " ".join(f.message for f in found)
+        assert "c3Rvcg" not in text and "c2Vydg" not in text
 
 
 # --- connection: unreachable, chroot, auth -------------------------------------------------------
