@@ -584,3 +584,64 @@ def test_bad_log_magic(workload: Workload, tmp_path: Path) -> None:
     with pytest.raises(TxnLogFormatError, match="bad magic") as e:
         list(TxnLogFile(log))
     _one_line(e.value, log)
+
+
+# --- trailers other ZooKeeper versions write ------------------------------------------------------
+
+
+def _sealed(body: bytes) -> bytes:
+    """`body` followed by SnapStream's seal: Adler32 of everything so far, then the string "/"."""
+    return body + struct.pack(">q", zlib.adler32(body)) + struct.pack(">i", 1) + b"/"
+
+
+@pytest.mark.parametrize(
+    ("trailer", "digest", "last_zxid", "seals"),
+    [
+        ("none", None, None, 1),  # 3.5, or digest disabled
+        ("digest+last", (0x42, 2, 123456789), 0x43, 3),  # 3.9+ defaults
+        ("last", None, 0x43, 2),  # 3.9+ with zookeeper.digest.enabled=false
+        ("hex-digest", (0x42, 1, 0xABCDEF), None, 2),  # digest version 1 wrote the value as hex text
+    ],
+)
+def test_snapshot_trailers_of_other_versions(
+    workload: Workload, tmp_path: Path, trailer: str, digest: tuple | None, last_zxid: int | None, seals: int
+) -> None:
+    src = latest_snapshot(workload.data_dir)
+    raw = src.read_bytes()
+    body = raw[:-33]  # 3.8 ends with digest (20 bytes) and seal 2 (13): what is left ends with seal 1
+    assert (
+        body.endswith(b"\x00\x00\x00\x01/")
+        and zlib.adler32(body[:-13]) == struct.unpack(">q", body[-13:-5])[0]
+    )
+    if trailer in ("digest+last", "hex-digest"):
+        zxid, version, value = digest
+        if version >= 2:
+            body = _sealed(body + struct.pack(">qiq", zxid, version, value))
+        else:
+            text = f"{value:x}".encode()
+            body = _sealed(body + struct.pack(">qii", zxid, version, len(text)) + text)
+    if last_zxid is not None:
+        body = _sealed(body + struct.pack(">q", last_zxid))
+    path = tmp_path / src.name
+    path.write_bytes(body)
+    snap = read_snapshot(path)
+    assert snap.seals_verified == seals
+    assert (
+        (snap.digest.zxid, snap.digest.version, snap.digest.value) == digest
+        if digest
+        else snap.digest is None
+    )
+    assert snap.last_processed_zxid == last_zxid
+    assert snap.fuzzy_end_zxid == (max(digest[0], last_zxid or 0) if digest else last_zxid)
+    assert _view(snap.tree) == _view(read_snapshot(src).tree)
+    path.write_bytes(body[:-3])  # the last trailer cut short
+    with pytest.raises(SnapshotTruncatedError):
+        read_snapshot(path)
+
+
+def test_jute_strings_with_surrogate_pairs() -> None:
+    """Jute writes each UTF-16 unit on its own: U+1F600 arrives as two encoded surrogates."""
+    cesu = "a😀b".encode("utf-16-le").decode("utf-16-le")
+    java_bytes = b"a" + bytes([0xED, 0xA0, 0xBD, 0xED, 0xB8, 0x80]) + b"b"
+    assert snapshot_file._decode_jute(java_bytes) == cesu == "a😀b"
+    assert snapshot_file._decode_jute(b"\xff") == "\ufffd"  # not UTF-8 at all: Java substitutes
