@@ -32,7 +32,6 @@ from migrator.zk.snapshot_file import (
     ZkAcl,
     ZkSnapshot,
     jute_limit,
-    make_znode,
     read_acl_vector,
     read_buffer,
     read_ustring,
@@ -489,7 +488,9 @@ class _State:
         elif op_type == CREATE_TTL:
             self.extended[path] = TTL_OWNER_MASK | t.ttl
         data = t.data
-        self.nodes[path] = make_znode(path, data, 0, zxid, zxid, owner, 0, len(data) if data else 0, zxid)
+        self.nodes[path] = ZNode(
+            path, data, 0, zxid, zxid, owner, data_length=len(data) if data else 0, pzxid=zxid
+        )
         self.acls[path] = t.acl
         if owner and self.ephemerals is not None:
             self.ephemerals.setdefault(owner, {})[path] = None
