@@ -300,9 +300,10 @@ def main() -> None:
         cmd = [
             sys.executable,
             "-c",
-            f"import sys, resource; sys.path.insert(0, {str(ROOT)!r}); "
+            f"import sys, re; sys.path.insert(0, {str(ROOT)!r}); "
             "from migrator.zk.snapshot_file import read_snapshot; read_snapshot(sys.argv[1]); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)",
+            # VmHWM, not ru_maxrss: a forked child's ru_maxrss starts at its parent's
+            "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))",
             str(big),
         ]
         rss: list[int] = []
