@@ -95,6 +95,8 @@ CREATE, DELETE, SET_DATA, SET_ACL, CHECK, MULTI = 1, 2, 5, 7, 13, 14
 CREATE2, RECONFIG, CREATE_CONTAINER, DELETE_CONTAINER, CREATE_TTL = 15, 16, 19, 20, 21
 CREATE_SESSION, CLOSE_SESSION, ERROR = -10, -11, -1
 _CREATES = (CREATE, CREATE2, CREATE_CONTAINER, CREATE_TTL)
+# what DataTree.processTxn accepts inside a multi (create2 too: it is a CreateTxn like create)
+_MULTI_OPS = frozenset((*_CREATES, DELETE, DELETE_CONTAINER, SET_DATA, CHECK, ERROR))
 
 
 _FILE_HEADER = struct.Struct(">iiq").unpack_from
@@ -277,7 +279,9 @@ class TxnLogFile:
             try:
                 entry = _decode_entry(body, file, pos, limit)
             except (struct.error, ValueError, IndexError) as e:
-                raise TxnLogFormatError(file, pos, f"undecodable txn entry ({e or 'too short'})") from None
+                raise TxnLogFormatError(
+                    file, pos, f"undecodable txn entry ({str(e) or 'too short'})"
+                ) from None
             self.entries += 1
             yield entry
             pos = end + 1
@@ -387,13 +391,9 @@ def _decode_txn(typ: int, b: bytes, pos: int, limit: int, file: Path, offset: in
             (sub_type,) = _I32(b, pos)
             sub, pos = read_buffer(b, pos + 4, limit)
             sub = sub or b""
-            if sub_type in (CREATE, CREATE2, CREATE_CONTAINER, CREATE_TTL, DELETE, DELETE_CONTAINER):
-                op, used = _decode_txn(sub_type, sub, 0, limit, file, offset)
-            elif sub_type in (SET_DATA, CHECK, ERROR):
-                op, used = _decode_txn(sub_type, sub, 0, limit, file, offset)
-            else:
+            if sub_type not in _MULTI_OPS:
                 raise TxnLogFormatError(file, offset, f"multi txn holds an op of type {sub_type}")
-            ops.append(op)
+            ops.append(_decode_txn(sub_type, sub, 0, limit, file, offset)[0])
         return Txn(typ, ops=tuple(ops)), pos
     raise TxnLogFormatError(file, offset, f"unsupported txn type {typ}")
 
