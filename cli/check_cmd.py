@@ -11,12 +11,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.main import read_properties
 from cli.options import json_option, zookeeper_options
 from migrator import commands
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.migration.broker_config import BrokerConfigFile
 from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER, Severity
+from migrator.properties import read_properties
 
 _STYLE = {Severity.BLOCKER: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _PATHS_SHOWN = 3

@@ -15,7 +15,8 @@ from typing import Any
 
 import click
 
-from migrator.errors import EXIT_BAD_INPUT, ZkKraftError
+from migrator.errors import EXIT_BAD_INPUT, BadInputError, ZkKraftError
+from migrator.properties import read_properties
 
 # Kafka property names that map onto zk2kraft options, so a controller.properties drops in.
 _PROPERTY_OPTIONS = {
@@ -24,28 +25,6 @@ _PROPERTY_OPTIONS = {
     "log.dirs": "log_dir",
     "zookeeper.connection.timeout.ms": "zk_timeout",
 }
-
-
-def read_properties(path: str) -> dict[str, str]:
-    """Java properties: `key=value` or `key: value`, `#`/`!` comments, backslash continuations."""
-    try:
-        text = open(path, encoding="utf-8").read()
-    except OSError as e:
-        raise ZkKraftError(f"cannot read --config {path}: {e.strerror}") from None
-    props: dict[str, str] = {}
-    pending = ""
-    for raw in text.splitlines():
-        line = pending + raw.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        key, value = (line[:sep], line[sep + 1 :]) if sep >= 0 else (line, "")
-        props[key.strip()] = value.strip()
-    return props
 
 
 def _defaults_from_properties(props: dict[str, str]) -> dict[str, Any]:
@@ -103,7 +82,11 @@ def main(ctx: click.Context, verbose: bool, config_path: str | None) -> None:
     if not verbose:
         logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     if config_path:
-        ctx.default_map = _default_map(main, _defaults_from_properties(read_properties(config_path)))
+        try:
+            props = read_properties(config_path)
+        except BadInputError as e:
+            raise BadInputError(f"--config: {e}") from None
+        ctx.default_map = _default_map(main, _defaults_from_properties(props))
 
 
 def _register() -> None:

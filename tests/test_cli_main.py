@@ -8,8 +8,9 @@ import sys
 import click
 import pytest
 
-from cli.main import _default_map, _defaults_from_properties, main, read_properties, run
+from cli.main import _default_map, _defaults_from_properties, main, run
 from migrator.errors import ZkKraftError
+from migrator.properties import read_properties
 
 ZK2KRAFT = [sys.executable, "-c", "from cli.main import entry; entry()"]
 
@@ -52,7 +53,7 @@ def test_missing_config_file_is_one_line_exit_2(capsys):
     err = capsys.readouterr().err
     assert (
         err.strip()
-        == "zk2kraft: error: cannot read --config /no/such/file.properties: No such file or directory"
+        == "zk2kraft: error: --config: cannot read /no/such/file.properties: No such file or directory"
     )
 
 

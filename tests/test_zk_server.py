@@ -67,3 +67,24 @@ def test_bad_connect_strings(bad):
 def test_connect_spec_parses_chroot():
     spec = ConnectSpec.parse("a:2181,b:2181/kafka/prod/")
     assert spec.hosts == "a:2181,b:2181" and spec.chroot == "/kafka/prod"
+
+
+@pytest.mark.zk
+def test_digest_auth_is_added_and_refusal_is_one_line(zk_server, zk_connect):
+    from kazoo.security import make_digest_acl
+
+    from migrator.errors import PermissionDeniedError
+
+    owner = connect(zk_connect, auth=["digest:alice:secret"])
+    try:
+        owner.create("/private", b"x", acl=[make_digest_acl("alice", "secret", all=True)])
+    finally:
+        close(owner)
+    client = connect(zk_connect, auth=["digest:alice:secret"])
+    try:
+        assert client.get("/private")[0] == b"x"
+        client.delete("/private")  # the fixture's cleanup cannot list a node only alice may read
+    finally:
+        close(client)
+    with pytest.raises(PermissionDeniedError, match="refused the --zk-auth credentials"):
+        connect(zk_connect, auth=["nosuchscheme:whatever"])

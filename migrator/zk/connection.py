@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoAuthError
+from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import ACL, make_digest_acl
 
@@ -95,10 +95,16 @@ def connect(
 ) -> KazooClient:
     """A started kazoo client; raises UnreachableError (exit 3) or BadInputError (exit 2)."""
     spec = ConnectSpec.parse(connect_string)
+    credentials = parse_auth(auth)
+    # kazoo turns `sasl:user:password` into a SASL login only at construction. Other schemes are added
+    # after the session starts, one synchronous addAuth each: connect-time auth is sent without waiting,
+    # and a refusal then surfaces as a session that vanishes mid-command instead of a clear error.
+    sasl_auth = [c for c in credentials if c[0] == "sasl"]
+    later_auth = [c for c in credentials if c[0] != "sasl"]
     kwargs: dict[str, object] = {
         "hosts": str(spec),
         "timeout": timeout,
-        "auth_data": parse_auth(auth) or None,
+        "auth_data": sasl_auth or None,
         "default_acl": acls_for(default_acl),
         "read_only": read_only,
         "connection_retry": {"max_tries": 3, "delay": 0.2, "backoff": 2, "max_delay": 2},
@@ -119,29 +125,40 @@ def connect(
     client = KazooClient(**kwargs)  # type: ignore[arg-type]
     try:
         client.start(timeout=timeout)
+        for scheme, credential in later_auth:
+            client.add_auth(scheme, credential)
+        if spec.chroot and require_chroot:
+            try:
+                exists = client.exists("/")
+            except NoAuthError:
+                exists = True
+            if exists is None:
+                raise BadInputError(f"chroot {spec.chroot} does not exist on ZooKeeper {spec.hosts}")
+    except BadInputError:
+        close(client)
+        raise
+    except AuthFailedError:
+        close(client)
+        schemes = ", ".join(sorted({c[0] for c in credentials})) or "none"
+        raise PermissionDeniedError(
+            f"ZooKeeper at {spec.hosts} refused the --zk-auth credentials (scheme {schemes})"
+        ) from None
     except KazooTimeoutError:
-        client.close()
+        close(client)
         raise UnreachableError(f"cannot reach ZooKeeper at {spec.hosts} within {timeout:g}s") from None
     except KazooException as e:
-        client.close()
+        close(client)
         raise UnreachableError(
             f"cannot connect to ZooKeeper at {spec.hosts}: {type(e).__name__} {e}"
         ) from None
     except OSError as e:
-        client.close()
+        close(client)
         raise UnreachableError(f"cannot connect to ZooKeeper at {spec.hosts}: {e}") from None
-    if spec.chroot and require_chroot:
-        try:
-            exists = client.exists("/")
-        except NoAuthError:
-            exists = True
-        if exists is None:
-            close(client)
-            raise BadInputError(f"chroot {spec.chroot} does not exist on ZooKeeper {spec.hosts}")
     return client
 
 
 def close(client: KazooClient) -> None:
+    """Stop, then close: kazoo refuses to close a client that was not stopped."""
     try:
         client.stop()
     finally:
