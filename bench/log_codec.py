@@ -17,13 +17,16 @@ partitions with their own Uuid):
     kafka-python        read -> MemoryRecords -> validate_crc() -> iterate records and take .value
                         (framing only: values stay bytes).
 
-Record construction is outside the timings. Each figure is the median of --runs runs.
-Usage: .venv/bin/python bench/log_codec.py [--records N] [--runs R] [--batch B]
+Record construction is outside the timings. The three implementations take turns every --group
+batches (so load from other processes on a shared machine falls on all of them alike); each figure is
+the median of --runs runs. The three segment files must come out byte-identical, or the run fails.
+Usage: .venv/bin/python bench/log_codec.py [--records N] [--runs R] [--batch B] [--group G]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import statistics
@@ -32,7 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -53,14 +56,17 @@ TIMESTAMP = 1_700_000_000_000
 
 
 def partition_records(n: int, start: int, seed: int = 7) -> list[MetadataRecord]:
-    """Records start..start+n of a deterministic, realistic cluster layout."""
+    """Records start..start+n of a deterministic, realistic cluster layout (same chunks, same records)."""
+    rng = random.Random(seed * 1_000_003 + start)
+    topic_ids: dict[int, uuid.UUID] = {}
     out = []
     for i in range(start, start + n):
-        rng = random.Random(seed * 1_000_003 + i)
         topic = i // 50
-        topic_id = uuid.UUID(int=random.Random(topic).getrandbits(128))
+        topic_id = topic_ids.get(topic)
+        if topic_id is None:
+            topic_id = topic_ids[topic] = uuid.UUID(int=random.Random(topic).getrandbits(128))
         replicas = rng.sample(range(1, 13), 3)
-        isr = replicas if rng.random() < 0.99 else replicas[:2]
+        isr = list(replicas) if rng.random() < 0.99 else replicas[:2]
         out.append(
             record(
                 "PartitionRecord",
@@ -82,87 +88,110 @@ def chunks(n: int, size: int) -> Iterator[tuple[int, int]]:
         yield start, min(size, n - start)
 
 
-def zk2kraft_encode_full(path: Path, n: int, batch: int) -> float:
-    elapsed = 0.0
-    with open(path, "wb") as f:
-        for start, count in chunks(n, batch):
-            recs = partition_records(count, start)
-            t0 = time.perf_counter()
-            f.write(encode_record_batch(start, EPOCH, recs, TIMESTAMP))
-            elapsed += time.perf_counter() - t0
-        t0 = time.perf_counter()
-        f.flush()
-        os.fsync(f.fileno())
-        elapsed += time.perf_counter() - t0
-    return elapsed
+def kafka_python_batch(base_offset: int, values: list[bytes]) -> bytearray:
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
+    append = builder.append
+    for i, value in enumerate(values):
+        append(i, TIMESTAMP, None, value, [])
+    buf = builder.build()
+    struct.pack_into(">q", buf, 0, base_offset)  # kafka-python's builder writes 0 for both
+    struct.pack_into(">i", buf, 12, EPOCH)
+    return buf
 
 
-def zk2kraft_encode_framing(path: Path, values: list[bytes], batch: int) -> float:
-    t0 = time.perf_counter()
-    with open(path, "wb") as f:
-        for start, count in chunks(len(values), batch):
-            f.write(encode_batch(start, EPOCH, values[start : start + count], TIMESTAMP))
-        f.flush()
-        os.fsync(f.fileno())
-    return time.perf_counter() - t0
+def encode_run(n: int, batch: int, group: int, values: list[bytes], files: list[Path]) -> list[float]:
+    """Seconds spent by [zk2kraft full, zk2kraft framing, kafka-python], taking turns every ``group`` batches.
+
+    Taking turns often keeps load from other processes on a shared machine falling on all three alike;
+    doing a group of batches per turn keeps each one's code and data warm in the caches, as in real use.
+    """
+    spent = [0.0, 0.0, 0.0]
+    clock = time.perf_counter
+    outs = [open(path, "wb") for path in files]
+    try:
+        full, framing, theirs = outs
+        spans = list(chunks(n, batch))
+        for g in range(0, len(spans), group):
+            turn = spans[g : g + group]
+            recs = [partition_records(count, start) for start, count in turn]  # not measured
+            t0 = clock()
+            for (start, _), chunk_recs in zip(turn, recs, strict=True):
+                full.write(encode_record_batch(start, EPOCH, chunk_recs, TIMESTAMP))
+            t1 = clock()
+            for start, count in turn:
+                framing.write(encode_batch(start, EPOCH, values[start : start + count], TIMESTAMP))
+            t2 = clock()
+            for start, count in turn:
+                theirs.write(kafka_python_batch(start, values[start : start + count]))
+            t3 = clock()
+            spent[0] += t1 - t0
+            spent[1] += t2 - t1
+            spent[2] += t3 - t2
+            del recs
+        for k, f in enumerate(outs):
+            t0 = clock()
+            f.flush()
+            os.fsync(f.fileno())
+            spent[k] += clock() - t0
+    finally:
+        for f in outs:
+            f.close()
+    return spent
 
 
-def kafka_python_encode(path: Path, values: list[bytes], batch: int) -> float:
-    t0 = time.perf_counter()
-    with open(path, "wb") as f:
-        for start, count in chunks(len(values), batch):
-            builder = DefaultRecordBatchBuilder(
-                magic=2,
-                compression_type=0,
-                is_transactional=False,
-                producer_id=-1,
-                producer_epoch=-1,
-                base_sequence=-1,
-                batch_size=1 << 30,
-            )
-            append = builder.append
-            for i in range(count):
-                append(i, TIMESTAMP, None, values[start + i], [])
-            buf = builder.build()
-            struct.pack_into(">q", buf, 0, start)
-            struct.pack_into(">i", buf, 12, EPOCH)
-            f.write(buf)
-        f.flush()
-        os.fsync(f.fileno())
-    return time.perf_counter() - t0
+def decode_run(path: Path, n: int, group: int) -> list[float]:
+    """Seconds spent by [zk2kraft full, zk2kraft framing, kafka-python] reading the same segment.
 
-
-def zk2kraft_decode_full(path: Path) -> tuple[float, int]:
-    t0 = time.perf_counter()
+    The file is read once (the read time is charged to all three); then the three readers take turns,
+    ``group`` batches each.
+    """
+    clock = time.perf_counter
+    t0 = clock()
     data = path.read_bytes()
-    n = 0
-    for b in iter_batches(data, str(path)):
-        n += len(decode_batch_records(b))
-    return time.perf_counter() - t0, n
+    read = clock() - t0
+    spent = [read, read, read]
+    full = iter_batches(data, str(path))
+    framing = iter_batches(data, str(path))
+    theirs = MemoryRecords(data)
+    counts = [0, 0, 0]
+    done = False
+    while not done:
+        done = True
+        t0 = clock()
+        for b in itertools.islice(full, group):
+            counts[0] += len(decode_batch_records(b))
+            done = False
+        t1 = clock()
+        for b in itertools.islice(framing, group):
+            counts[1] += len(b.values())
+        t2 = clock()
+        for _ in range(group):
+            if not theirs.has_next():
+                break
+            kb = theirs.next_batch()
+            if not kb.validate_crc():
+                raise SystemExit("kafka-python found a CRC mismatch")
+            for r in kb:
+                r.value  # noqa: B018 - taking the value is the work being measured
+                counts[2] += 1
+        t3 = clock()
+        spent[0] += t1 - t0
+        spent[1] += t2 - t1
+        spent[2] += t3 - t2
+    if counts != [n, n, n]:
+        raise SystemExit(f"readers saw {counts} records, expected {n} each")
+    return spent
 
 
-def zk2kraft_decode_framing(path: Path) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    data = path.read_bytes()
-    n = 0
-    for b in iter_batches(data, str(path)):
-        n += len(b.values())
-    return time.perf_counter() - t0, n
-
-
-def kafka_python_decode(path: Path) -> tuple[float, int]:
-    t0 = time.perf_counter()
-    data = path.read_bytes()
-    records = MemoryRecords(data)
-    n = 0
-    while records.has_next():
-        b = records.next_batch()
-        if not b.validate_crc():
-            raise RuntimeError("kafka-python found a CRC mismatch")
-        for r in b:
-            r.value  # noqa: B018 - touching the value is the work being measured
-            n += 1
-    return time.perf_counter() - t0, n
+NAMES = ["zk2kraft full (codec+batch)", "zk2kraft framing only", "kafka-python framing only"]
 
 
 def main() -> None:
@@ -172,59 +201,43 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--group", type=int, default=20, help="batches per turn when taking turns")
     args = parser.parse_args()
-    n, runs, batch = args.records, args.runs, args.batch
+    n, runs, batch, group = args.records, args.runs, args.batch, args.group
 
+    load_before = os.getloadavg()[0]
     values = [encode_value(r) for start, count in chunks(n, batch) for r in partition_records(count, start)]
+    enc: list[list[float]] = [[], [], []]
+    dec: list[list[float]] = [[], [], []]
     with tempfile.TemporaryDirectory(prefix="zk2kraft-bench-") as tmp:
-        ours = Path(tmp) / "00000000000000000000.log"
-        theirs = Path(tmp) / "kafka-python.log"
-        framing = Path(tmp) / "framing.log"
-
-        def checked(fn: Callable[[Path], tuple[float, int]]) -> float:
-            seconds, count = fn(ours)
-            if count != n:
-                raise SystemExit(f"{fn.__name__} read {count} records, expected {n}")
-            return seconds
-
-        # The six measurements are interleaved run by run, so that load from other processes on a
-        # shared machine affects all of them alike; each figure is the median over the runs.
-        phases: dict[str, Callable[[], float]] = {
-            "enc_full": lambda: zk2kraft_encode_full(ours, n, batch),
-            "enc_frame": lambda: zk2kraft_encode_framing(framing, values, batch),
-            "enc_kp": lambda: kafka_python_encode(theirs, values, batch),
-            "dec_full": lambda: checked(zk2kraft_decode_full),
-            "dec_frame": lambda: checked(zk2kraft_decode_framing),
-            "dec_kp": lambda: checked(kafka_python_decode),
-        }
-        times: dict[str, list[float]] = {name: [] for name in phases}
+        files = [Path(tmp) / name for name in ("00000000000000000000.log", "framing.log", "kafka-python.log")]
         for _ in range(runs):
-            for name, fn in phases.items():
-                times[name].append(fn())
-                if name == "enc_kp" and not (
-                    ours.read_bytes() == framing.read_bytes() == theirs.read_bytes()
-                ):
-                    raise SystemExit("zk2kraft and kafka-python wrote different bytes for the same records")
-        size = ours.stat().st_size
-        rate = {name: n / statistics.median(ts) for name, ts in times.items()}
-        enc_full, enc_frame, enc_kp = rate["enc_full"], rate["enc_frame"], rate["enc_kp"]
-        dec_full, dec_frame, dec_kp = rate["dec_full"], rate["dec_frame"], rate["dec_kp"]
+            for k, seconds in enumerate(encode_run(n, batch, group, values, files)):
+                enc[k].append(seconds)
+            contents = [f.read_bytes() for f in files]
+            if not contents[0] == contents[1] == contents[2]:
+                raise SystemExit("zk2kraft and kafka-python wrote different bytes for the same records")
+            del contents
+            for k, seconds in enumerate(decode_run(files[0], n, group)):
+                dec[k].append(seconds)
+        size = files[0].stat().st_size
+    enc_rate = [n / statistics.median(ts) for ts in enc]
+    dec_rate = [n / statistics.median(ts) for ts in dec]
 
+    print(
+        f"load average (1 min) {load_before:.1f} before, {os.getloadavg()[0]:.1f} after; {os.cpu_count()} cores"
+    )
     print(
         f"{n:,} PartitionRecord v0 in batches of {batch}, {size / n:.1f} bytes/record on disk, median of {runs}"
     )
     print(f"{'':30}{'records/s':>12}")
-    print("encode+append")
-    print(f"  {'zk2kraft full (codec+batch)':28}{enc_full:12,.0f}")
-    print(f"  {'zk2kraft framing only':28}{enc_frame:12,.0f}")
-    print(f"  {'kafka-python framing only':28}{enc_kp:12,.0f}")
-    print("read+decode")
-    print(f"  {'zk2kraft full (batch+codec)':28}{dec_full:12,.0f}")
-    print(f"  {'zk2kraft framing only':28}{dec_frame:12,.0f}")
-    print(f"  {'kafka-python framing only':28}{dec_kp:12,.0f}")
+    for title, rates in (("encode+append", enc_rate), ("read+decode", dec_rate)):
+        print(title)
+        for name, rate in zip(NAMES, rates, strict=True):
+            print(f"  {name:28}{rate:12,.0f}")
     print("ratios (zk2kraft / kafka-python)")
-    print(f"  encode+append: full {enc_full / enc_kp:.2f}x, framing {enc_frame / enc_kp:.2f}x")
-    print(f"  read+decode:   full {dec_full / dec_kp:.2f}x, framing {dec_frame / dec_kp:.2f}x")
+    print(f"  encode+append: full {enc_rate[0] / enc_rate[2]:.2f}x, framing {enc_rate[1] / enc_rate[2]:.2f}x")
+    print(f"  read+decode:   full {dec_rate[0] / dec_rate[2]:.2f}x, framing {dec_rate[1] / dec_rate[2]:.2f}x")
 
 
 if __name__ == "__main__":

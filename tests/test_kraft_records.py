@@ -956,6 +956,7 @@ def test_invalid_kafka_uuid_strings(bad):
     assert repr(bad) in str(info.value)
 
 
+@settings(deadline=None)
 @given(st.uuids())
 def test_uuid_string_round_trip(u):
     assert kafka_to_uuid(uuid_to_kafka(u)) == u
@@ -1095,7 +1096,7 @@ def any_record(draw: Any) -> MetadataRecord:
     return record(name, version, **values)
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(any_record())
 def test_encode_decode_is_identity_for_every_record_type_and_version(rec):
     raw = encode_value(rec)
@@ -1107,7 +1108,7 @@ def test_encode_decode_is_identity_for_every_record_type_and_version(rec):
 
 
 @pytest.mark.parametrize(("name", "version"), ALL_VERSIONS, ids=[f"{n}-v{v}" for n, v in ALL_VERSIONS])
-@settings(max_examples=15, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_round_trip_each_version(name, version, data):
     schema = schema_by_name(name)

@@ -718,7 +718,8 @@ def _run_decoder(
 
     ``head`` is the record-length varint plus attributes and timestampDelta (constant in a run), the
     offset delta has ``od_width`` bytes and must equal the record's index, and ``tail`` is the null key,
-    the value-length varint and the value's frame bytes.
+    the value-length varint and the value's frame bytes. Only integers taken from the data (constant
+    bytes read as ints, array lengths) are written into the generated source.
     """
     key = (learner.api_key, learner.version, layout, head, od_width, tail)
     fn = _RUNS.get(key)
