@@ -31,7 +31,21 @@ from migrator.zk import paths as P
 from migrator.zk.codec import ZnodeError
 from migrator.zk.tree import ZkTree
 
-__all__ = ["LayoutProblem", "LayoutResult", "broker_znodes", "image_from_tree", "znodes_from_image"]
+__all__ = [
+    "LayoutProblem",
+    "LayoutResult",
+    "acl_znode",
+    "broker_znodes",
+    "client_config_znodes",
+    "config_znode",
+    "image_from_tree",
+    "partition_state_epoch",
+    "partition_state_znode",
+    "producer_id_block_znode",
+    "token_znode",
+    "topic_znodes",
+    "znodes_from_image",
+]
 
 T = TypeVar("T")
 _INT_NAME = re.compile(r"-?[0-9]{1,10}")
@@ -527,3 +541,108 @@ def _acl_znodes(z: _Znodes, acls: list[Acl]) -> None:
     z.put(P.EXTENDED_ACL_CHANGES)
     for (pattern_type, resource_type, name), group in resources.items():
         z.put(P.acl_resource_path(pattern_type, resource_type, name), codec.encode_acls(group))
+
+
+# =====================================================================================================
+# model → ZooKeeper, one entity at a time (added for the dual-write syncer, which diffs only what a
+# record touched). Each function returns what `znodes_from_image` writes for that entity, through the
+# same internals, restricted to the entity's own znodes (no shared parents).
+# =====================================================================================================
+def partition_state_epoch(control: ZkControlState | None) -> int:
+    """The controller epoch `znodes_from_image` writes into partition states that carry none."""
+    return _control_znodes(_Znodes(), control)
+
+
+def partition_state_znode(topic: str, partition: Partition, state_epoch: int) -> tuple[str, bytes] | None:
+    """`/brokers/topics/<t>/partitions/<p>/state`, or None when the partition has no state znode."""
+    if not partition.has_state:
+        return None
+    epoch = partition.controller_epoch if partition.controller_epoch is not None else state_epoch
+    data = codec.encode_partition_state(
+        partition.leader, partition.leader_epoch, partition.isr, epoch, partition.leader_recovery_state
+    )
+    return P.partition_state_path(topic, partition.partition), data
+
+
+def topic_znodes(image: ClusterImage, name: str, state_epoch: int) -> dict[str, bytes]:
+    """`/brokers/topics/<t>` and everything below it, and `/config/topics/<t>`, parents first.
+
+    Empty when the image has neither the topic nor configs for it.
+    """
+    z = _Znodes()
+    entity = image.configs.get(("TOPIC", name))
+    configs = {("TOPIC", name): entity} if entity is not None else {}
+    topic = image.topics.get(name)
+    if topic is not None:
+        _topic_znodes(z, ClusterImage.model_construct(topics={name: topic}, configs=configs), state_epoch)
+    elif entity is not None:
+        _config_znodes(z, ClusterImage.model_construct(configs=configs))
+    tpath = P.topic_path(name)
+    cpath = P.config_entity_path(P.CONFIG_TYPE_TOPICS, name)
+    return {p: d for p, d in z.out.items() if p == tpath or p == cpath or p.startswith(tpath + "/")}
+
+
+def config_znode(image: ClusterImage, resource_type: str, name: str) -> tuple[str, bytes | None] | None:
+    """The config znode of a TOPIC or BROKER entity and its data (None: no znode); None for other types.
+
+    A topic's config znode exists (empty) as long as the topic does.
+    """
+    if resource_type == "TOPIC":
+        path = P.config_entity_path(P.CONFIG_TYPE_TOPICS, name)
+        return path, topic_znodes(image, name, 0).get(path)
+    if resource_type == "BROKER":
+        path = P.config_entity_path(P.CONFIG_TYPE_BROKERS, P.DEFAULT_ENTITY if name == "" else name)
+        entity = image.configs.get(("BROKER", name))
+        if entity is None:
+            return path, None
+        z = _Znodes()
+        _config_znodes(z, ClusterImage.model_construct(configs={("BROKER", name): entity}))
+        return path, z.out.get(path)
+    return None
+
+
+def client_config_znodes(image: ClusterImage, root: str) -> dict[str, bytes]:
+    """Quota and SCRAM znodes at and below `root`: `/config/users/<u>` (with its `clients/<c>`),
+    `/config/clients/<c>` or `/config/ips/<ip>`, znode names sanitized as Kafka does."""
+    below = root + "/"
+    quotas = []
+    for quota in image.client_quotas:
+        try:
+            path = P.quota_entity_path(quota.entity)
+        except ValueError as e:
+            raise BadInputError(f"client quota {quota.entity}: {e}") from None
+        if path == root or path.startswith(below):
+            quotas.append(quota)
+    credentials = {
+        key: cred
+        for key, cred in image.scram_credentials.items()
+        if P.config_entity_path(P.CONFIG_TYPE_USERS, P.sanitize(cred.user)) == root
+    }
+    z = _Znodes()
+    _config_znodes(z, ClusterImage.model_construct(client_quotas=quotas, scram_credentials=credentials))
+    return {p: d for p, d in z.out.items() if p == root or p.startswith(below)}
+
+
+def acl_znode(
+    image: ClusterImage, pattern_type: str, resource_type: str, name: str
+) -> tuple[str, bytes | None]:
+    """The ACL znode of one resource pattern and its data (None when the resource has no ACLs)."""
+    path = P.acl_resource_path(pattern_type, resource_type, name)
+    acls = [
+        a
+        for a in image.acls
+        if a.pattern_type == pattern_type and a.resource_type == resource_type and a.resource_name == name
+    ]
+    z = _Znodes()
+    _acl_znodes(z, acls)
+    return path, z.out.get(path)
+
+
+def token_znode(image: ClusterImage, token_id: str) -> tuple[str, bytes | None]:
+    token = image.delegation_tokens.get(token_id)
+    return P.token_path(token_id), None if token is None else codec.encode_delegation_token(token)
+
+
+def producer_id_block_znode(image: ClusterImage) -> tuple[str, bytes | None]:
+    block = image.producer_id_block
+    return P.LATEST_PRODUCER_ID_BLOCK, None if block is None else codec.encode_producer_id_block(block)
