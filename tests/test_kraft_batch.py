@@ -632,6 +632,12 @@ def test_runs_of_many_layouts_and_offsets_past_the_one_byte_varints():
     assert decoded == list(enumerate(recs))
 
 
+def test_one_batch_past_the_two_byte_offset_deltas():
+    recs = [partition(i, [1, 2, 3]) for i in range(9000)]
+    buf = encode_record_batch(0, 1, recs, TS)
+    assert decode_batch_records(next(iter_batches(buf))) == list(enumerate(recs))
+
+
 def metadata_records() -> st.SearchStrategy[MetadataRecord]:
     replicas = st.lists(st.integers(0, 2**31 - 1), max_size=4)
     return st.one_of(
@@ -699,6 +705,27 @@ def test_encode_record_batch_past_the_one_and_two_byte_offset_deltas():
         encode_record_batch(0, 1, [partition(1), record("PartitionRecord", 0, PartitionId=1 << 40)], TS)
     with pytest.raises(ValueError):
         encode_record_batch(0, 1, [], TS)
+
+
+def test_batch_with_unknown_records_decodes_to_opaque_and_re_encodes_identically():
+    values = [
+        encode_value(partition(0)),
+        bytes([1, 99, 0]) + b"future",  # unknown apiKey
+        bytes([1, 3, 9]) + b"\x00" * 5,  # PartitionRecord v9, unknown version
+        bytes([1, 0xC8, 0x01, 0]) + b"x",  # two-byte apiKey varint
+        encode_value(record("NoOpRecord")),
+    ]
+    buf = encode_batch(40, 3, values, TS)
+    decoded = decode_batch_records(next(iter_batches(buf)))
+    assert [type(r) for _, r in decoded] == [
+        MetadataRecord,
+        OpaqueRecord,
+        OpaqueRecord,
+        OpaqueRecord,
+        MetadataRecord,
+    ]
+    assert decoded[1][1] == OpaqueRecord(99, 0, b"future") and decoded[3][1].api_key == 200
+    assert encode_record_batch(40, 3, [r for _, r in decoded], TS) == buf
 
 
 def test_record_batch_is_a_dataclass_with_header_fields():

@@ -22,6 +22,8 @@ from crc32c import crc32c
 
 from migrator.errors import BadInputError
 from migrator.kraft.records import (
+    _OD_INT,
+    _UV,
     DECODE_ERRORS,
     FAST_FRAMES,
     FRAMED_ENCODERS,
@@ -134,7 +136,10 @@ def _zigzag(n: int) -> bytes:
 
 _ZZ_TABLE_SIZE = 1 << 14
 #: Zigzag varint bytes of small non-negative ints (record lengths, offset deltas, value lengths).
-_ZZ: list[bytes] = [_zigzag(i) for i in range(_ZZ_TABLE_SIZE)]
+_ZZ: list[bytes] = [
+    _UV[2 * i] if 2 * i < len(_UV) else bytes(((2 * i) & 0x7F | 0x80, ((2 * i) >> 7) | 0x80, (2 * i) >> 14))
+    for i in range(_ZZ_TABLE_SIZE)
+]
 #: For offset delta i: attributes 0, timestampDelta 0, offsetDelta i, keyLength -1 (null key).
 _MID: list[bytes] = [b"\x00\x00" + _ZZ[i] + b"\x01" for i in range(_ZZ_TABLE_SIZE)]
 _MID_LEN: list[int] = [len(m) for m in _MID]
@@ -691,7 +696,8 @@ def _learn_run(
 
 #: Expected offset-delta field of record i, read as an unsigned int of the varint's width (1 or 2).
 _OD_BY_WIDTH: dict[int, list[int]] = {
-    w: [int.from_bytes(z, "big") if len(z) == w else -1 for z in _ZZ] for w in (1, 2)
+    1: [v if i < 64 else -1 for i, v in enumerate(_OD_INT)],
+    2: [v if i >= 64 else -1 for i, v in enumerate(_OD_INT)],
 }
 
 
@@ -761,7 +767,7 @@ def _run_decoder(
         spec.names,
         _iter=st.iter_unpack,
         _OD=_OD_BY_WIDTH[od_width],
-        _LIMIT=_ZZ_TABLE_SIZE,
+        _LIMIT=len(_OD_INT),
         _onew=object.__new__,
         _MR=MetadataRecord,
         _sa=MetadataRecord.__dict__["api_key"].__set__,

@@ -189,7 +189,10 @@ def _encode_uvarint(n: int) -> bytes:
     return bytes(out)
 
 
-_UV: list[bytes] = [_encode_uvarint(i) for i in range(_UV_TABLE_SIZE)]
+#: uvarint bytes of 0..16383 (one byte below 128, two above), built by formula: import time matters.
+_UV: list[bytes] = [
+    bytes((i,)) if i < 128 else bytes(((i & 0x7F) | 0x80, i >> 7)) for i in range(_UV_TABLE_SIZE)
+]
 
 
 def _zigzag_bytes(n: int) -> bytes:
@@ -198,7 +201,7 @@ def _zigzag_bytes(n: int) -> bytes:
 
 
 #: Offset delta i as its zigzag varint bytes read as one big-endian int (1 byte below 64, else 2).
-_OD_INT: list[int] = [int.from_bytes(_zigzag_bytes(i), "big") for i in range(8192)]
+_OD_INT: list[int] = [2 * i if i < 64 else (((2 * i) & 0x7F | 0x80) << 8) | (2 * i) >> 7 for i in range(8192)]
 
 
 def encode_uvarint(n: int) -> bytes:
