@@ -128,6 +128,7 @@ def load(
 
 
 def _load_with_progress(client: Any, spec: ClusterSpec, exist_ok: bool) -> GeneratedCluster:
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -136,7 +137,7 @@ def _load_with_progress(client: Any, spec: ClusterSpec, exist_ok: bool) -> Gener
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         transient=True,
-        console=None,
+        console=Console(stderr=True),
     ) as bar:
         task = bar.add_task("znodes", total=None)
         return load_cluster(
