@@ -204,7 +204,11 @@ class ClusterSpec(BaseModel):
 
 
 class GeneratedSecrets(BaseModel):
-    """Every secret the generator made up; none of these may ever appear in zk2kraft's output."""
+    """Every secret the generator made up, for tests that grep zk2kraft's output for leaks.
+
+    Passwords and token HMACs exist only here; SCRAM salts and keys (see `strings`) are also stored in
+    ZooKeeper and the log, as Kafka stores them, but must never be printed, logged or reported.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
