@@ -333,6 +333,43 @@ def test_cli_load_json_summary(zk, zk_connect, capsys):
 
 
 @pytest.mark.zk
+def test_cli_brokers_holds_registrations_until_sigterm(zk, zk_connect):
+    import subprocess
+    import sys
+
+    flags = ["--seed", "4", "--brokers", "3", "--topics", "2", "--partitions", "2"]
+    assert run(["fixtures", "load", "--zookeeper", zk_connect, *flags]) == 0
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from cli.main import entry; entry()",
+            "fixtures",
+            "brokers",
+            "--json",
+            *flags,
+        ],
+        env={**os.environ, "ZK2KRAFT_ZOOKEEPER": zk_connect},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        ready = json.loads(proc.stdout.readline())
+        controller = generate(ClusterSpec(seed=4, brokers=3, topics=2, partitions=2)).control.controller
+        assert ready == {"ready": True, "brokers": [1, 2, 3], "controller": controller.broker_id}
+        assert sorted(zk.get_children("/brokers/ids")) == ["1", "2", "3"]
+        assert json.loads(zk.get("/controller")[0])["brokerid"] == controller.broker_id
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+        assert zk.get_children("/brokers/ids") == [] and zk.exists("/controller") is None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+@pytest.mark.zk
 def test_cli_errors_are_one_line(zk_connect, zk_server, capsys, monkeypatch):
     assert (
         run(["fixtures", "load", "--zookeeper", zk_connect, "--brokers", "2", "--replication-factor", "3"])
