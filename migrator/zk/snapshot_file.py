@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import gc
 import logging
 import re
@@ -252,6 +253,7 @@ def _gunzip(raw: bytes, file: Path) -> bytes:
             return b"".join(out)
 
 
+@functools.cache
 def _snappy_decoders() -> list[tuple[str, Callable[[bytes], bytes]]]:
     """Raw-snappy block decoders in order of preference: cramjam, python-snappy, then libsnappy via ctypes."""
     found: list[tuple[str, Callable[[bytes], bytes]]] = []
