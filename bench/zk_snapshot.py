@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import struct
@@ -197,15 +198,25 @@ def write_snapshot(path: Path, nodes: list[tuple[str, bytes | None, int]]) -> in
     return zxid
 
 
-def median_time(fn, runs: int) -> float:
-    """Wall seconds; the result is freed after the clock stops (freeing a big tree is not parsing)."""
-    times = []
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (user + system)."""
+    me = time.process_time()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me + kids.ru_utime + kids.ru_stime
+
+
+def median_time(fn, runs: int) -> tuple[float, float]:
+    """Median (wall, CPU) seconds. CPU time is steadier than wall on a shared machine; a JVM's counts
+    its JIT and GC threads too. The result is freed after the clocks stop (freeing is not parsing)."""
+    walls, cpus = [], []
     for _ in range(runs):
+        c = _cpu()
         t = time.perf_counter()
         result = fn()
-        times.append(time.perf_counter() - t)
+        walls.append(time.perf_counter() - t)
+        cpus.append(_cpu() - c)
         del result
-    return statistics.median(times)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def compile_loader(tmp: Path) -> Path:
@@ -313,20 +324,26 @@ def main() -> None:
         )
         java_big = median_time(lambda: java_formatter(big), args.runs)
         java_tiny = median_time(lambda: java_formatter(tiny), args.runs)
-        java_net = java_big - java_tiny
+        java_net = (java_big[0] - java_tiny[0], java_big[1] - java_tiny[1])
         load_fresh = median_time(lambda: java_loader(classes, big, 1), args.runs)
         warm = [secs for _, secs in java_loader(classes, big, args.runs + 1)[1:]]
-        load_warm = statistics.median(warm)
+        load_warm = (statistics.median(warm), None)
 
     mb = size / 1e6
 
-    def row(name: str, secs: float) -> str:
-        return f"| {name} | {secs:.2f} | {mb / secs:.0f} | {len(nodes) / secs / 1e3:.0f} |"
+    def row(name: str, t: tuple[float, float | None]) -> str:
+        wall, cpu = t
+        cpu_s = "n/a" if cpu is None else f"{cpu:.2f}"
+        return f"| {name} | {wall:.2f} | {cpu_s} | {mb / wall:.1f} | {len(nodes) / wall / 1e3:.0f} |"
 
+    load = os.getloadavg()
     print()
-    print(f"{len(nodes):,} znodes, {mb:.1f} MB, median of {args.runs}, {os.cpu_count()} cores")
-    print("| reader | seconds | MB/s | k znodes/s |")
-    print("| --- | --- | --- | --- |")
+    print(
+        f"{len(nodes):,} znodes, {mb:.1f} MB, median of {args.runs}, {os.cpu_count()} cores, "
+        f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
+    )
+    print("| reader | wall s | CPU s | MB/s (wall) | k znodes/s (wall) |")
+    print("| --- | --- | --- | --- | --- |")
     print(row("zk2kraft read_snapshot, in process (Adler32 verified)", ours))
     print(row("zk2kraft read_snapshot, in process, verify=False", ours_noverify))
     print(row("zk2kraft, fresh python process (start + import + parse)", ours_proc))
@@ -334,13 +351,16 @@ def main() -> None:
     print(row("ZooKeeper SnapshotFormatter (net of JVM start)", java_net))
     print(row("ZooKeeper FileSnap.deserialize + seal, fresh JVM", load_fresh))
     print(row("ZooKeeper FileSnap.deserialize + seal, warm JIT, in JVM", load_warm))
-    print(f"JVM start + SnapshotFormatter on a 4-node snapshot: {java_tiny:.2f}s")
+    print(
+        f"JVM start + SnapshotFormatter on a 4-node snapshot: {java_tiny[0]:.2f}s wall, {java_tiny[1]:.2f}s CPU"
+    )
     print(f"zk2kraft process peak RSS: {statistics.median(rss) / 1024:.0f} MiB")
     print(
-        f"ratios: SnapshotFormatter raw / zk2kraft process = {java_big / ours_proc:.2f}x; "
-        f"SnapshotFormatter net / zk2kraft in process = {java_net / ours:.2f}x; "
-        f"ZooKeeper loader fresh JVM / zk2kraft process = {load_fresh / ours_proc:.2f}x; "
-        f"ZooKeeper loader warm / zk2kraft in process = {load_warm / ours:.2f}x"
+        f"wall ratios (above 1: zk2kraft is faster): SnapshotFormatter raw / zk2kraft process = "
+        f"{java_big[0] / ours_proc[0]:.2f}x; SnapshotFormatter net / zk2kraft in process = "
+        f"{java_net[0] / ours[0]:.2f}x; ZooKeeper loader fresh JVM / zk2kraft process = "
+        f"{load_fresh[0] / ours_proc[0]:.2f}x; ZooKeeper loader warm / zk2kraft in process = "
+        f"{load_warm[0] / ours[0]:.2f}x"
     )
 
 
