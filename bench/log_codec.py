@@ -107,14 +107,23 @@ def kafka_python_batch(base_offset: int, values: list[bytes]) -> bytearray:
     return buf
 
 
-def encode_run(n: int, batch: int, group: int, values: list[bytes], files: list[Path]) -> list[float]:
-    """Seconds spent by [zk2kraft full, zk2kraft framing, kafka-python], taking turns every ``group`` batches.
+def clock() -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process): CPU time is the steadier figure on a shared machine."""
+    return time.perf_counter(), time.process_time()
+
+
+def add(total: list[float], start: tuple[float, float], end: tuple[float, float]) -> None:
+    total[0] += end[0] - start[0]
+    total[1] += end[1] - start[1]
+
+
+def encode_run(n: int, batch: int, group: int, values: list[bytes], files: list[Path]) -> list[list[float]]:
+    """[wall, CPU] seconds of [zk2kraft full, zk2kraft framing, kafka-python], taking turns every ``group`` batches.
 
     Taking turns often keeps load from other processes on a shared machine falling on all three alike;
     doing a group of batches per turn keeps each one's code and data warm in the caches, as in real use.
     """
-    spent = [0.0, 0.0, 0.0]
-    clock = time.perf_counter
+    spent = [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
     outs = [open(path, "wb") for path in files]
     try:
         full, framing, theirs = outs
@@ -132,32 +141,33 @@ def encode_run(n: int, batch: int, group: int, values: list[bytes], files: list[
             for start, count in turn:
                 theirs.write(kafka_python_batch(start, values[start : start + count]))
             t3 = clock()
-            spent[0] += t1 - t0
-            spent[1] += t2 - t1
-            spent[2] += t3 - t2
+            add(spent[0], t0, t1)
+            add(spent[1], t1, t2)
+            add(spent[2], t2, t3)
             del recs
         for k, f in enumerate(outs):
             t0 = clock()
             f.flush()
             os.fsync(f.fileno())
-            spent[k] += clock() - t0
+            add(spent[k], t0, clock())
     finally:
         for f in outs:
             f.close()
     return spent
 
 
-def decode_run(path: Path, n: int, group: int) -> list[float]:
-    """Seconds spent by [zk2kraft full, zk2kraft framing, kafka-python] reading the same segment.
+def decode_run(path: Path, n: int, group: int) -> list[list[float]]:
+    """[wall, CPU] seconds of [zk2kraft full, zk2kraft framing, kafka-python] reading the same segment.
 
     The file is read once (the read time is charged to all three); then the three readers take turns,
     ``group`` batches each.
     """
-    clock = time.perf_counter
     t0 = clock()
     data = path.read_bytes()
-    read = clock() - t0
-    spent = [read, read, read]
+    t1 = clock()
+    spent = [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
+    for k in range(3):
+        add(spent[k], t0, t1)
     full = iter_batches(data, str(path))
     framing = iter_batches(data, str(path))
     theirs = MemoryRecords(data)
@@ -183,9 +193,9 @@ def decode_run(path: Path, n: int, group: int) -> list[float]:
                 r.value  # noqa: B018 - taking the value is the work being measured
                 counts[2] += 1
         t3 = clock()
-        spent[0] += t1 - t0
-        spent[1] += t2 - t1
-        spent[2] += t3 - t2
+        add(spent[0], t0, t1)
+        add(spent[1], t1, t2)
+        add(spent[2], t2, t3)
     if counts != [n, n, n]:
         raise SystemExit(f"readers saw {counts} records, expected {n} each")
     return spent
@@ -207,8 +217,8 @@ def main() -> None:
 
     load_before = os.getloadavg()[0]
     values = [encode_value(r) for start, count in chunks(n, batch) for r in partition_records(count, start)]
-    enc: list[list[float]] = [[], [], []]
-    dec: list[list[float]] = [[], [], []]
+    enc: list[list[list[float]]] = [[], [], []]
+    dec: list[list[list[float]]] = [[], [], []]
     with tempfile.TemporaryDirectory(prefix="zk2kraft-bench-") as tmp:
         files = [Path(tmp) / name for name in ("00000000000000000000.log", "framing.log", "kafka-python.log")]
         for _ in range(runs):
@@ -221,8 +231,9 @@ def main() -> None:
             for k, seconds in enumerate(decode_run(files[0], n, group)):
                 dec[k].append(seconds)
         size = files[0].stat().st_size
-    enc_rate = [n / statistics.median(ts) for ts in enc]
-    dec_rate = [n / statistics.median(ts) for ts in dec]
+
+    def rates(samples: list[list[list[float]]], which: int) -> list[float]:
+        return [n / statistics.median(s[which] for s in per_impl) for per_impl in samples]
 
     print(
         f"load average (1 min) {load_before:.1f} before, {os.getloadavg()[0]:.1f} after; {os.cpu_count()} cores"
@@ -230,14 +241,18 @@ def main() -> None:
     print(
         f"{n:,} PartitionRecord v0 in batches of {batch}, {size / n:.1f} bytes/record on disk, median of {runs}"
     )
-    print(f"{'':30}{'records/s':>12}")
-    for title, rates in (("encode+append", enc_rate), ("read+decode", dec_rate)):
+    print(f"{'records/s':30}{'wall':>12}{'CPU':>12}")
+    for title, samples in (("encode+append", enc), ("read+decode", dec)):
         print(title)
-        for name, rate in zip(NAMES, rates, strict=True):
-            print(f"  {name:28}{rate:12,.0f}")
-    print("ratios (zk2kraft / kafka-python)")
-    print(f"  encode+append: full {enc_rate[0] / enc_rate[2]:.2f}x, framing {enc_rate[1] / enc_rate[2]:.2f}x")
-    print(f"  read+decode:   full {dec_rate[0] / dec_rate[2]:.2f}x, framing {dec_rate[1] / dec_rate[2]:.2f}x")
+        for name, wall, cpu in zip(NAMES, rates(samples, 0), rates(samples, 1), strict=True):
+            print(f"  {name:28}{wall:12,.0f}{cpu:12,.0f}")
+    print("ratios zk2kraft / kafka-python (wall, CPU)")
+    for title, samples in (("encode+append", enc), ("read+decode", dec)):
+        wall, cpu = rates(samples, 0), rates(samples, 1)
+        print(
+            f"  {title + ':':15} full {wall[0] / wall[2]:.2f}x, {cpu[0] / cpu[2]:.2f}x;"
+            f"  framing {wall[1] / wall[2]:.2f}x, {cpu[1] / cpu[2]:.2f}x"
+        )
 
 
 if __name__ == "__main__":
