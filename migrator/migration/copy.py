@@ -1,0 +1,309 @@
+"""MigratingZkData: ZooKeeper's metadata into the log as one metadata transaction, and its dry run.
+
+The copy is Kafka's `MigrateMetadataEvent`: `BeginTransactionRecord(Name="ZK Migration")`, every
+record `ZkMigrationClient.readAllMetadata` would emit (in its order, via `kraft.image`), then
+`ZkMigrationStateRecord(MIGRATION)` and `EndTransactionRecord` in one write. Batches are cut at
+Kafka's 10,000 records and each is durable before the next, so a crash leaves a transaction open at
+the log's end, which the next run closes with `AbortTransactionRecord` and redoes (invariant 2).
+A fresh log first gets the bootstrap records `kafka-storage format` would give a migrating
+controller: metadata.version and `ZkMigrationStateRecord(PRE_MIGRATION)`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kazoo.client import KazooClient
+from pydantic import BaseModel, Field
+
+from migrator.errors import BadInputError
+from migrator.kraft import dirfiles
+from migrator.kraft.image import OpenTransaction, records_from_image
+from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
+from migrator.kraft.records import MetadataRecord, encode_values, record
+from migrator.kraft.schema import SCHEMAS
+from migrator.migration.faults import crash_point
+from migrator.model import ClusterImage
+from migrator.zk.layout import LayoutResult, image_from_tree
+from migrator.zk.reader import read_tree
+from state_machine import KafkaMigrationCode
+
+__all__ = [
+    "BOOTSTRAP_METADATA_VERSION",
+    "COPY_TRANSACTION",
+    "MANIFEST_FILE",
+    "CopyManifest",
+    "CopyPlan",
+    "abort_open_transaction",
+    "append_bootstrap",
+    "bootstrap_records",
+    "copy_zk_data",
+    "plan_copy",
+    "read_zk_image",
+]
+
+COPY_TRANSACTION = "ZK Migration"  # KRaftMigrationDriver's transaction name
+BOOTSTRAP_TRANSACTION = "Bootstrap records"  # ActivationRecordsGenerator's
+#: metadata.version 3.9-IV0 (Kafka 3.9's LATEST_PRODUCTION); metadata transactions need >= 3.6-IV1.
+BOOTSTRAP_METADATA_VERSION = 21
+MANIFEST_FILE = "zk2kraft-copy-manifest.json"
+# Per-record framing around a value in a batch (length, attributes, deltas, key, headers) and the
+# batch header: what the log adds to the encoded values.
+_RECORD_FRAMING = 7
+_BATCH_HEADER = 61
+# Throughput of the append path on the dev machine (bench/migrate.py: 200k partitions): used by
+# `plan` to estimate, since a dry run may not write anything to measure with.
+APPEND_BYTES_PER_SECOND = 150e6
+FSYNC_SECONDS = 0.004
+
+Progress = Callable[[int, int], None]  # (records done, records total)
+
+
+class CopyManifest(BaseModel):
+    """What the copy wrote; printed, returned and stored as zk2kraft-copy-manifest.json."""
+
+    cluster_id: str | None
+    epoch: int
+    first_offset: int  # the BeginTransactionRecord
+    last_offset: int  # the EndTransactionRecord
+    records: int  # records inside the transaction, markers excluded
+    records_by_type: dict[str, int] = Field(default_factory=dict)
+    batches: int = 0  # batches appended, the transaction markers' included
+    bytes: int = 0  # bytes the copy added to the log's segments
+    topics: int = 0
+    partitions: int = 0
+    skipped_pending_deletions: list[str] = Field(default_factory=list)
+    zk_zxid: int = 0
+    zk_consistent: bool = False  # the tree was read at one zxid
+    read_seconds: float = 0.0
+    build_seconds: float = 0.0
+    append_seconds: float = 0.0
+    duration_seconds: float = 0.0
+    started_at: str = ""
+
+
+class TypeCount(BaseModel):
+    records: int = 0
+    bytes: int = 0
+
+
+class CopyPlan(BaseModel):
+    """`plan`: the copy as a dry run, nothing written anywhere."""
+
+    cluster_id: str | None
+    fresh_log: bool
+    records: int
+    bytes: int
+    batches: int
+    by_type: dict[str, TypeCount] = Field(default_factory=dict)
+    topics: int = 0
+    partitions: int = 0
+    skipped_pending_deletions: list[str] = Field(default_factory=list)
+    read_seconds: float = 0.0
+    build_seconds: float = 0.0
+    estimated_seconds: float = 0.0
+
+
+def bootstrap_records() -> list[MetadataRecord]:
+    """A fresh migrating controller's first records (ActivationRecordsGenerator.recordsForEmptyLog)."""
+    return [
+        record("BeginTransactionRecord", 0, Name=BOOTSTRAP_TRANSACTION),
+        record("FeatureLevelRecord", 0, Name="metadata.version", FeatureLevel=BOOTSTRAP_METADATA_VERSION),
+        record("ZkMigrationStateRecord", 0, ZkMigrationState=int(KafkaMigrationCode.PRE_MIGRATION)),
+        record("EndTransactionRecord", 0),
+    ]
+
+
+def append_bootstrap(log: MetadataLog, epoch: int) -> tuple[int, int]:
+    """Bootstrap an empty log; one write, so a crash leaves all of it or none."""
+    if log.end_offset != 0:
+        raise BadInputError(f"{log.log_dir}: bootstrap records go into an empty log only")
+    span = log.append(bootstrap_records(), epoch)
+    crash_point("copy.bootstrap-written")
+    return span
+
+
+def abort_open_transaction(log: MetadataLog, epoch: int, txn: OpenTransaction, reason: str) -> int:
+    """Close an interrupted transaction so its records are never applied; returns the abort's offset."""
+    _, offset = log.append([record("AbortTransactionRecord", 0, Reason=reason)], epoch)
+    crash_point("copy.abort-written")
+    return offset
+
+
+def read_zk_image(
+    client: KazooClient, progress: Callable[[int], None] | None = None
+) -> tuple[LayoutResult, int, bool]:
+    """The bulk reader's view decoded strictly: (layout, zxid, consistent). A bad znode is one line."""
+    tree = read_tree(client, progress=progress)
+    layout = image_from_tree(tree, strict=True)
+    zxid = tree.read_zxid if tree.consistent else tree.max_zxid
+    return layout, zxid, tree.consistent
+
+
+def _chunks(records: Sequence[MetadataRecord], size: int) -> list[Sequence[MetadataRecord]]:
+    return [records[i : i + size] for i in range(0, len(records), size)]
+
+
+def _segment_bytes(log: MetadataLog) -> int:
+    return sum(s.path.stat().st_size for s in log.segments if s.path.exists())
+
+
+def _count(records: Sequence[MetadataRecord]) -> dict[str, int]:
+    by_key: dict[int, int] = {}
+    for r in records:
+        by_key[r.api_key] = by_key.get(r.api_key, 0) + 1
+    return {SCHEMAS[key].name: n for key, n in by_key.items()}
+
+
+def migration_records(image: ClusterImage) -> list[MetadataRecord]:
+    """The copy's data records (Kafka's order, pending deletions skipped); a topic without id refuses."""
+    try:
+        return list(records_from_image(image))
+    except BadInputError as e:
+        raise BadInputError(f"cannot copy ZooKeeper: {e} (see `zk2kraft check`, TOPIC_WITHOUT_ID)") from None
+
+
+def copy_zk_data(
+    log: MetadataLog,
+    epoch: int,
+    layout: LayoutResult,
+    *,
+    zxid: int = 0,
+    consistent: bool = False,
+    read_seconds: float = 0.0,
+    progress: Progress | None = None,
+    batch_records: int = DEFAULT_MAX_BATCH_RECORDS,
+) -> CopyManifest:
+    """Append the copy transaction for `layout` in `epoch`; returns (and stores) its manifest.
+
+    The log must hold no open transaction and must not have committed a copy already.
+    """
+    started = time.perf_counter()
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    image = layout.image
+    t0 = time.perf_counter()
+    records = migration_records(image)
+    build_seconds = time.perf_counter() - t0
+    before_bytes = _segment_bytes(log)
+    t1 = time.perf_counter()
+    first, _ = log.append([record("BeginTransactionRecord", 0, Name=COPY_TRANSACTION)], epoch)
+    batches = 1
+    crash_point("copy.after-begin")
+    done = 0
+    total = len(records)
+    if progress is not None:
+        progress(0, total)
+    for chunk in _chunks(records, batch_records):
+        log.append(chunk, epoch, max_batch_records=batch_records)
+        batches += 1
+        done += len(chunk)
+        if progress is not None:
+            progress(done, total)
+        crash_point("copy.batch")
+    crash_point("copy.before-end")
+    _, last = log.append(
+        [
+            record("ZkMigrationStateRecord", 0, ZkMigrationState=int(KafkaMigrationCode.MIGRATION)),
+            record("EndTransactionRecord", 0),
+        ],
+        epoch,
+    )
+    batches += 1
+    append_seconds = time.perf_counter() - t1
+    crash_point("copy.after-end")
+    pending = set(image.pending_deletions)
+    manifest = CopyManifest(
+        cluster_id=image.cluster_id,
+        epoch=epoch,
+        first_offset=first,
+        last_offset=last,
+        records=total,
+        records_by_type=_count(records),
+        batches=batches,
+        bytes=_segment_bytes(log) - before_bytes,
+        topics=sum(1 for t in image.topics if t not in pending),
+        partitions=sum(len(t.partitions) for n, t in image.topics.items() if n not in pending),
+        skipped_pending_deletions=sorted(pending & set(image.topics)),
+        zk_zxid=zxid,
+        zk_consistent=consistent,
+        read_seconds=round(read_seconds, 3),
+        build_seconds=round(build_seconds, 3),
+        append_seconds=round(append_seconds, 3),
+        duration_seconds=round(read_seconds + time.perf_counter() - started, 3),
+        started_at=started_at,
+    )
+    write_manifest(Path(log.log_dir), manifest)
+    crash_point("copy.manifest-written")
+    return manifest
+
+
+def write_manifest(log_dir: Path, manifest: CopyManifest) -> Path:
+    path = log_dir / MANIFEST_FILE
+    dirfiles.atomic_write(path, (json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n").encode())
+    return path
+
+
+def read_manifest(log_dir: str | Path) -> CopyManifest | None:
+    """The stored manifest of the last committed copy, or None (never written, or unreadable)."""
+    path = Path(log_dir) / MANIFEST_FILE
+    try:
+        return CopyManifest.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def plan_copy(
+    layout: LayoutResult,
+    *,
+    fresh_log: bool,
+    read_seconds: float = 0.0,
+    batch_records: int = DEFAULT_MAX_BATCH_RECORDS,
+) -> CopyPlan:
+    """What `copy_zk_data` would append for `layout`: records and bytes per type, batches, a time.
+
+    Bytes are the encoded values plus Kafka's per-record and per-batch framing, i.e. what the segments
+    would grow by. The estimate adds this run's read and build time to the append time at the
+    measured disk throughput (APPEND_BYTES_PER_SECOND) and one fsync per batch.
+    """
+    image = layout.image
+    t0 = time.perf_counter()
+    records = migration_records(image)
+    markers = [
+        record("BeginTransactionRecord", 0, Name=COPY_TRANSACTION),
+        record("ZkMigrationStateRecord", 0, ZkMigrationState=int(KafkaMigrationCode.MIGRATION)),
+        record("EndTransactionRecord", 0),
+    ]
+    all_records = [*(bootstrap_records() if fresh_log else []), markers[0], *records, *markers[1:]]
+    values = encode_values(all_records)
+    build_seconds = time.perf_counter() - t0
+    by_type: dict[str, TypeCount] = {}
+    for rec, value in zip(all_records, values, strict=True):
+        entry = by_type.get(rec.name)
+        if entry is None:
+            entry = by_type[rec.name] = TypeCount()
+        entry.records += 1
+        entry.bytes += len(value) + _RECORD_FRAMING
+    data_batches = math.ceil(len(records) / batch_records) if records else 0
+    # Begin alone, the data batches, State+End together; the bootstrap write; a LeaderChange batch.
+    batches = 1 + data_batches + 1 + (1 if fresh_log else 0) + 1
+    total_bytes = sum(t.bytes for t in by_type.values()) + batches * _BATCH_HEADER
+    pending = set(image.pending_deletions)
+    estimate = read_seconds + build_seconds + total_bytes / APPEND_BYTES_PER_SECOND + batches * FSYNC_SECONDS
+    return CopyPlan(
+        cluster_id=image.cluster_id,
+        fresh_log=fresh_log,
+        records=len(all_records),
+        bytes=total_bytes,
+        batches=batches,
+        by_type=dict(sorted(by_type.items(), key=lambda kv: -kv[1].records)),
+        topics=sum(1 for t in image.topics if t not in pending),
+        partitions=sum(len(t.partitions) for n, t in image.topics.items() if n not in pending),
+        skipped_pending_deletions=sorted(pending & set(image.topics)),
+        read_seconds=round(read_seconds, 3),
+        build_seconds=round(build_seconds, 3),
+        estimated_seconds=round(estimate, 2),
+    )
