@@ -13,6 +13,12 @@ _COMMANDS = [
     ("cli.check_cmd", "check"),
     ("cli.log_cmds", "log"),
     ("cli.demo_cmd", "demo"),
+    ("cli.migrate_cmds", "plan"),
+    ("cli.migrate_cmds", "migrate"),
+    ("cli.migrate_cmds", "status"),
+    ("cli.migrate_cmds", "admin"),
+    ("cli.migrate_cmds", "finalize"),
+    ("cli.migrate_cmds", "rollback"),
 ]
 
 

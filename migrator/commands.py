@@ -6,17 +6,29 @@ usable from Python (tests, notebooks, automation) as from a shell.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kazoo.exceptions import AuthFailedError, KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 from pydantic import BaseModel, Field
 
 from migrator.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, PermissionDeniedError, UnreachableError
-from migrator.migration import checks
+from migrator.migration import checks, driver
+from migrator.migration.admin import AdminChange
 from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
 from migrator.migration.checks import Finding, Severity
+from migrator.migration.driver import (
+    DEFAULT_NODE_ID,
+    AdminResult,
+    DriverOptions,
+    FinalizeResult,
+    MigrateResult,
+    PlanResult,
+    RollbackResult,
+    StatusResult,
+)
 from migrator.zk.connection import ConnectSpec, close, connect, parse_auth
 from migrator.zk.layout import image_from_tree
 from migrator.zk.reader import read_tree
@@ -167,3 +179,110 @@ def _paths_in(message: str) -> list[str]:
     """The znode path an access error names (`... access to /brokers/ids: ...`)."""
     words = [w.rstrip(":,.;") for w in message.split()]
     return [w for w in words if w.startswith("/")][:1]
+
+
+# --- the migration: migrate, plan, status, finalize, rollback, admin ------------------------------
+# Each builds DriverOptions and calls the driver; the driver derives the state from the durable facts
+# (the log and ZooKeeper) every time, so these functions keep nothing between calls.
+
+
+def _driver_options(
+    zookeeper: str,
+    log_dir: str,
+    zk_auth: Sequence[str],
+    zk_timeout: float,
+    node_id: int,
+    say: Callable[[str], None] | None,
+) -> DriverOptions:
+    return DriverOptions(
+        zookeeper=zookeeper,
+        log_dir=log_dir,
+        zk_auth=tuple(zk_auth),
+        zk_timeout=zk_timeout,
+        node_id=node_id,
+        say=say,
+    )
+
+
+def migrate(
+    zookeeper: str,
+    log_dir: str,
+    *,
+    zk_auth: Sequence[str] = (),
+    zk_timeout: float = 10.0,
+    node_id: int = DEFAULT_NODE_ID,
+    yes: bool = False,
+    confirm: Callable[[str], bool] | None = None,
+    brokers_from_zk: bool = False,
+    follow: bool = False,
+    stop: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> MigrateResult:
+    """Run the migration from wherever it is to DualWriteMetadata; with `follow`, stay the controller
+    until `stop` is set. Refusals raise RefusedError (1), bad input 2, unreachable 3, fenced/locked 4."""
+    opts = _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, say)
+    return driver.migrate(
+        opts,
+        yes=yes,
+        confirm=confirm,
+        brokers_from_zk=brokers_from_zk,
+        follow=follow,
+        stop=stop,
+        progress=progress,
+    )
+
+
+def plan(
+    zookeeper: str, log_dir: str, *, zk_auth: Sequence[str] = (), zk_timeout: float = 10.0
+) -> PlanResult:
+    """The copy as a dry run: records and bytes per type, batches, an estimate; writes nothing."""
+    return driver.plan(_driver_options(zookeeper, log_dir, zk_auth, zk_timeout, DEFAULT_NODE_ID, None))
+
+
+def status(
+    zookeeper: str, log_dir: str, *, zk_auth: Sequence[str] = (), zk_timeout: float = 10.0
+) -> StatusResult:
+    """State, controller and epochs, /migration, log end, lag, brokers, last transition, next action."""
+    return driver.status(_driver_options(zookeeper, log_dir, zk_auth, zk_timeout, DEFAULT_NODE_ID, None))
+
+
+def finalize(
+    zookeeper: str,
+    log_dir: str,
+    *,
+    yes: bool = False,
+    zk_auth: Sequence[str] = (),
+    zk_timeout: float = 10.0,
+    node_id: int = DEFAULT_NODE_ID,
+) -> FinalizeResult:
+    """POST_MIGRATION; refused while lag > 0, while brokers are ZooKeeper-registered, or without `yes`."""
+    return driver.finalize(_driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None), yes=yes)
+
+
+def rollback(
+    zookeeper: str,
+    log_dir: str,
+    *,
+    yes: bool = False,
+    zk_auth: Sequence[str] = (),
+    zk_timeout: float = 10.0,
+    node_id: int = DEFAULT_NODE_ID,
+) -> RollbackResult:
+    """Back to ZooKeeper mode (not after finalize): drain, archive the log, release ZooKeeper."""
+    return driver.rollback(_driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None), yes=yes)
+
+
+def admin(
+    zookeeper: str,
+    log_dir: str,
+    change: AdminChange,
+    *,
+    zk_auth: Sequence[str] = (),
+    zk_timeout: float = 10.0,
+    node_id: int = DEFAULT_NODE_ID,
+    timeout: float = 60.0,
+) -> AdminResult:
+    """One change in DualWriteMetadata: to a running `migrate --follow`, or appended and synced here."""
+    opts = _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None)
+    return driver.admin(opts, change, timeout=timeout)

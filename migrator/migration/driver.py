@@ -1,0 +1,1192 @@
+"""The migration driver: runs the state machine from wherever the durable facts say it is.
+
+Every command starts the same way: gather the facts (`facts.gather`) and derive the state; nothing is
+remembered between runs except what the log and ZooKeeper hold. Then:
+
+- `migrate`: MigrationIneligible → (check blockers, confirmation) → lock and format the log → claim
+  ZooKeeper → copy → first sync → DualWriteMetadata. From MigratingZkData it aborts an interrupted
+  copy and redoes it; from DualWriteMetadata it re-claims, reconciles ZooKeeper in full and syncs.
+  `--follow` then stays the controller, syncing and serving admin hand-overs until SIGTERM/SIGINT.
+- `finalize`: POST_MIGRATION once nothing is behind and no broker is ZooKeeper-registered.
+- `rollback`: drain, archive the log, give ZooKeeper back with its epoch above KRaft's.
+- `admin`: one validated change into the log, carried to ZooKeeper by the syncer.
+
+Each process that writes ZooKeeper claims it with a fresh epoch above every epoch seen (the log's,
+ZooKeeper's, the previous claimant's), as each Kafka controller leader has its own epoch; a process
+with an older claim is fenced on its next multi.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
+from pydantic import BaseModel, Field
+
+from migrator.errors import (
+    BadInputError,
+    FencedError,
+    FindingsError,
+    UnreachableError,
+    ZkKraftError,
+)
+from migrator.kraft.image import MIGRATION_STATES, ImageBuilder, OpenTransaction, ReplayResult
+from migrator.kraft.lock import LOCK_FILE, read_holder
+from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
+from migrator.kraft.records import MetadataRecord, record
+from migrator.migration import checks
+from migrator.migration import copy as copy_mod
+from migrator.migration.admin import (
+    BIG_CHANGE_RECORDS,
+    AdminChange,
+    AdminReply,
+    Inbox,
+    plan_change,
+    refused_state,
+    reply_of,
+)
+from migrator.migration.facts import Facts, gather, gather_zk, log_exists, require_own_log
+from migrator.migration.faults import CrashPointWriter, crash_point
+from migrator.model import ClusterImage, MigrationZnode
+from migrator.zk import codec
+from migrator.zk import paths as P
+from migrator.zk.connection import close, connect, permission_denied
+from migrator.zk.fenced_writer import retry_transient
+from migrator.zk.layout import image_from_tree
+from migrator.zk.leadership import (
+    Claim,
+    claim_controller,
+    read_claim,
+    release_controller,
+    write_migration_unconditionally,
+)
+from migrator.zk.reader import read_tree
+from state_machine import (
+    GuardFacts,
+    KafkaMigrationCode,
+    MigrationEvent,
+    MigrationState,
+    TransitionRefused,
+    transition,
+)
+
+__all__ = [
+    "DEFAULT_NODE_ID",
+    "AdminResult",
+    "DriverOptions",
+    "FinalizeResult",
+    "MigrateResult",
+    "PlanResult",
+    "RefusedError",
+    "RollbackResult",
+    "StatusResult",
+    "admin",
+    "finalize",
+    "migrate",
+    "plan",
+    "rollback",
+    "status",
+]
+
+S = MigrationState
+E = MigrationEvent
+DEFAULT_NODE_ID = 3000
+BROKERS_FLAG_MESSAGE = (
+    "zk2kraft cannot wait for brokers to register with the KRaft controller yet (broker registration "
+    "over the controller protocol is not available); pass --brokers-from-zk to treat the live ZooKeeper "
+    "registrations under /brokers/ids as migration-ready (a rehearsal option, see docs/migration.md)"
+)
+# Blockers the driver resolves itself when it starts afresh: the leftovers of an earlier attempt.
+_SELF_RESOLVED = {checks.LEFTOVER_MIGRATION_ZNODE.code, checks.MIGRATION_ZNODE_EMPTY.code}
+
+
+class RefusedError(FindingsError):
+    """The state machine refused a transition (exit 1): the message names the state and guard."""
+
+
+def refused(e: TransitionRefused) -> RefusedError:
+    return RefusedError(str(e))
+
+
+def _transition(state: MigrationState, event: MigrationEvent, facts: GuardFacts) -> MigrationState:
+    try:
+        return transition(state, event, facts)
+    except TransitionRefused as e:
+        raise refused(e) from None
+
+
+# --- options and results ------------------------------------------------------------------------------
+
+Confirm = Callable[[str], bool]
+Progress = Callable[[int, int], None]
+Say = Callable[[str], None]
+
+
+@dataclasses.dataclass
+class DriverOptions:
+    """Where and how: the same for every command."""
+
+    zookeeper: str
+    log_dir: str
+    zk_auth: Sequence[str] = ()
+    zk_timeout: float = 10.0
+    node_id: int = DEFAULT_NODE_ID
+    say: Say | None = None  # one-line progress notes (the CLI prints them on a terminal)
+
+    def note(self, text: str) -> None:
+        if self.say is not None:
+            self.say(text)
+
+
+class ClaimInfo(BaseModel):
+    kraft_controller_id: int
+    kraft_epoch: int
+    zk_controller_epoch: int
+
+
+class MigrateResult(BaseModel):
+    state_before: str
+    state_after: str
+    kafka_code_after: str | None = None
+    actions: list[str] = Field(default_factory=list)
+    claim: ClaimInfo | None = None
+    manifest: copy_mod.CopyManifest | None = None
+    aborted_transaction: str | None = None
+    removed_stale_migration: dict[str, int] | None = None
+    archived_foreign_log: str | None = None
+    repairs: list[dict[str, Any]] = Field(default_factory=list)
+    sync: dict[str, Any] | None = None
+    lag: int = 0
+    log_end_offset: int = 0
+    migration_offset: int | None = None
+    followed_seconds: float | None = None
+    changes_applied: int = 0
+    timings: dict[str, float] = Field(default_factory=dict)
+    anomalies: list[str] = Field(default_factory=list)
+
+
+class PlanResult(BaseModel):
+    state: str
+    plan: copy_mod.CopyPlan | None = None
+    message: str = ""
+
+
+class TransitionInfo(BaseModel):
+    kafka_code: int
+    kafka_state: str
+    offset: int
+    timestamp_ms: int | None = None
+    time: str | None = None
+
+
+class StatusResult(BaseModel):
+    state: str
+    state_code: int
+    kafka_code: int | None = None
+    kafka_state: str | None = None
+    reason: str
+    next_action: str
+    anomalies: list[str] = Field(default_factory=list)
+    cluster_id: str | None = None
+    controller_id: int | None = None
+    controller_is_kraft: bool = False
+    kraft_epoch: int | None = None  # the claim's (from /controller)
+    zk_controller_epoch: int | None = None
+    migration_znode: dict[str, int] | None = None
+    log_dir: str
+    log_exists: bool
+    log_end_offset: int = 0
+    log_last_record_offset: int = -1
+    log_epoch: int = -1
+    open_transaction: str | None = None
+    write_behind_lag: int = 0
+    zk_registered_brokers: list[int] = Field(default_factory=list)
+    last_transition: TransitionInfo | None = None
+    writer: str | None = None  # who holds the log's writer lock now
+    follower_pid: int | None = None
+    manifest: copy_mod.CopyManifest | None = None
+
+
+class FinalizeResult(BaseModel):
+    state_before: str
+    state_after: str
+    offset: int
+    epoch: int
+    message: str
+
+
+class RollbackResult(BaseModel):
+    state_before: str
+    state_after: str
+    drained_records: int = 0
+    kraft_epoch: int
+    zk_controller_epoch: int  # /controller_epoch after the release: above every KRaft epoch
+    archived_log: str | None = None
+    removed: list[str] = Field(default_factory=list)
+    actions: list[str] = Field(default_factory=list)
+
+
+class AdminResult(BaseModel):
+    change: str
+    summary: str
+    via: str  # "direct" or "follower pid N"
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    migration_offset: int | None = None
+    topic_id: str | None = None
+    noop: bool = False
+
+
+# --- plumbing --------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _zk(opts: DriverOptions) -> Iterator[KazooClient]:
+    client = connect(opts.zookeeper, auth=opts.zk_auth, timeout=opts.zk_timeout)
+    try:
+        yield client
+    finally:
+        close(client)
+
+
+def _jsonable(obj: Any) -> Any:
+    """A syncer report or repair as JSON-ready data, whatever its class (pydantic, dataclass, ...)."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, str | int | float | bool) or obj is None:
+        return obj
+    return str(obj)
+
+
+def _public(state: MigrationState) -> str:
+    return state.public_name
+
+
+def _kafka_name(code: int | None) -> str | None:
+    return None if code is None else MIGRATION_STATES.get(code, f"UNKNOWN_{code}")
+
+
+def _open_log(log_dir: str, cluster_id: str | None, node_id: int) -> MetadataLog:
+    """The writable log: takes the writer lock (a second writer gets FencedError naming the holder)."""
+    return MetadataLog.open(log_dir, writable=True, cluster_id=cluster_id, node_id=node_id)
+
+
+def _next_epoch(log: MetadataLog, facts: Facts) -> int:
+    """A fresh leader epoch: above the log's, ZooKeeper's controller epoch and any KRaft claimant's."""
+    zk = facts.zk
+    existing = zk.controller.kraft_controller_epoch if zk.controller is not None else -1
+    migration_epoch = zk.migration.kraft_controller_epoch if zk.migration is not None else -1
+    return max(log.latest_epoch, zk.zk_controller_epoch or 0, existing, migration_epoch) + 1
+
+
+def _claim(
+    client: KazooClient, log: MetadataLog, facts: Facts, node_id: int, covered: tuple[int, int]
+) -> tuple[Claim, MigrationZnode]:
+    """Claim ZooKeeper with a fresh epoch, then write /migration unconditionally (KAFKA-16171):
+    `covered` is the (offset, epoch) ZooKeeper's data is known to cover, (-1, -1) before the copy."""
+    zk = facts.zk
+    if zk.zk_controller_epoch is None:
+        raise BadInputError(
+            f"{P.CONTROLLER_EPOCH} missing: is this a Kafka cluster? (check the chroot of --zookeeper)"
+        )
+    c = zk.controller
+    if zk.kraft_holds_controller and c is not None and c.broker_id != node_id:
+        raise FencedError(
+            f"{P.CONTROLLER} is held by KRaft controller {c.broker_id} (epoch {c.kraft_controller_epoch}), "
+            f"not by this log's node {node_id}: another controller runs this migration"
+        )
+    epoch = _next_epoch(log, facts)
+    crash_point("claim.before")
+    claim = claim_controller(client, node_id, epoch)
+    crash_point("claim.after")
+    migration = write_migration_unconditionally(
+        client,
+        MigrationZnode(
+            kraft_controller_id=node_id,
+            kraft_controller_epoch=claim.kraft_epoch,
+            kraft_metadata_offset=covered[0],
+            kraft_metadata_epoch=covered[1],
+        ),
+        claim,
+    )
+    crash_point("claim.migration-written")
+    return claim, migration
+
+
+def _covered(facts: Facts, log: MetadataLog) -> tuple[int, int]:
+    """What ZooKeeper covers per /migration, if that is believable for this log; else (-1, -1).
+
+    /migration must name an offset this log holds, written in the epoch this log has at that offset:
+    anything else (a stale znode, another log's offsets) is not carried over to the new claim.
+    """
+    m = facts.zk.migration
+    if m is None or m.kraft_metadata_offset < 0 or m.kraft_metadata_offset > log.end_offset - 1:
+        return (-1, -1)
+    if log.epoch_for_offset(m.kraft_metadata_offset) != m.kraft_metadata_epoch:
+        return (-1, -1)
+    return (m.kraft_metadata_offset, m.kraft_metadata_epoch)
+
+
+def _syncer(client: KazooClient, log: MetadataLog, claim: Claim, migration: MigrationZnode) -> Any:
+    from migrator.migration.zk_sync import ZkSyncer
+
+    writer = CrashPointWriter(client, claim, migration)
+    return ZkSyncer(client, log, writer)
+
+
+def _abort_reason(txn: OpenTransaction) -> str:
+    return (
+        f"zk2kraft: transaction {txn.name!r} begun at offset {txn.begin_offset} was interrupted "
+        f"({txn.pending_records} records); aborted by a new controller"
+    )
+
+
+def _read_view(client: KazooClient) -> tuple[Any, list[checks.Finding]]:
+    """ZooKeeper's view and the ZooKeeper-side check findings (the same checks as `zk2kraft check`)."""
+    tree = read_tree(client)
+    layout = image_from_tree(tree, strict=False)
+    findings = checks.check_zk_view(layout.image, layout.control, tree, layout.problems)
+    return layout, checks.sort_findings(findings)
+
+
+def _replay_of(facts: Facts) -> ReplayResult:
+    assert facts.log.replay is not None
+    return facts.log.replay
+
+
+# --- migrate ---------------------------------------------------------------------------------------
+
+
+def migrate(
+    opts: DriverOptions,
+    *,
+    yes: bool = False,
+    confirm: Confirm | None = None,
+    brokers_from_zk: bool = False,
+    follow: bool = False,
+    stop: threading.Event | None = None,
+    progress: Progress | None = None,
+    poll_interval: float = 0.2,
+) -> MigrateResult:
+    """Run the migration from the derived state to DualWriteMetadata (and keep following with `follow`)."""
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    with _zk(opts) as client:
+        facts = gather(client, opts.log_dir)
+        state = facts.derived.state
+        result = MigrateResult(
+            state_before=_public(state), state_after=_public(state), anomalies=list(facts.derived.anomalies)
+        )
+        if state is S.NONE:
+            _transition(state, E.START, GuardFacts())
+        if state is S.MIGRATION_FINALIZED:
+            if follow:
+                raise RefusedError(
+                    "the migration is finalized: ZooKeeper is no longer written, there is nothing to follow"
+                )
+            result.actions.append("nothing to do: the migration is finalized")
+            result.kafka_code_after = _kafka_name(facts.log.migration_code)
+            return result
+        if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and not brokers_from_zk:
+            raise BadInputError(BROKERS_FLAG_MESSAGE)
+        if state is S.MIGRATION_INELIGIBLE:
+            t0 = time.perf_counter()
+            _preflight(client, facts, opts, yes, confirm, result)
+            timings["preflight"] = round(time.perf_counter() - t0, 3)
+            if facts.log.foreign_cluster is not None:
+                result.archived_foreign_log = _archive(Path(opts.log_dir), "foreign")
+                result.actions.append(
+                    f"archived the log directory of cluster {facts.log.foreign_cluster} to "
+                    f"{result.archived_foreign_log}"
+                )
+        else:
+            require_own_log(facts)
+        cluster_id = facts.zk.cluster_id or facts.log.cluster_id
+        if cluster_id is None:
+            raise BadInputError(
+                f"{P.CLUSTER_ID} is missing: the log cannot be formatted without the cluster id"
+            )
+        formatted = not log_exists(opts.log_dir)
+        log = _open_log(opts.log_dir, cluster_id, opts.node_id)
+        try:
+            if formatted:
+                result.actions.append(
+                    f"formatted {opts.log_dir} for cluster {cluster_id}, node {opts.node_id}"
+                )
+                crash_point("log.formatted")
+            facts = gather(client, opts.log_dir, log)
+            if facts.derived.state is not state:
+                raise FencedError(
+                    f"the migration moved from {_public(state)} to {_public(facts.derived.state)} while "
+                    "this run started (another zk2kraft?); run it again"
+                )
+            if state is S.MIGRATION_INELIGIBLE and facts.zk.migration is not None:
+                result.removed_stale_migration = _remove_stale_migration(client, facts)
+                result.actions.append("removed the /migration znode left by an earlier attempt")
+                facts = gather(client, opts.log_dir, log)
+            if state is S.DUAL_WRITE_METADATA:
+                syncer = _resume_dual_write(client, log, facts, opts, result, timings)
+            else:
+                syncer = _claim_and_copy(client, log, facts, opts, result, timings, progress)
+            facts = gather(client, opts.log_dir, log)
+            result.state_after = _public(facts.derived.state)
+            result.kafka_code_after = _kafka_name(facts.log.migration_code)
+            result.lag = facts.lag
+            result.log_end_offset = facts.log.end_offset
+            result.migration_offset = facts.zk.migration.kraft_metadata_offset if facts.zk.migration else None
+            timings["total"] = round(time.perf_counter() - started, 3)
+            result.timings = timings
+            if follow:
+                _follow(client, log, syncer, opts, result, stop or threading.Event(), poll_interval)
+                facts = gather(client, opts.log_dir, log)
+                result.lag = facts.lag
+                result.log_end_offset = facts.log.end_offset
+                result.migration_offset = (
+                    facts.zk.migration.kraft_metadata_offset if facts.zk.migration else None
+                )
+        finally:
+            log.close()
+    return result
+
+
+def _preflight(
+    client: KazooClient,
+    facts: Facts,
+    opts: DriverOptions,
+    yes: bool,
+    confirm: Confirm | None,
+    result: MigrateResult,
+) -> None:
+    """MigrationIneligible → MigratingZkData: no blockers, brokers ready, the operator agrees."""
+    opts.note("checking eligibility")
+    layout, findings = _read_view(client)
+    blockers = tuple(
+        f.code for f in findings if f.severity == checks.Severity.BLOCKER and f.code not in _SELF_RESOLVED
+    )
+    if blockers:
+        detail = "; ".join(
+            f"{f.code}: {f.message}"
+            for f in findings
+            if f.code in blockers and f.severity == checks.Severity.BLOCKER
+        )
+        try:
+            transition(S.MIGRATION_INELIGIBLE, E.START, GuardFacts(blockers=blockers, confirmed=yes))
+        except TransitionRefused as e:
+            raise RefusedError(f"{e}. {detail}") from None
+    image = layout.image
+    pending = set(image.pending_deletions)
+    topics = [t for t in image.topics if t not in pending]
+    partitions = sum(len(image.topics[t].partitions) for t in topics)
+    extra = ""
+    if facts.log.foreign_cluster is not None:
+        extra += (
+            f" The log directory holds cluster {facts.log.foreign_cluster}'s log: it will be renamed aside "
+            "(kept) and a fresh one created."
+        )
+    if facts.zk.migration is not None:
+        extra += " The /migration znode left by an earlier attempt will be removed; the copy starts afresh."
+    question = (
+        f"Migrate cluster {image.cluster_id} ({len(topics)} topics, {partitions} partitions, "
+        f"{len(image.brokers)} brokers registered in ZooKeeper) into {opts.log_dir} as KRaft controller "
+        f"{opts.node_id}? ZooKeeper-mode controllers stop being elected from now on.{extra}"
+    )
+    confirmed = yes or (confirm is not None and confirm(question))
+    _transition(S.MIGRATION_INELIGIBLE, E.START, GuardFacts(blockers=(), confirmed=confirmed))
+    result.actions.append("pre-flight passed: no blockers" + (" (confirmed)" if confirmed else ""))
+
+
+def _archive(path: Path, why: str) -> str:
+    """Rename a log directory aside (never delete it), under its writer lock; returns the new path."""
+    from migrator.kraft.lock import WriterLock
+
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    target = path.with_name(f"{path.name}.{why}-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.{why}-{stamp}-{n}")
+    lock = WriterLock(path).acquire()
+    try:
+        os.rename(path, target)
+        fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise UnreachableError(f"cannot rename {path} to {target}: {e.strerror}") from None
+    finally:
+        lock.release()
+    return str(target)
+
+
+def _remove_stale_migration(client: KazooClient, facts: Facts) -> dict[str, int]:
+    """Delete a /migration left by an earlier attempt (the Strimzi #11262 trap): never resume from it."""
+    m = facts.zk.migration
+    assert m is not None
+    try:
+        retry_transient(lambda: client.delete(P.MIGRATION, version=m.zk_version), f"deleting {P.MIGRATION}")
+    except NoNodeError:
+        pass
+    except BadVersionError:
+        raise FencedError(
+            f"{P.MIGRATION} changed while zk2kraft removed it: another controller is active"
+        ) from None
+    except NoAuthError:
+        raise permission_denied(P.MIGRATION) from None
+    crash_point("stale-migration.removed")
+    return {
+        "kraft_controller_id": m.kraft_controller_id,
+        "kraft_controller_epoch": m.kraft_controller_epoch,
+        "kraft_metadata_offset": m.kraft_metadata_offset,
+        "kraft_metadata_epoch": m.kraft_metadata_epoch,
+    }
+
+
+def _claim_and_copy(
+    client: KazooClient,
+    log: MetadataLog,
+    facts: Facts,
+    opts: DriverOptions,
+    result: MigrateResult,
+    timings: dict[str, float],
+    progress: Progress | None,
+) -> Any:
+    """MigratingZkData: claim, bootstrap a fresh log, abort an interrupted copy, copy, first sync."""
+    t0 = time.perf_counter()
+    opts.note("claiming ZooKeeper controllership")
+    claim, migration = _claim(client, log, facts, opts.node_id, (-1, -1))
+    result.claim = ClaimInfo(
+        kraft_controller_id=claim.kraft_controller_id,
+        kraft_epoch=claim.kraft_epoch,
+        zk_controller_epoch=claim.zk_controller_epoch,
+    )
+    result.actions.append(
+        f"claimed /controller as KRaft controller {claim.kraft_controller_id} in epoch {claim.kraft_epoch} "
+        f"(/controller_epoch {claim.zk_controller_epoch})"
+    )
+    timings["claim"] = round(time.perf_counter() - t0, 3)
+    lf = facts.log
+    replay = lf.replay
+    if lf.migration_code is None and (replay is None or "metadata.version" not in replay.feature_levels):
+        copy_mod.append_bootstrap(log, claim.kraft_epoch)
+        result.actions.append(
+            f"wrote the bootstrap records (metadata.version {copy_mod.BOOTSTRAP_METADATA_VERSION}, PRE_MIGRATION)"
+        )
+    if lf.open_transaction is not None:
+        txn = lf.open_transaction
+        _transition(S.MIGRATING_ZK_DATA, E.ABORT_COPY, GuardFacts(copy_transaction_open=True))
+        offset = copy_mod.abort_open_transaction(log, claim.kraft_epoch, txn, _abort_reason(txn))
+        result.aborted_transaction = f"{txn.name!r} begun at offset {txn.begin_offset}, aborted at {offset}"
+        result.actions.append(
+            f"aborted the interrupted transaction {result.aborted_transaction}; copying again"
+        )
+    opts.note("reading ZooKeeper")
+    t1 = time.perf_counter()
+    layout, zxid, consistent = copy_mod.read_zk_image(client)
+    read_seconds = time.perf_counter() - t1
+    opts.note("copying into the log")
+    manifest = copy_mod.copy_zk_data(
+        log,
+        claim.kraft_epoch,
+        layout,
+        zxid=zxid,
+        consistent=consistent,
+        read_seconds=read_seconds,
+        progress=progress,
+    )
+    timings["copy"] = manifest.duration_seconds
+    result.manifest = manifest
+    result.actions.append(
+        f"copied {manifest.records} records ({manifest.topics} topics, {manifest.partitions} partitions) in "
+        f"{manifest.batches} batches, offsets {manifest.first_offset}-{manifest.last_offset}"
+    )
+    facts = gather(client, opts.log_dir, log)
+    _transition(S.MIGRATING_ZK_DATA, E.COMMIT_COPY, GuardFacts(copy_committed=facts.log.migration_code == 1))
+    return _first_sync(client, log, facts, claim, migration, opts, result, timings)
+
+
+def _first_sync(
+    client: KazooClient,
+    log: MetadataLog,
+    facts: Facts,
+    claim: Claim,
+    migration: MigrationZnode,
+    opts: DriverOptions,
+    result: MigrateResult,
+    timings: dict[str, float],
+) -> Any:
+    """SYNC_KRAFT_TO_ZK: a full reconciliation of ZooKeeper against the image, then the records."""
+    opts.note("reconciling ZooKeeper with the log")
+    t0 = time.perf_counter()
+    syncer = _syncer(client, log, claim, migration)
+    repairs = syncer.reconcile(_replay_of(facts))
+    crash_point("sync.after-reconcile")
+    result.repairs = [_jsonable(r) for r in repairs]
+    timings["reconcile"] = round(time.perf_counter() - t0, 3)
+    t1 = time.perf_counter()
+    report = syncer.sync()
+    crash_point("sync.after-sync")
+    result.sync = _jsonable(report)
+    timings["sync"] = round(time.perf_counter() - t1, 3)
+    result.actions.append(
+        f"reconciled ZooKeeper ({len(repairs)} repair{'s' if len(repairs) != 1 else ''}) and synced the log"
+    )
+    return syncer
+
+
+def _resume_dual_write(
+    client: KazooClient,
+    log: MetadataLog,
+    facts: Facts,
+    opts: DriverOptions,
+    result: MigrateResult,
+    timings: dict[str, float],
+) -> Any:
+    """DualWriteMetadata after a restart: close a dangling transaction, re-claim, reconcile, sync."""
+    t0 = time.perf_counter()
+    covered = _covered(facts, log)
+    claim, migration = _claim(client, log, facts, opts.node_id, covered)
+    result.claim = ClaimInfo(
+        kraft_controller_id=claim.kraft_controller_id,
+        kraft_epoch=claim.kraft_epoch,
+        zk_controller_epoch=claim.zk_controller_epoch,
+    )
+    result.actions.append(
+        f"re-claimed /controller in epoch {claim.kraft_epoch}"
+        + (
+            ""
+            if covered[0] >= 0
+            else "; /migration did not cover this log, so ZooKeeper is reconciled in full"
+        )
+    )
+    timings["claim"] = round(time.perf_counter() - t0, 3)
+    txn = facts.log.open_transaction
+    if txn is not None:
+        offset = copy_mod.abort_open_transaction(log, claim.kraft_epoch, txn, _abort_reason(txn))
+        result.aborted_transaction = f"{txn.name!r} begun at offset {txn.begin_offset}, aborted at {offset}"
+        result.actions.append(f"aborted the dangling transaction {result.aborted_transaction}")
+        facts = gather(client, opts.log_dir, log)
+    return _first_sync(client, log, facts, claim, migration, opts, result, timings)
+
+
+# --- follow: stay the controller ------------------------------------------------------------------
+
+
+def _live_brokers(client: KazooClient, ids: Sequence[int]) -> dict[int, str | None]:
+    """Registered ZooKeeper brokers and their racks (for replica placement)."""
+    out: dict[int, str | None] = {}
+    for broker_id in ids:
+        path = P.broker_path(broker_id)
+        try:
+            data, _ = retry_transient(lambda p=path: client.get(p), f"reading {path}")
+        except NoNodeError:
+            continue
+        except NoAuthError:
+            raise permission_denied(path) from None
+        out[broker_id] = codec.decode_broker(path, data, broker_id).rack
+    return out
+
+
+class _Controller:
+    """What a running writer keeps: the log, its image, the claim's syncer."""
+
+    def __init__(self, client: KazooClient, log: MetadataLog, syncer: Any, epoch: int, facts: Facts) -> None:
+        self.client = client
+        self.log = log
+        self.syncer = syncer
+        self.epoch = epoch
+        assert facts.log.replay is not None
+        self.builder = ImageBuilder(facts.log.replay)
+
+    @property
+    def image(self) -> ClusterImage:
+        return self.builder.image
+
+    def apply(self, change: AdminChange, after_append: str) -> AdminReply:
+        """Validate, append, sync: the one way an admin change enters the migration."""
+        brokers = _live_brokers(self.client, gather_zk(self.client).registered_brokers)
+        planned = plan_change(change, self.image, brokers)
+        if planned.noop:
+            return AdminReply(ok=True, message=planned.summary, follower_pid=os.getpid())
+        records: list[MetadataRecord] = planned.records
+        if len(records) > BIG_CHANGE_RECORDS:
+            records = [
+                record("BeginTransactionRecord", 0, Name=f"zk2kraft {change.kind}"),
+                *records,
+                record("EndTransactionRecord", 0),
+            ]
+        first, last = self.log.append(records, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS)
+        for i, rec in enumerate(records):
+            self.builder.replay(first + i, rec)
+        self.builder.finish()
+        crash_point(after_append)
+        report = self.syncer.sync()
+        crash_point("admin.synced")
+        covered = _covered_offset(report, self.syncer)
+        return AdminReply(
+            ok=True,
+            message=planned.summary,
+            first_offset=first,
+            last_offset=last,
+            records=len(records),
+            migration_offset=covered,
+            topic_id=planned.topic_id,
+            follower_pid=os.getpid(),
+        )
+
+
+def _covered_offset(report: Any, syncer: Any) -> int | None:
+    writer = getattr(syncer, "writer", None)
+    m = getattr(writer, "migration", None)
+    if isinstance(m, MigrationZnode):
+        return m.kraft_metadata_offset
+    return getattr(report, "migration_offset", None)
+
+
+def _follow(
+    client: KazooClient,
+    log: MetadataLog,
+    syncer: Any,
+    opts: DriverOptions,
+    result: MigrateResult,
+    stop: threading.Event,
+    poll_interval: float,
+) -> None:
+    """Keep running as the controller: serve the admin inbox, sync what the log holds, until `stop`.
+
+    A lost ZooKeeper is retried with backoff (the syncer resumes from /migration); being fenced by a
+    newer controller ends the loop with FencedError.
+    """
+    facts = gather(client, opts.log_dir, log)
+    if facts.derived.state is not S.DUAL_WRITE_METADATA:
+        raise RefusedError(
+            f"--follow needs DualWriteMetadata; the migration is in {_public(facts.derived.state)}"
+        )
+    assert result.claim is not None
+    ctl = _Controller(client, log, syncer, result.claim.kraft_epoch, facts)
+    inbox = Inbox(opts.log_dir)
+    inbox.announce()
+    started = time.perf_counter()
+    delay = poll_interval
+    opts.note(f"following as the controller (pid {os.getpid()}); stop with SIGTERM or Ctrl-C")
+    try:
+        while not stop.is_set():
+            try:
+                for path in inbox.pending():
+                    rid, change, error = inbox.take(path)
+                    if change is None:
+                        if error != "withdrawn":
+                            inbox.answer(rid, AdminReply(ok=False, exit_code=2, message=error))
+                        continue
+                    try:
+                        reply = ctl.apply(change, "follow.appended")
+                        result.changes_applied += 0 if reply.records == 0 else 1
+                    except FencedError:
+                        inbox.answer(
+                            rid, reply_of(FencedError("the follower was fenced by a newer controller"))
+                        )
+                        raise
+                    except (BadInputError, FindingsError) as e:
+                        reply = reply_of(e)
+                    inbox.answer(rid, reply)
+                if syncer.lag() > 0:
+                    syncer.sync()
+                delay = poll_interval
+            except FencedError:
+                raise
+            except UnreachableError as e:
+                opts.note(f"ZooKeeper unavailable ({e}); retrying in {delay:.1f}s")
+                delay = min(delay * 2, 5.0)
+            stop.wait(delay)
+    finally:
+        inbox.retire()
+        result.followed_seconds = round(time.perf_counter() - started, 3)
+
+
+# --- plan ------------------------------------------------------------------------------------------
+
+
+def plan(opts: DriverOptions) -> PlanResult:
+    """The copy as a dry run: reads ZooKeeper and the log, writes nothing anywhere."""
+    with _zk(opts) as client:
+        facts = gather(client, opts.log_dir)
+        state = facts.derived.state
+        if state not in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA):
+            return PlanResult(
+                state=_public(state),
+                message=f"nothing to copy: the migration is in {_public(state)} (see `zk2kraft status`)",
+            )
+        t0 = time.perf_counter()
+        layout, _, _ = copy_mod.read_zk_image(client)
+        read_seconds = time.perf_counter() - t0
+    fresh = not facts.log.exists or (
+        facts.log.migration_code is None
+        and (facts.log.replay is None or "metadata.version" not in facts.log.replay.feature_levels)
+    )
+    p = copy_mod.plan_copy(layout, fresh_log=fresh, read_seconds=read_seconds)
+    return PlanResult(
+        state=_public(state),
+        plan=p,
+        message=f"the copy would append {p.records} records ({p.bytes} bytes) in {p.batches} batches",
+    )
+
+
+# --- status ----------------------------------------------------------------------------------------
+
+
+def _writer_holder(log_dir: str) -> str | None:
+    """Who holds the log's writer lock now, without taking it (a shared-lock probe)."""
+    import fcntl
+
+    path = Path(log_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = read_holder(path)
+            return holder.describe() if holder else "an unnamed process"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _next_action(facts: Facts) -> str:
+    state = facts.derived.state
+    lag = facts.lag
+    if state is S.DUAL_WRITE_METADATA:
+        if lag > 0:
+            return (
+                f"{lag} committed records are not in ZooKeeper yet: keep `zk2kraft migrate --follow` running "
+                "or run `zk2kraft migrate` once; then roll brokers to KRaft and `zk2kraft finalize`"
+            )
+        if facts.zk.registered_brokers:
+            ids = ", ".join(map(str, facts.zk.registered_brokers))
+            return (
+                f"roll the brokers to KRaft mode (still registered in ZooKeeper: {ids}), then "
+                "`zk2kraft finalize`; `zk2kraft rollback` is still possible"
+            )
+    return facts.derived.next_action
+
+
+def status(opts: DriverOptions) -> StatusResult:
+    """Everything an operator asks before the next step; reads both sides, writes nothing."""
+    with _zk(opts) as client:
+        facts = gather(client, opts.log_dir)
+    d = facts.derived
+    zk = facts.zk
+    lf = facts.log
+    last: TransitionInfo | None = None
+    if lf.migration_code is not None and lf.migration_offset is not None:
+        ts = lf.migration_timestamp_ms
+        last = TransitionInfo(
+            kafka_code=lf.migration_code,
+            kafka_state=_kafka_name(lf.migration_code) or "",
+            offset=lf.migration_offset,
+            timestamp_ms=ts,
+            time=None if ts is None else time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ts / 1000)),
+        )
+    m = zk.migration
+    c = zk.controller
+    writer = _writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
+    follower = Inbox(opts.log_dir).follower_pid() if writer else None
+    anomalies = list(d.anomalies)
+    if lf.foreign_cluster is not None:
+        anomalies.append(
+            f"the log directory belongs to cluster {lf.foreign_cluster}, not to ZooKeeper's {zk.cluster_id}"
+        )
+    return StatusResult(
+        state=_public(d.state),
+        state_code=int(d.state),
+        kafka_code=int(d.kafka_code) if d.kafka_code is not None else None,
+        kafka_state=d.kafka_code.name if d.kafka_code is not None else None,
+        reason=d.reason,
+        next_action=_next_action(facts),
+        anomalies=anomalies,
+        cluster_id=zk.cluster_id,
+        controller_id=c.broker_id if c is not None else None,
+        controller_is_kraft=zk.kraft_holds_controller,
+        kraft_epoch=c.kraft_controller_epoch if c is not None and zk.kraft_holds_controller else None,
+        zk_controller_epoch=zk.zk_controller_epoch,
+        migration_znode=(
+            None
+            if m is None
+            else {
+                "kraft_controller_id": m.kraft_controller_id,
+                "kraft_controller_epoch": m.kraft_controller_epoch,
+                "kraft_metadata_offset": m.kraft_metadata_offset,
+                "kraft_metadata_epoch": m.kraft_metadata_epoch,
+                "zk_version": m.zk_version,
+            }
+        ),
+        log_dir=opts.log_dir,
+        log_exists=lf.exists,
+        log_end_offset=lf.end_offset,
+        log_last_record_offset=lf.last_record_offset,
+        log_epoch=lf.latest_epoch,
+        open_transaction=(
+            None
+            if lf.open_transaction is None
+            else f"{lf.open_transaction.name!r} since offset {lf.open_transaction.begin_offset}"
+        ),
+        write_behind_lag=facts.lag,
+        zk_registered_brokers=zk.registered_brokers,
+        last_transition=last,
+        writer=writer,
+        follower_pid=follower,
+        manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
+    )
+
+
+# --- finalize --------------------------------------------------------------------------------------
+
+
+def finalize(opts: DriverOptions, *, yes: bool = False) -> FinalizeResult:
+    """DualWriteMetadata → MigrationFinalized: POST_MIGRATION in the log; ZooKeeper is not written again."""
+    with _zk(opts) as client:
+        facts = gather(client, opts.log_dir)
+        state = facts.derived.state
+        _guard_finalize(state, facts, yes)
+        require_own_log(facts)
+        log = _open_log(
+            opts.log_dir,
+            facts.zk.cluster_id,
+            opts.node_id if facts.log.node_id is None else facts.log.node_id,
+        )
+        try:
+            facts = gather(client, opts.log_dir, log)
+            _guard_finalize(facts.derived.state, facts, yes)
+            crash_point("finalize.before-record")
+            epoch = _next_epoch(log, facts)
+            _, offset = log.append(
+                [
+                    record(
+                        "ZkMigrationStateRecord", 0, ZkMigrationState=int(KafkaMigrationCode.POST_MIGRATION)
+                    )
+                ],
+                epoch,
+            )
+            after = gather(client, opts.log_dir, log)
+        finally:
+            log.close()
+    return FinalizeResult(
+        state_before=_public(state),
+        state_after=_public(after.derived.state),
+        offset=offset,
+        epoch=epoch,
+        message=(
+            f"wrote ZkMigrationStateRecord(POST_MIGRATION) at offset {offset}: the migration is finalized and "
+            "ZooKeeper receives no more writes; it cannot be rolled back"
+        ),
+    )
+
+
+def _guard_finalize(state: MigrationState, facts: Facts, yes: bool) -> None:
+    _transition(
+        state,
+        E.FINALIZE,
+        GuardFacts(
+            write_behind_lag=facts.lag,
+            zk_registered_brokers=tuple(facts.zk.registered_brokers),
+            confirmed=yes,
+        ),
+    )
+
+
+# --- rollback --------------------------------------------------------------------------------------
+
+
+def rollback(opts: DriverOptions, *, yes: bool = False) -> RollbackResult:
+    """Back to ZooKeeper mode from MigratingZkData or DualWriteMetadata.
+
+    Drains the syncer first (ZooKeeper must hold everything the log committed), then renames the log
+    directory aside (kept for forensics) *before* releasing ZooKeeper, so a crash in between never
+    leaves a log that a later `migrate` could resume from. The release deletes /controller and
+    /migration and lifts /controller_epoch above every KRaft epoch (KAFKA-20488).
+    """
+    with _zk(opts) as client:
+        facts = gather(client, opts.log_dir)
+        state = facts.derived.state
+        # Refuses a state without rollback (finalized, ineligible) or a missing --yes before any write;
+        # the lag guard is checked again once the syncer has drained.
+        _transition(state, E.ROLLBACK, GuardFacts(confirmed=yes))
+        result = RollbackResult(
+            state_before=_public(state), state_after=_public(state), kraft_epoch=-1, zk_controller_epoch=-1
+        )
+        log: MetadataLog | None = None
+        if facts.log.exists:
+            log = _open_log(
+                opts.log_dir,
+                facts.zk.cluster_id,
+                facts.log.node_id if facts.log.node_id is not None else opts.node_id,
+            )
+        elif facts.log.foreign_cluster is not None:
+            require_own_log(facts)
+        try:
+            claim: Claim | None = None
+            if log is not None:
+                facts = gather(client, opts.log_dir, log)
+                state = facts.derived.state
+                if state is S.DUAL_WRITE_METADATA and (facts.lag > 0 or _covered(facts, log)[0] < 0):
+                    claim, drained = _drain(client, log, facts, opts)
+                    result.drained_records = drained
+                    result.actions.append(f"drained the syncer: {drained} records written to ZooKeeper")
+                    facts = gather(client, opts.log_dir, log)
+            lag = facts.lag if state is S.DUAL_WRITE_METADATA else 0
+            _transition(state, E.ROLLBACK, GuardFacts(write_behind_lag=lag, confirmed=yes))
+            crash_point("rollback.drained")
+            kraft_epoch = max(
+                facts.log.latest_epoch,
+                facts.zk.controller.kraft_controller_epoch if facts.zk.controller is not None else -1,
+                facts.zk.migration.kraft_controller_epoch if facts.zk.migration is not None else -1,
+                claim.kraft_epoch if claim is not None else -1,
+            )
+            result.kraft_epoch = kraft_epoch
+            if log is not None:
+                log.close()
+                log = None
+                result.archived_log = _archive(Path(opts.log_dir), "rolled-back")
+                result.actions.append(f"archived the log directory to {result.archived_log}")
+                crash_point("rollback.archived")
+            result.zk_controller_epoch, result.removed = _release(client, claim, kraft_epoch)
+            crash_point("rollback.released")
+            result.actions.append(
+                f"released ZooKeeper: removed {', '.join(result.removed) or 'nothing'}; /controller_epoch is now "
+                f"{result.zk_controller_epoch}, above KRaft epoch {kraft_epoch}"
+            )
+            after = gather(client, opts.log_dir)
+            result.state_after = _public(after.derived.state)
+        finally:
+            if log is not None:
+                log.close()
+    return result
+
+
+def _drain(client: KazooClient, log: MetadataLog, facts: Facts, opts: DriverOptions) -> tuple[Claim, int]:
+    """Bring ZooKeeper up to the log's last record under a fresh claim; (claim, records synced)."""
+    covered = _covered(facts, log)
+    node = facts.log.node_id if facts.log.node_id is not None else opts.node_id
+    claim, migration = _claim(client, log, facts, node, covered)
+    syncer = _syncer(client, log, claim, migration)
+    syncer.reconcile(_replay_of(facts))
+    syncer.sync()
+    lag = syncer.lag()
+    if lag > 0:
+        raise RefusedError(
+            f"cannot roll back: {lag} committed records are still not in ZooKeeper after a sync"
+        )
+    return claim, max(0, facts.log.last_record_offset - max(covered[0], -1))
+
+
+def _release(client: KazooClient, claim: Claim | None, kraft_epoch: int) -> tuple[int, list[str]]:
+    """Delete /controller and /migration and lift /controller_epoch above `kraft_epoch`."""
+    before = gather_zk(client)
+    removed = [
+        p
+        for p, present in (
+            (P.CONTROLLER, before.kraft_holds_controller),
+            (P.MIGRATION, before.migration is not None),
+        )
+        if present
+    ]
+    if claim is None:
+        claim = read_claim(client)
+    if claim is not None:
+        return release_controller(client, claim, bump_above=kraft_epoch), removed
+    # No KRaft claim left (a crash after part of an earlier release): remove /migration and lift the
+    # epoch with a version-checked set, so a ZooKeeper controller elected meanwhile is never overwritten.
+    epoch = before.zk_controller_epoch
+    if epoch is None or before.controller_epoch_zk_version is None:
+        raise BadInputError(f"{P.CONTROLLER_EPOCH} missing: is this a Kafka cluster?")
+    new_epoch = max(epoch, kraft_epoch) + 1
+    txn = client.transaction()
+    txn.set_data(
+        P.CONTROLLER_EPOCH, codec.encode_controller_epoch(new_epoch), before.controller_epoch_zk_version
+    )
+    if before.migration is not None:
+        txn.delete(P.MIGRATION, before.migration.zk_version)
+    results = retry_transient(lambda: txn.commit(), "releasing ZooKeeper")
+    if any(isinstance(r, Exception) for r in results):
+        raise FencedError(f"{P.CONTROLLER_EPOCH} or {P.MIGRATION} changed during the rollback; run it again")
+    return new_epoch, removed
+
+
+# --- admin -----------------------------------------------------------------------------------------
+
+
+def admin(opts: DriverOptions, change: AdminChange, *, timeout: float = 60.0) -> AdminResult:
+    """Apply one change in DualWriteMetadata: handed to a running follower, or appended and synced here."""
+    with _zk(opts) as client:
+        facts = gather(client, opts.log_dir)
+        if facts.derived.state is not S.DUAL_WRITE_METADATA:
+            raise refused_state(_public(facts.derived.state))
+        require_own_log(facts)
+        node_id = facts.log.node_id if facts.log.node_id is not None else opts.node_id
+        try:
+            log = _open_log(opts.log_dir, facts.zk.cluster_id, node_id)
+        except FencedError:
+            inbox = Inbox(opts.log_dir)
+            pid = inbox.follower_pid()
+            holder = read_holder(Path(opts.log_dir) / LOCK_FILE)
+            if pid is None or holder is None or holder.pid != pid:
+                raise
+            rid = inbox.submit(change)
+            reply = inbox.wait(rid, pid, timeout)
+            return _admin_result(change, reply, f"follower pid {pid}")
+        try:
+            facts = gather(client, opts.log_dir, log)
+            if facts.derived.state is not S.DUAL_WRITE_METADATA:
+                raise refused_state(_public(facts.derived.state))
+            covered = _covered(facts, log)
+            claim, migration = _claim(client, log, facts, node_id, covered)
+            syncer = _syncer(client, log, claim, migration)
+            syncer.reconcile(_replay_of(facts))  # every new writer first repairs drift, as Kafka's does
+            reply = _Controller(client, log, syncer, claim.kraft_epoch, facts).apply(change, "admin.appended")
+        finally:
+            log.close()
+    return _admin_result(change, reply, "direct")
+
+
+def _admin_result(change: AdminChange, reply: AdminReply, via: str) -> AdminResult:
+    if not reply.ok:
+        error: ZkKraftError
+        if reply.exit_code == FencedError.exit_code:
+            error = FencedError(reply.message)
+        elif reply.exit_code == UnreachableError.exit_code:
+            error = UnreachableError(reply.message)
+        elif reply.exit_code == FindingsError.exit_code:
+            error = FindingsError(reply.message)
+        else:
+            error = BadInputError(reply.message)
+        raise error
+    return AdminResult(
+        change=change.describe(),
+        summary=reply.message,
+        via=via,
+        records=reply.records,
+        first_offset=reply.first_offset,
+        last_offset=reply.last_offset,
+        migration_offset=reply.migration_offset,
+        topic_id=reply.topic_id,
+        noop=reply.records == 0,
+    )
