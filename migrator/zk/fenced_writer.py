@@ -284,6 +284,8 @@ class FencedZkWriter:
         self.jute_maxbuffer = jute_maxbuffer
         self.max_multi_bytes = min(max_multi_bytes, jute_maxbuffer)
         self.stats = WriteStats()
+        # Called with the new /migration state after each multi lands (progress, lag waiters).
+        self.listeners: list[Callable[[MigrationZnode], None]] = []
         self.chroot = client.chroot or ""
         acl = list(acl if acl is not None else (client.default_acl or OPEN_ACL_UNSAFE))
         self._acl = _acl_blob(acl)
@@ -452,6 +454,8 @@ class FencedZkWriter:
         self.migration = self._state(multi.target, sent.expected + 1)
         self.stats.multis += 1
         self.stats.ops += len(multi.ops)
+        for listener in self.listeners:
+            listener(self.migration)
 
     def _state(self, target: tuple[int, int], version: int) -> MigrationZnode:
         return MigrationZnode(

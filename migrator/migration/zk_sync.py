@@ -1,0 +1,568 @@
+"""The dual-write syncer: committed metadata records after `/migration`'s offset → ZooKeeper, fenced.
+
+ZooKeeper is the log's write-behind copy (DESIGN.md invariant 1). The syncer keeps the image at the
+offset ZooKeeper covers and a picture of what ZooKeeper holds at the paths it owns (`zk_diff.ZkCache`,
+built by one full reconcile). A sync replays the next records into the image, collects the entities
+they touched (a topic, a partition's state, a config entity, a quota/SCRAM user, an ACL resource, a
+token, the producer id block), and diffs only those against the picture: so a sync reads nothing
+from ZooKeeper, and ten changes of one partition in a chunk become one write. Each chunk of records
+is one `OpGroup` covering the offset of its last record; the fenced writer packs groups into
+pipelined multis, each moving `/migration` with the data it covers.
+
+Metadata transactions (KIP-868) are honoured: records between BeginTransactionRecord and
+EndTransactionRecord reach ZooKeeper together, covered by the End's offset; an aborted transaction
+writes nothing; an open one is not written and holds `/migration` before its Begin.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from migrator.errors import BadInputError, UnreachableError
+from migrator.kraft.image import (
+    ACL_RESOURCE_TYPES,
+    CONFIG_RESOURCE_TYPES,
+    PATTERN_TYPES,
+    ImageBuilder,
+    ReplayResult,
+)
+from migrator.kraft.log import MetadataLog
+from migrator.kraft.records import MetadataRecord, OpaqueRecord, kafka_to_uuid, uuid_to_kafka
+from migrator.kraft.snapshot import list_snapshots, read_snapshot
+from migrator.migration.zk_diff import (
+    Repair,
+    ZkCache,
+    deletable,
+    notification_for,
+    owned,
+    plan,
+    repairs_of,
+    structural,
+)
+from migrator.model import ClusterImage, ControllerZnode, MigrationZnode, ZkControlState
+from migrator.zk import layout
+from migrator.zk import paths as P
+from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, ZkOp
+from migrator.zk.reader import read_tree
+from migrator.zk.tree import ZkTree
+
+__all__ = [
+    "DEFAULT_CHUNK_KEYS",
+    "DEFAULT_CHUNK_RECORDS",
+    "DEFAULT_MAX_LAG_RECORDS",
+    "Repair",
+    "SyncReport",
+    "ZkSyncer",
+]
+
+DEFAULT_MAX_LAG_RECORDS = 50_000
+DEFAULT_CHUNK_KEYS = 2_000  # touched entities per group: about one multi of partition states
+DEFAULT_CHUNK_RECORDS = 20_000  # records per group even when they touch few entities
+
+_BEGIN, _END, _ABORT = 23, 24, 25
+_CHANGE_ASSIGNMENT = ("Replicas", "AddingReplicas", "RemovingReplicas")
+
+Key = tuple[object, ...]
+
+
+@dataclass
+class SyncReport:
+    """One `sync` call: what it read, what it wrote, where /migration stands."""
+
+    from_offset: int
+    to_offset: int
+    records: int = 0
+    entities: int = 0  # entities written after coalescing
+    ops: int = 0
+    multis: int = 0
+    seconds: float = 0.0
+    lag: int = 0
+    open_transaction: int | None = None  # Begin offset of a transaction left for later
+    repairs: list[Repair] = field(default_factory=list)  # when the sync began with a full reconcile
+
+
+@dataclass
+class _Counters:
+    records: int = 0
+    entities: int = 0
+
+
+class ZkSyncer:
+    """Write-behind of one metadata log into ZooKeeper under one controller claim (`writer.claim`)."""
+
+    def __init__(
+        self,
+        client: KazooClient,
+        log: MetadataLog,
+        writer: FencedZkWriter,
+        *,
+        max_lag_records: int = DEFAULT_MAX_LAG_RECORDS,
+        chunk_keys: int = DEFAULT_CHUNK_KEYS,
+        chunk_records: int = DEFAULT_CHUNK_RECORDS,
+        notifications: bool = True,
+    ) -> None:
+        if max_lag_records < 1 or chunk_keys < 1 or chunk_records < 1:
+            raise BadInputError("max_lag_records, chunk_keys and chunk_records must be positive")
+        self.client = client
+        self.log = log
+        self.writer = writer
+        self.max_lag_records = max_lag_records
+        self.chunk_keys = chunk_keys
+        self.chunk_records = chunk_records
+        self.notifications = notifications
+        claim = writer.claim
+        self.control = ZkControlState(
+            controller=ControllerZnode(
+                json_version=2,
+                broker_id=claim.kraft_controller_id,
+                kraft_controller_epoch=claim.kraft_epoch,
+                is_kraft=True,
+                ephemeral=False,
+            )
+        )
+        # Partition states written by the KRaft controller carry its epoch (as Kafka's do).
+        self.state_epoch = layout.partition_state_epoch(self.control)
+        # Metrics (Kafka's ZkWriteSnapshotTimeMs / ZkWriteDeltaTimeMs).
+        self.last_reconcile_ms: float | None = None
+        self.last_delta_ms: float | None = None
+        self.delta_write_ms: deque[float] = deque(maxlen=1024)
+        self._lock = threading.RLock()
+        self._progress = threading.Condition()
+        writer.listeners.append(self._on_landed)
+        self._reset()
+
+    # -- state ------------------------------------------------------------------------------------
+
+    def _reset(self) -> None:
+        """Forget the image and the picture of ZooKeeper; the next sync starts with a reconcile."""
+        self._builder: ImageBuilder | None = None
+        self._cache: ZkCache | None = None
+        self._topic_ids: dict[uuid.UUID, str] = {}
+        self._txn: int | None = None  # Begin offset of an open transaction
+        self._pending: list[tuple[int, MetadataRecord | OpaqueRecord]] = []
+        self._covered = (-1, -1)  # (offset, epoch) the image is at
+        self._next_read = 0
+
+    @property
+    def ready(self) -> bool:
+        """True once a reconcile built the picture of ZooKeeper that syncs diff against."""
+        return self._cache is not None
+
+    @property
+    def image(self) -> ClusterImage | None:
+        """The image at the offset ZooKeeper covers (None before the first reconcile)."""
+        return None if self._builder is None else self._builder.image
+
+    @property
+    def migration(self) -> MigrationZnode:
+        return self.writer.migration
+
+    def committed_end(self) -> int:
+        """Offset of the last record in the log (every appended record is committed: one voter)."""
+        return self.log.end_offset - 1
+
+    def lag(self) -> int:
+        """Kafka's ZkWriteBehindLag: records in the log that ZooKeeper does not cover yet."""
+        return max(0, self.committed_end() - self.writer.migration.kraft_metadata_offset)
+
+    def _on_landed(self, migration: MigrationZnode) -> None:
+        with self._progress:
+            self._progress.notify_all()
+
+    # -- loading the image ------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        """Replay the log to its end (from its newest snapshot), tracking nothing."""
+        self._reset()
+        builder = self._builder = ImageBuilder()
+        start = 0
+        snaps = list_snapshots(Path(self.log.partition_dir))
+        if snaps:
+            snap = snaps[-1]
+            at = snap.end_offset - 1
+            for _offset, rec in read_snapshot(snap.path).records:
+                builder.replay(at, rec)
+            start = snap.end_offset
+            self._covered = (at, snap.epoch)
+        elif self.log.log_start_offset > 0:
+            raise BadInputError(
+                f"{self.log.partition_dir}: the log starts at offset {self.log.log_start_offset} and no "
+                "snapshot covers the offsets before it"
+            )
+        self._next_read = start
+        for offset, epoch, rec in self.log.read(start):
+            self._next_read = offset + 1
+            self._feed(offset, epoch, rec, None)
+        if self._txn is None:
+            self._cover_tail()
+        self._topic_ids = {
+            kafka_to_uuid(t.topic_id): name
+            for name, t in builder.image.topics.items()
+            if t.topic_id is not None
+        }
+
+    def _adopt(self, result: ReplayResult) -> None:
+        if result.open_transaction is not None:
+            raise ValueError("reconcile needs an image without an open transaction (pass None to load it)")
+        self._reset()
+        self._builder = ImageBuilder(result)
+        image = self._builder.image
+        self._topic_ids = {
+            kafka_to_uuid(t.topic_id): n for n, t in image.topics.items() if t.topic_id is not None
+        }
+        offset = result.last_offset
+        self._covered = (offset, self.log.epoch_for_offset(offset))
+        self._next_read = offset + 1
+
+    def _cover_tail(self) -> None:
+        """Control batches (a new epoch's LeaderChange) after the last record carry no metadata:
+        with no transaction open, ZooKeeper covers them too, so the lag can reach zero."""
+        end = self.committed_end()
+        if end > self._covered[0]:
+            self._covered = (end, self.log.epoch_for_offset(end))
+        self._next_read = max(self._next_read, end + 1)
+
+    # -- records ----------------------------------------------------------------------------------
+
+    def _feed(
+        self, offset: int, epoch: int, rec: MetadataRecord | OpaqueRecord, touched: dict[Key, None] | None
+    ) -> None:
+        """One record, with KIP-868 transactions: buffered until End, dropped on Abort."""
+        api = rec.api_key
+        if api in (_BEGIN, _END, _ABORT) and isinstance(rec, MetadataRecord):
+            if api == _BEGIN:
+                if self._txn is not None:
+                    raise BadInputError(
+                        f"offset {offset}: BeginTransactionRecord while the transaction begun at offset "
+                        f"{self._txn} is still open"
+                    )
+                self._txn = offset
+                self._pending = []
+                return
+            if self._txn is None:
+                raise BadInputError(f"offset {offset}: {rec.name} without a BeginTransactionRecord")
+            pending, self._pending, self._txn = self._pending, [], None
+            if api == _END:
+                for o, r in pending:
+                    self._apply(o, r, touched)
+            self._covered = (offset, epoch)
+            return
+        if self._txn is not None:
+            self._pending.append((offset, rec))
+            return
+        self._apply(offset, rec, touched)
+        self._covered = (offset, epoch)
+
+    def _apply(
+        self, offset: int, rec: MetadataRecord | OpaqueRecord, touched: dict[Key, None] | None
+    ) -> None:
+        builder = self._builder
+        assert builder is not None
+        if touched is not None and isinstance(rec, MetadataRecord):
+            key = self._key(rec)
+            if key is not None:
+                touched[key] = None
+        builder.replay(offset, rec)
+
+    def _key(self, rec: MetadataRecord) -> Key | None:
+        """The entity a record touches in ZooKeeper (looked up before the record is applied)."""
+        api = rec.api_key
+        f = rec.fields
+        if api == 5:  # PartitionChangeRecord: the hot path
+            name = self._topic_ids.get(f["TopicId"])
+            if name is None:
+                return None
+            for k in _CHANGE_ASSIGNMENT:
+                if f.get(k) is not None:
+                    return ("topic", name)
+            return ("state", name, f["PartitionId"])
+        if api == 3:
+            name = self._topic_ids.get(f["TopicId"])
+            return None if name is None else ("topic", name)
+        if api == 2:
+            self._topic_ids[f["TopicId"]] = f["Name"]
+            return ("topic", f["Name"])
+        if api == 9:
+            name = self._topic_ids.pop(f["TopicId"], None)
+            return None if name is None else ("topic", name)
+        if api == 4:
+            rtype = CONFIG_RESOURCE_TYPES.get(f["ResourceType"])
+            if rtype in ("TOPIC", "BROKER"):
+                return ("config", rtype, f["ResourceName"])
+            return None  # BROKER_LOGGER, CLIENT_METRICS, GROUP: no ZooKeeper form (Kafka skips them too)
+        if api == 14:
+            entity = {e["EntityType"]: e["EntityName"] for e in f["Entity"]}
+            try:
+                path = P.quota_entity_path(entity)
+            except ValueError:
+                return None
+            return ("client", "/".join(path.split("/")[:4]))
+        if api in (11, 22):
+            return ("client", P.config_entity_path(P.CONFIG_TYPE_USERS, P.sanitize(f["Name"])))
+        if api == 18:
+            pattern = PATTERN_TYPES.get(f["PatternType"])
+            rtype = ACL_RESOURCE_TYPES.get(f["ResourceType"])
+            if pattern not in P.ACL_STORES or rtype not in P.ACL_RESOURCE_TYPES:
+                return None
+            return ("acl", pattern, rtype, f["ResourceName"])
+        if api == 19:
+            assert self._builder is not None
+            acl_id = uuid_to_kafka(f["Id"])
+            for acl in self._builder.image.acls:
+                if acl.acl_id == acl_id:
+                    if acl.pattern_type not in P.ACL_STORES:
+                        return None
+                    return ("acl", acl.pattern_type, acl.resource_type, acl.resource_name)
+            return None
+        if api == 15:
+            return ("pid",)
+        if api in (10, 26):
+            return ("token", f["TokenId"])
+        return None
+
+    # -- from touched entities to ops -------------------------------------------------------------
+
+    def _want(self, touched: dict[Key, None]) -> tuple[dict[str, bytes | None], set[str]]:
+        """Desired data (None: absent) of every znode of the touched entities; paths to announce."""
+        assert self._builder is not None and self._cache is not None
+        image = self._builder.image
+        cache = self._cache
+        want: dict[str, bytes | None] = {}
+        announce: set[str] = set()
+        topics = {k[1] for k in touched if k[0] == "topic"}
+        for key in touched:
+            kind = key[0]
+            if kind == "state":
+                name, pid = key[1], key[2]
+                if name in topics:
+                    continue
+                topic = image.topics.get(name)  # type: ignore[call-overload]
+                part = None if topic is None else topic.partitions.get(pid)
+                if part is not None:
+                    found = layout.partition_state_znode(name, part, self.state_epoch)  # type: ignore[arg-type]
+                    if found is not None:
+                        want[found[0]] = found[1]
+            elif kind == "topic":
+                name = key[1]
+                znodes = layout.topic_znodes(image, name, self.state_epoch)  # type: ignore[arg-type]
+                for path in cache.subtree(P.topic_path(name)):  # type: ignore[arg-type]
+                    if path not in znodes:
+                        want[path] = None
+                config = P.config_entity_path(P.CONFIG_TYPE_TOPICS, name)  # type: ignore[arg-type]
+                if config not in znodes and config in cache:
+                    want[config] = None
+                want.update(znodes)
+            elif kind == "config":
+                found_config = layout.config_znode(image, key[1], key[2])  # type: ignore[arg-type]
+                if found_config is not None:
+                    want[found_config[0]] = found_config[1]
+                    announce.add(found_config[0])
+            elif kind == "client":
+                root = key[1]
+                znodes = layout.client_config_znodes(image, root)  # type: ignore[arg-type]
+                for path in cache.subtree(root):  # type: ignore[arg-type]
+                    if path not in znodes:
+                        want[path] = None
+                        announce.add(path)
+                want.update(znodes)
+                announce.update(znodes)
+            elif kind == "acl":
+                path, data = layout.acl_znode(image, key[1], key[2], key[3])  # type: ignore[arg-type]
+                want[path] = data
+                announce.add(path)
+            elif kind == "token":
+                path, data = layout.token_znode(image, key[1])  # type: ignore[arg-type]
+                want[path] = data
+                announce.add(path)
+            elif kind == "pid":
+                path, data = layout.producer_id_block_znode(image)
+                if data is not None:
+                    want[path] = data
+        return want, announce
+
+    def _notes(self, changes: list[tuple[str, str]], announce: set[str] | None) -> list[ZkOp]:
+        """Change notifications for what changed, in the same multi group as the data they announce."""
+        if not self.notifications:
+            return []
+        assert self._cache is not None
+        notes: list[ZkOp] = []
+        seen: set[str] = set()
+        for path, _kind in changes:
+            if path in seen or (announce is not None and path not in announce):
+                continue
+            seen.add(path)
+            note = notification_for(path)
+            if note is None:
+                continue
+            parent = P.parent(note.path)
+            missing = []
+            while parent != "/" and parent not in self._cache:
+                missing.append(parent)
+                parent = P.parent(parent)
+            for p in reversed(missing):
+                notes.append(ZkOp.create(p))
+                self._cache.put(p, b"")
+            notes.append(note)
+        return notes
+
+    def _flush(self, touched: dict[Key, None], counters: _Counters) -> OpGroup:
+        assert self._cache is not None
+        ops: list[ZkOp] = []
+        if touched:
+            want, announce = self._want(touched)
+            ops, changes = plan(want, self._cache)
+            self._cache.apply(ops)
+            ops.extend(self._notes(changes, announce))
+            counters.entities += len(touched)
+        return OpGroup(ops, self._covered[0], self._covered[1])
+
+    # -- reconcile --------------------------------------------------------------------------------
+
+    def reconcile(self, image: ReplayResult | None = None, tree: ZkTree | None = None) -> list[Repair]:
+        """Make ZooKeeper match the image (default: the log's committed end) and list each repair.
+
+        Reads every Kafka znode with the bulk reader (or uses `tree`), writes the differences at the
+        owned paths as fenced multis with notifications, and sets /migration to the image's offset.
+        Drift of every kind is repaired: missing or extra topics and partitions, changed partition
+        states, configs, quotas, SCRAM credentials, ACLs, tokens, the producer id block, and pending
+        deletions left in /admin/delete_topics.
+        """
+        with self._lock:
+            started = time.perf_counter()
+            try:
+                if image is None:
+                    self._load()
+                else:
+                    self._adopt(image)
+                assert self._builder is not None
+                offset, epoch = self._covered
+                current = self.writer.migration.kraft_metadata_offset
+                if current > offset:
+                    raise BadInputError(
+                        f"/migration covers offset {current} but the log at {self.log.partition_dir} "
+                        f"ends at {offset}: this is not the log ZooKeeper was migrated from, or it lost "
+                        "records"
+                    )
+                if tree is None:
+                    tree = read_tree(self.client)
+                actual = {p: n.data for p, n in tree.nodes.items() if owned(p) or structural(p)}
+                cache = ZkCache.of(actual)
+                want: dict[str, bytes | None] = {
+                    p: d
+                    for p, d in layout.znodes_from_image(self._builder.image, self.control).items()
+                    if owned(p) or structural(p)
+                }
+                for path in actual:
+                    if path not in want and deletable(path):
+                        want[path] = None
+                ops, changes = plan(want, cache)
+                cache.apply(ops)
+                self._cache = cache
+                ops.extend(self._notes(changes, None))
+                self.writer.write_groups([OpGroup(ops, offset, epoch)])
+            except BaseException:
+                self._reset()
+                raise
+            self.last_reconcile_ms = (time.perf_counter() - started) * 1000
+            return repairs_of(changes)
+
+    # -- sync ---------------------------------------------------------------------------------------
+
+    def sync(self, until_offset: int | None = None) -> SyncReport:
+        """Write every committed record after what ZooKeeper covers (up to `until_offset`), in order.
+
+        The first call (or the first after an error) reconciles the whole image instead.
+        """
+        with self._lock:
+            started = time.perf_counter()
+            before = self.writer.migration.kraft_metadata_offset
+            stats = (self.writer.stats.ops, self.writer.stats.multis)
+            report = SyncReport(from_offset=before, to_offset=before)
+            if self._cache is None:
+                report.repairs = self.reconcile()
+            else:
+                counters = _Counters()
+                try:
+                    self.writer.write_groups(self._groups(until_offset, counters))
+                except BaseException:
+                    self._reset()
+                    raise
+                report.records = counters.records
+                report.entities = counters.entities
+                elapsed = (time.perf_counter() - started) * 1000
+                if counters.records:
+                    self.last_delta_ms = elapsed
+                    self.delta_write_ms.append(elapsed)
+            report.to_offset = self.writer.migration.kraft_metadata_offset
+            report.ops = self.writer.stats.ops - stats[0]
+            report.multis = self.writer.stats.multis - stats[1]
+            report.seconds = time.perf_counter() - started
+            report.lag = self.lag()
+            report.open_transaction = self._txn
+            return report
+
+    def _groups(self, until: int | None, counters: _Counters) -> Iterator[OpGroup]:
+        touched: dict[Key, None] = {}
+        since = 0
+        chunk_keys, chunk_records = self.chunk_keys, self.chunk_records
+        feed = self._feed
+        for offset, epoch, rec in self.log.read(self._next_read):
+            if until is not None and offset > until:
+                break
+            self._next_read = offset + 1
+            feed(offset, epoch, rec, touched)
+            since += 1
+            if self._txn is None and (len(touched) >= chunk_keys or since >= chunk_records):
+                counters.records += since
+                yield self._flush(touched, counters)
+                touched = {}
+                since = 0
+        counters.records += since
+        if self._txn is None and (until is None or until >= self.committed_end()):
+            self._cover_tail()
+        yield self._flush(touched, counters)
+
+    # -- bounding the lag ----------------------------------------------------------------------------
+
+    def over_lag_bound(self) -> bool:
+        return self.lag() > self.max_lag_records
+
+    def wait_for_lag_below(self, n: int | None = None, timeout: float = 60.0) -> int:
+        """Block until the write-behind lag is below `n` (default: the configured bound); returns it.
+
+        Appenders call this before appending when the lag exceeds the bound. When no other thread
+        is syncing, the caller's thread syncs itself; otherwise it waits for that thread's progress.
+        Raises UnreachableError when the lag stays too high for `timeout` seconds.
+        """
+        bound = self.max_lag_records if n is None else n
+        deadline = time.monotonic() + timeout
+        while True:
+            lag = self.lag()
+            if lag < bound:
+                return lag
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise UnreachableError(
+                    f"ZooKeeper write-behind lag is {lag} records, not below {bound} after {timeout:g}s: "
+                    "ZooKeeper is not keeping up (check it with `zk2kraft status`)"
+                )
+            if self._lock.acquire(blocking=False):
+                try:
+                    report = self.sync()
+                finally:
+                    self._lock.release()
+                if report.open_transaction is not None and self.lag() >= bound:
+                    # An open transaction holds /migration back; only its End can release it.
+                    with self._progress:
+                        self._progress.wait(min(remaining, 0.2))
+            else:
+                with self._progress:
+                    self._progress.wait(min(remaining, 0.5))

@@ -1,0 +1,619 @@
+"""The dual-write syncer against a real ZooKeeper holding a generated, copied Kafka cluster."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from migrator.errors import BadInputError, FencedError
+from migrator.kraft.image import records_from_image
+from migrator.kraft.log import MetadataLog
+from migrator.kraft.records import MetadataRecord, kafka_to_uuid, record
+from migrator.migration.zk_diff import Repair, notification_for, same
+from migrator.migration.zk_sync import ZkSyncer
+from migrator.model import ClusterImage, MigrationZnode
+from migrator.zk import codec, layout
+from migrator.zk import paths as P
+from migrator.zk.fenced_writer import FencedZkWriter
+from migrator.zk.leadership import Claim, claim_controller, read_migration, write_migration_unconditionally
+from migrator.zk.reader import read_tree
+from zk_fixtures.generator import ClusterSpec, GeneratedCluster, generate, load_cluster
+
+pytestmark = pytest.mark.zk
+
+SPEC = ClusterSpec(topics=8, partitions=3, legacy_topics=0, pending_deletions=1, acls=12, tokens=2)
+
+
+@dataclass
+class Migrated:
+    zk: KazooClient
+    generated: GeneratedCluster
+    log: MetadataLog
+    claim: Claim
+    writer: FencedZkWriter
+    syncer: ZkSyncer
+    copy_end: int
+
+    def append(self, *records: MetadataRecord) -> tuple[int, int]:
+        return self.log.append(list(records), epoch=self.claim.kraft_epoch)
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        assert self.syncer.image is not None
+        tid = self.syncer.image.topics[name].topic_id
+        assert tid is not None
+        return kafka_to_uuid(tid)
+
+
+def _copy(
+    zk: KazooClient, log_dir: Path, controller_id: int = 3000
+) -> tuple[MetadataLog, Claim, FencedZkWriter, int]:
+    """The copy as the driver does it: ZooKeeper's image as one transaction, then /migration."""
+    result = layout.image_from_tree(read_tree(zk))
+    claim = claim_controller(zk, controller_id)
+    log = MetadataLog.open(log_dir, writable=True, cluster_id="MkU3OEVBNTcwNTJENDM2Qg", node_id=controller_id)
+    records = [
+        record("BeginTransactionRecord", Name="ZK Migration"),
+        *records_from_image(result.image),
+        record("ZkMigrationStateRecord", ZkMigrationState=1),
+        record("EndTransactionRecord"),
+    ]
+    _, last = log.append(records, epoch=claim.kraft_epoch)
+    m = write_migration_unconditionally(
+        zk,
+        MigrationZnode(
+            kraft_controller_id=controller_id,
+            kraft_controller_epoch=claim.kraft_epoch,
+            kraft_metadata_offset=last,
+            kraft_metadata_epoch=claim.kraft_epoch,
+        ),
+        claim,
+    )
+    return log, claim, FencedZkWriter(zk, claim, m), last
+
+
+@pytest.fixture
+def migrated(zk: KazooClient, tmp_path: Path) -> Any:
+    generated = load_cluster(zk, SPEC)
+    log, claim, writer, last = _copy(zk, tmp_path / "meta")
+    try:
+        yield Migrated(zk, generated, log, claim, writer, ZkSyncer(zk, log, writer), last)
+    finally:
+        log.close()
+
+
+def _normal(image: ClusterImage) -> dict[str, Any]:
+    """What ZooKeeper and the log must agree on: not brokers, ZooKeeper-only or KRaft-only fields."""
+    return {
+        "topics": {
+            name: (
+                t.topic_id,
+                {
+                    pid: (
+                        p.replicas,
+                        p.isr,
+                        p.leader,
+                        p.leader_epoch,
+                        p.leader_recovery_state,
+                        p.adding_replicas,
+                        p.removing_replicas,
+                    )
+                    for pid, p in t.partitions.items()
+                },
+            )
+            for name, t in image.topics.items()
+        },
+        "configs": {k: v.configs for k, v in image.configs.items() if k[0] in ("TOPIC", "BROKER")},
+        "quotas": sorted(
+            (repr(sorted(q.entity.items(), key=str)), sorted(q.values.items())) for q in image.client_quotas
+        ),
+        "scram": {k: v.model_dump() for k, v in image.scram_credentials.items()},
+        "acls": sorted(a.key() for a in image.acls),
+        "pid": image.producer_id_block,
+        "tokens": {k: v.model_dump(exclude={"json_version"}) for k, v in image.delegation_tokens.items()},
+    }
+
+
+def _zk_image(zk: KazooClient) -> ClusterImage:
+    return layout.image_from_tree(read_tree(zk)).image
+
+
+def _log_image(log: MetadataLog) -> ClusterImage:
+    return log.load_image().result.image
+
+
+def _changes(zk: KazooClient) -> list[str]:
+    return [
+        codec.decode_config_change(c, zk.get(f"{P.CONFIG_CHANGES}/{c}")[0])
+        for c in sorted(zk.get_children(P.CONFIG_CHANGES))
+    ]
+
+
+def _kinds(repairs: list[Repair]) -> set[tuple[str, str]]:
+    return {(r.kind, r.entity) for r in repairs}
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def test_per_entity_layout_functions_match_znodes_from_image() -> None:
+    g = generate(ClusterSpec())
+    image = g.image
+    full = layout.znodes_from_image(image, g.control)
+    epoch = layout.partition_state_epoch(g.control)
+    got: dict[str, bytes] = {}
+    for name in image.topics:
+        got.update(layout.topic_znodes(image, name, epoch))
+        for p in image.topics[name].partitions.values():
+            state = layout.partition_state_znode(name, p, epoch)
+            if state is not None:
+                assert full[state[0]] == state[1]
+    for rtype, name in image.configs:
+        found = layout.config_znode(image, rtype, name)
+        if found is not None and found[1] is not None:
+            got[found[0]] = found[1]
+    roots = {"/".join(P.quota_entity_path(q.entity).split("/")[:4]) for q in image.client_quotas}
+    roots |= {
+        P.config_entity_path(P.CONFIG_TYPE_USERS, P.sanitize(c.user))
+        for c in image.scram_credentials.values()
+    }
+    for root in roots:
+        got.update(layout.client_config_znodes(image, root))
+    for a in image.acls:
+        path, data = layout.acl_znode(image, a.pattern_type, a.resource_type, a.resource_name)
+        assert data is not None
+        got[path] = data
+    for token_id in image.delegation_tokens:
+        path, data = layout.token_znode(image, token_id)
+        assert data is not None
+        got[path] = data
+    path, data = layout.producer_id_block_znode(image)
+    assert data is not None
+    got[path] = data
+    for path, data in got.items():
+        assert full[path] == data, path
+    from migrator.migration.zk_diff import owned
+
+    assert sorted(p for p in full if owned(p) and p not in got and p.count("/") > 2) == [
+        p for p in sorted(full) if p.startswith(P.DELETE_TOPICS + "/")
+    ]
+
+
+def test_first_reconcile_clears_pending_deletions_and_keeps_states(migrated: Migrated) -> None:
+    zk = migrated.zk
+    pending = zk.get_children(P.DELETE_TOPICS)
+    assert len(pending) == 1
+    state_versions = {
+        P.partition_state_path(t, p): zk.exists(P.partition_state_path(t, p)).version
+        for t in zk.get_children(P.TOPICS)
+        if t not in pending
+        for p in range(SPEC.partitions)
+    }
+    repairs = migrated.syncer.reconcile()
+    assert _kinds(repairs) == {
+        ("delete", f"topic {pending[0]}"),
+        ("delete", f"pending deletion of topic {pending[0]}"),
+    }
+    assert zk.get_children(P.DELETE_TOPICS) == []
+    assert zk.exists(P.topic_path(pending[0])) is None
+    assert zk.exists(P.config_entity_path("topics", pending[0])) is None
+    # ZooKeeper's controller wrote controller_epoch 5 into the states; KRaft would write 6. Only
+    # leader, epoch, ISR and recovery state count, so no state was rewritten.
+    assert {p: zk.exists(p).version for p in state_versions} == state_versions
+    m = read_migration(zk)
+    assert m is not None and m.kraft_metadata_offset == migrated.log.end_offset - 1
+    assert migrated.syncer.lag() == 0
+    assert _normal(_zk_image(zk)) == _normal(_log_image(migrated.log))
+    assert migrated.syncer.last_reconcile_ms is not None and migrated.syncer.last_reconcile_ms > 0
+    # A second reconcile finds nothing to repair and writes nothing.
+    version = m.zk_version
+    assert migrated.syncer.reconcile() == []
+    assert read_migration(zk).zk_version == version  # type: ignore[union-attr]
+
+
+def test_reconcile_repairs_every_kind_of_drift(migrated: Migrated) -> None:
+    zk = migrated.zk
+    syncer = migrated.syncer
+    syncer.reconcile()
+    image = syncer.image
+    assert image is not None
+    topics = sorted(image.topics)
+    gone, changed = topics[0], topics[1]
+    # deleted topic
+    zk.delete(P.topic_path(gone), recursive=True)
+    # changed partition state
+    state_path = P.partition_state_path(changed, 0)
+    st = codec.decode_partition_state(state_path, zk.get(state_path)[0])
+    zk.set(state_path, codec.encode_partition_state(-1, st.leader_epoch + 7, [], st.controller_epoch))
+    # extra topic in ZooKeeper
+    extra = image.topics[changed].model_copy(
+        update={"name": "extra-topic", "topic_id": "AAAAAAAAAAAAAAAAAAAAAg"}
+    )
+    extra_znodes = layout.topic_znodes(ClusterImage(topics={"extra-topic": extra}), "extra-topic", 3)
+    for path, data in extra_znodes.items():
+        zk.create(path, data)
+    # changed topic config
+    config_topic = next(name for (rt, name) in image.configs if rt == "TOPIC" and name != gone)
+    cpath = P.config_entity_path("topics", config_topic)
+    zk.set(cpath, codec.encode_config({"retention.ms": "1"}))
+    # removed ACL
+    acl = image.acls[0]
+    apath = P.acl_resource_path(acl.pattern_type, acl.resource_type, acl.resource_name)
+    zk.delete(apath)
+    # changed quota
+    quota = next(q for q in image.client_quotas if set(q.entity) == {"client-id"} and q.entity["client-id"])
+    qpath = P.quota_entity_path(quota.entity)
+    zk.set(qpath, codec.encode_config({"producer_byte_rate": "1.0"}))
+    # stale SCRAM
+    cred = next(iter(image.scram_credentials.values()))
+    upath = P.config_entity_path("users", P.sanitize(cred.user))
+    config = codec.decode_config(upath, zk.get(upath)[0])
+    stale = cred.model_copy(update={"iterations": cred.iterations + 1})
+    config[cred.mechanism] = codec.encode_scram(stale)
+    zk.set(upath, codec.encode_config(config))
+    # stale token
+    token = next(iter(image.delegation_tokens.values()))
+    tpath = P.token_path(token.token_id)
+    zk.set(tpath, codec.encode_delegation_token(token.model_copy(update={"expiry_timestamp": 1})))
+    extra_token = token.model_copy(update={"token_id": "stale-token"})
+    zk.create(P.token_path("stale-token"), codec.encode_delegation_token(extra_token))
+    # producer id block
+    assert image.producer_id_block is not None
+    block = image.producer_id_block.model_copy(update={"block_start": 0, "block_end": 999})
+    zk.set(P.LATEST_PRODUCER_ID_BLOCK, codec.encode_producer_id_block(block))
+    changes_before = _changes(zk)
+
+    fresh = ZkSyncer(zk, migrated.log, migrated.writer)
+    repairs = fresh.reconcile()
+    kinds = _kinds(repairs)
+    assert ("create", f"topic {gone}") in kinds
+    assert ("update", f"partition {changed}-0") in kinds
+    assert ("delete", "topic extra-topic") in kinds
+    assert ("update", f"configs of topic {config_topic}") in kinds
+    assert ("create", f"ACLs of {acl.resource_type} {acl.resource_name!r} ({acl.pattern_type})") in kinds
+    assert ("update", f"client quotas of client-id={quota.entity['client-id']}") in kinds
+    assert ("update", f"quotas and SCRAM credentials of user {cred.user}") in kinds
+    assert ("update", f"delegation token {token.token_id}") in kinds
+    assert ("delete", "delegation token stale-token") in kinds
+    assert ("update", "producer id block") in kinds
+    assert len(repairs) == 10, repairs
+    whole = next(r for r in repairs if r.entity == f"topic {gone}")
+    assert whole.znodes == 2 + 2 * SPEC.partitions  # topic, partitions, each partition and state
+    # No secret in any repair line (invariant 6).
+    text = "\n".join(map(str, repairs))
+    assert cred.salt.hex() not in text and codec.encode_scram(cred) not in text
+    # The config, quota, user changes are announced to ZK-mode brokers.
+    announced = _changes(zk)[len(changes_before) :]
+    assert f"topics/{config_topic}" in announced
+    assert f"clients/{P.sanitize(quota.entity['client-id'] or '')}" in announced
+    assert f"users/{P.sanitize(cred.user)}" in announced
+    assert _normal(_zk_image(zk)) == _normal(_log_image(migrated.log))
+    assert fresh.reconcile() == []
+
+
+def test_sync_writes_every_record_type_in_kafkas_layout(migrated: Migrated) -> None:
+    zk = migrated.zk
+    syncer = migrated.syncer
+    syncer.reconcile()
+    image = syncer.image
+    assert image is not None
+    names = sorted(image.topics)
+    t0, t1, t_del = names[0], names[1], names[2]
+    new_id = uuid.uuid4()
+    scram_user = "new-user@example.com"
+    acl_id = uuid.uuid4()
+    removed_acl = image.acls[0]
+    token = next(iter(image.delegation_tokens.values()))
+    changes_before = len(zk.get_children(P.CONFIG_CHANGES))
+    literal_changes_before = len(zk.get_children(P.LITERAL_ACL_CHANGES))
+    state0 = P.partition_state_path(t0, 0)
+    version0 = zk.exists(state0).version
+    epoch0 = image.topics[t0].partitions[0].leader_epoch
+    migrated.append(
+        record("TopicRecord", Name="fresh", TopicId=new_id),
+        record("ConfigRecord", ResourceType=2, ResourceName="fresh", Name="cleanup.policy", Value="compact"),
+        *[
+            record(
+                "PartitionRecord",
+                PartitionId=p,
+                TopicId=new_id,
+                Replicas=[1, 2],
+                Isr=[1, 2],
+                Leader=1,
+                LeaderEpoch=0,
+                PartitionEpoch=0,
+            )
+            for p in range(2)
+        ],
+        record("PartitionChangeRecord", PartitionId=0, TopicId=migrated.topic_id(t0), Leader=2, Isr=[2, 3]),
+        record("PartitionChangeRecord", PartitionId=0, TopicId=migrated.topic_id(t0), Isr=[2]),
+        record(
+            "PartitionChangeRecord",
+            PartitionId=1,
+            TopicId=migrated.topic_id(t1),
+            Replicas=[1, 2, 3, 4],
+            AddingReplicas=[4],
+        ),
+        record("ConfigRecord", ResourceType=4, ResourceName="", Name="log.retention.ms", Value="1234"),
+        record("ConfigRecord", ResourceType=2, ResourceName="fresh", Name="cleanup.policy", Value=None),
+        record("ConfigRecord", ResourceType=2, ResourceName="fresh", Name="retention.ms", Value="99"),
+        record(
+            "ClientQuotaRecord",
+            Entity=[
+                {"EntityType": "user", "EntityName": scram_user},
+                {"EntityType": "client-id", "EntityName": "app 1"},
+            ],
+            Key="producer_byte_rate",
+            Value=2048.0,
+            Remove=False,
+        ),
+        record(
+            "UserScramCredentialRecord",
+            Name=scram_user,
+            Mechanism=1,
+            Salt=b"s" * 16,
+            StoredKey=b"k" * 32,
+            ServerKey=b"v" * 32,
+            Iterations=4096,
+        ),
+        record(
+            "AccessControlEntryRecord",
+            Id=acl_id,
+            ResourceType=2,
+            ResourceName="fresh",
+            PatternType=3,
+            Principal="User:alice",
+            Host="*",
+            Operation=3,
+            PermissionType=3,
+        ),
+        record("RemoveAccessControlEntryRecord", Id=kafka_to_uuid(removed_acl.acl_id or "")),
+        record(
+            "DelegationTokenRecord",
+            Owner="User:bob",
+            Requester="User:bob",
+            Renewers=["User:carol"],
+            IssueTimestamp=1,
+            MaxTimestamp=3,
+            ExpirationTimestamp=2,
+            TokenId="tok-new",
+        ),
+        record("RemoveDelegationTokenRecord", TokenId=token.token_id),
+        record("ProducerIdsRecord", BrokerId=1, BrokerEpoch=-1, NextProducerId=77_000),
+        record("RemoveTopicRecord", TopicId=migrated.topic_id(t_del)),
+        record("NoOpRecord"),
+    )
+    report = syncer.sync()
+    assert report.to_offset == migrated.log.end_offset - 1 == read_migration(zk).kraft_metadata_offset  # type: ignore[union-attr]
+    assert report.lag == 0 and syncer.lag() == 0
+    assert report.records == 19
+    # new topic in Kafka's layout, with its config and no cleanup.policy
+    assert codec.decode_topic(P.topic_path("fresh"), zk.get(P.topic_path("fresh"))[0]).partitions == {
+        0: [1, 2],
+        1: [1, 2],
+    }
+    assert zk.exists(P.partition_state_path("fresh", 1)) is not None
+    assert codec.decode_config("", zk.get(P.config_entity_path("topics", "fresh"))[0]) == {
+        "retention.ms": "99"
+    }
+    # a PartitionChangeRecord updates the state znode: leader, leader epoch (+1 per leader change), isr
+    st = codec.decode_partition_state(state0, zk.get(state0)[0])
+    assert (st.leader, st.isr) == (2, [2])
+    assert st.leader_epoch == epoch0 + 1  # one leader change
+    assert st.controller_epoch == migrated.claim.kraft_epoch  # the KRaft controller's epoch, as Kafka writes
+    assert zk.exists(state0).version == version0 + 1  # two changes coalesced into one write
+    # a reassignment updates the topic znode
+    assignment = codec.decode_topic(P.topic_path(t1), zk.get(P.topic_path(t1))[0])
+    assert assignment.partitions[1] == [1, 2, 3, 4] and assignment.adding_replicas == {1: [4]}
+    # broker default config, quota + SCRAM of a new user with a client
+    assert codec.decode_config("", zk.get("/config/brokers/<default>")[0])["log.retention.ms"] == "1234"
+    upath = P.config_entity_path("users", P.sanitize(scram_user))
+    assert "SCRAM-SHA-256" in codec.decode_config(upath, zk.get(upath)[0])
+    qpath = P.user_client_config_path(P.sanitize(scram_user), P.sanitize("app 1"))
+    quota = codec.decode_config(qpath, zk.get(qpath)[0])
+    assert list(quota) == ["producer_byte_rate"]
+    assert codec.decode_quota_value(qpath, "producer_byte_rate", quota["producer_byte_rate"]) == 2048.0
+    # ACLs: added, removed; each change announced with a change node
+    fresh_acls = codec.decode_acls("", zk.get("/kafka-acl/Topic/fresh")[0], "TOPIC", "fresh", "LITERAL")
+    assert [(a.principal, a.operation) for a in fresh_acls] == [("User:alice", "READ")]
+    removed_path = P.acl_resource_path(
+        removed_acl.pattern_type, removed_acl.resource_type, removed_acl.resource_name
+    )
+    remaining = [
+        a
+        for a in image.acls
+        if (a.pattern_type, a.resource_type, a.resource_name)
+        == (removed_acl.pattern_type, removed_acl.resource_type, removed_acl.resource_name)
+    ]
+    if remaining:
+        assert len(
+            codec.decode_acls(
+                "",
+                zk.get(removed_path)[0],
+                removed_acl.resource_type,
+                removed_acl.resource_name,
+                removed_acl.pattern_type,
+            )
+        ) == len(remaining)
+    else:
+        assert zk.exists(removed_path) is None
+    assert len(zk.get_children(P.LITERAL_ACL_CHANGES)) > literal_changes_before
+    # tokens, producer ids, topic deletion
+    assert zk.exists(P.token_path("tok-new")) is not None and zk.exists(P.token_path(token.token_id)) is None
+    assert sorted(zk.get_children(P.TOKEN_CHANGES)) != []
+    block = codec.decode_producer_id_block("", zk.get(P.LATEST_PRODUCER_ID_BLOCK)[0])
+    assert block.block_end == 76_999
+    assert zk.exists(P.topic_path(t_del)) is None and zk.exists(P.config_entity_path("topics", t_del)) is None
+    # config changes announced: topic config (coalesced: one per entity), broker default, user, user+client
+    announced = _changes(zk)[changes_before:]
+    assert sorted(announced) == sorted(
+        [
+            "topics/fresh",
+            "brokers/<default>",
+            f"users/{P.sanitize(scram_user)}",
+            f"users/{P.sanitize(scram_user)}/clients/{P.sanitize('app 1')}",
+        ]
+    )
+    assert _normal(_zk_image(zk)) == _normal(_log_image(migrated.log))
+    assert syncer.last_delta_ms is not None and list(syncer.delta_write_ms)
+
+
+def test_config_with_null_value_removes_the_key_and_notifies(migrated: Migrated) -> None:
+    zk = migrated.zk
+    migrated.syncer.reconcile()
+    image = migrated.syncer.image
+    assert image is not None
+    (rtype, name), entity = next((k, v) for k, v in image.configs.items() if k[0] == "TOPIC")
+    key = next(iter(entity.configs))
+    before = len(zk.get_children(P.CONFIG_CHANGES))
+    migrated.append(record("ConfigRecord", ResourceType=2, ResourceName=name, Name=key, Value=None))
+    migrated.syncer.sync()
+    path = P.config_entity_path("topics", name)
+    assert key not in codec.decode_config(path, zk.get(path)[0])
+    assert _changes(zk)[before:] == [f"topics/{name}"]
+
+
+def test_transactions_open_aborted_and_committed(migrated: Migrated) -> None:
+    zk = migrated.zk
+    syncer = migrated.syncer
+    syncer.reconcile()
+    covered = read_migration(zk).kraft_metadata_offset  # type: ignore[union-attr]
+    tid = uuid.uuid4()
+    migrated.append(
+        record("BeginTransactionRecord", Name="abort me"),
+        record("TopicRecord", Name="aborted", TopicId=tid),
+        record("AbortTransactionRecord", Reason="test"),
+    )
+    begin, _ = migrated.append(
+        record("BeginTransactionRecord", Name="admin"), record("TopicRecord", Name="later", TopicId=tid)
+    )
+    report = syncer.sync()
+    assert report.open_transaction == begin
+    assert report.to_offset == begin - 1 == read_migration(zk).kraft_metadata_offset  # type: ignore[union-attr]
+    assert report.to_offset > covered
+    assert zk.exists(P.topic_path("aborted")) is None and zk.exists(P.topic_path("later")) is None
+    assert syncer.lag() == 2
+    migrated.append(
+        record(
+            "PartitionRecord",
+            PartitionId=0,
+            TopicId=tid,
+            Replicas=[1],
+            Isr=[1],
+            Leader=1,
+            LeaderEpoch=0,
+            PartitionEpoch=0,
+        ),
+        record("EndTransactionRecord"),
+    )
+    report = syncer.sync()
+    assert report.open_transaction is None and report.lag == 0
+    assert zk.exists(P.partition_state_path("later", 0)) is not None
+    assert _normal(_zk_image(zk)) == _normal(_log_image(migrated.log))
+
+
+def test_sync_before_any_reconcile_reconciles_first(migrated: Migrated) -> None:
+    report = migrated.syncer.sync()
+    assert {r.kind for r in report.repairs} == {"delete"}
+    assert report.lag == 0 and migrated.syncer.ready
+
+
+def test_lag_is_bounded_and_waiters_are_released(migrated: Migrated) -> None:
+    syncer = ZkSyncer(migrated.zk, migrated.log, migrated.writer, max_lag_records=50, chunk_keys=7)
+    syncer.reconcile()
+    assert syncer.image is not None
+    topic = syncer.image.topics[sorted(syncer.image.topics)[0]]
+    tid = kafka_to_uuid(topic.topic_id or "")
+    migrated.append(
+        *[
+            record("PartitionChangeRecord", PartitionId=i % 3, TopicId=tid, Leader=i % 3 + 1)
+            for i in range(120)
+        ]
+    )
+    assert syncer.lag() == 120 and syncer.over_lag_bound()
+    assert syncer.wait_for_lag_below(timeout=30) == 0  # nobody else syncs: the caller's thread does
+    # With a syncing thread, a waiter blocks until that thread's multis bring the lag down.
+    migrated.append(
+        *[
+            record("PartitionChangeRecord", PartitionId=i % 3, TopicId=tid, Leader=i % 3 + 1)
+            for i in range(300)
+        ]
+    )
+    seen: list[int] = []
+    with syncer._lock:
+        worker = threading.Thread(target=lambda: seen.append(syncer.wait_for_lag_below(10, timeout=30)))
+        worker.start()
+        worker.join(0.3)
+        assert worker.is_alive()  # the lock is held: it cannot sync itself, it waits
+        syncer.sync()
+    worker.join(10)
+    assert seen == [0]
+    with pytest.raises(Exception, match="not below 0"):
+        syncer.wait_for_lag_below(0, timeout=0.2)
+
+
+def test_fenced_sync_writes_nothing(migrated: Migrated, zk_connect: str) -> None:
+    zk = migrated.zk
+    syncer = migrated.syncer
+    syncer.reconcile()
+    name = sorted(syncer.image.topics)[0]  # type: ignore[union-attr]
+    path = P.partition_state_path(name, 0)
+    before = zk.get(path)
+    claim_controller(zk, 3001)  # a newer controller
+    migrated.append(
+        record("PartitionChangeRecord", PartitionId=0, TopicId=migrated.topic_id(name), Leader=-1, Isr=[])
+    )
+    migration_before = zk.get(P.MIGRATION)
+    with pytest.raises(FencedError, match="fenced by a newer controller"):
+        syncer.sync()
+    assert zk.get(path) == before
+    assert zk.get(P.MIGRATION) == migration_before
+    assert not syncer.ready  # the next start reconciles from scratch
+
+
+def test_log_behind_migration_is_refused(migrated: Migrated, tmp_path: Path) -> None:
+    other = MetadataLog.open(
+        tmp_path / "other", writable=True, cluster_id="MkU3OEVBNTcwNTJENDM2Qg", node_id=3000
+    )
+    try:
+        other.append([record("NoOpRecord")], epoch=migrated.claim.kraft_epoch)
+        with pytest.raises(BadInputError, match="not the log ZooKeeper was migrated from"):
+            ZkSyncer(migrated.zk, other, migrated.writer).reconcile()
+    finally:
+        other.close()
+
+
+def test_semantic_comparison_and_notifications() -> None:
+    state = "/brokers/topics/t/partitions/0/state"
+    assert same(
+        state, codec.encode_partition_state(1, 2, [1, 2], 5), codec.encode_partition_state(1, 2, [1, 2], 9)
+    )
+    assert not same(
+        state, codec.encode_partition_state(1, 2, [1, 2], 5), codec.encode_partition_state(1, 3, [1, 2], 5)
+    )
+    cfg = "/config/users/alice"
+    assert same(
+        cfg,
+        codec.encode_config({"producer_byte_rate": "1024"}),
+        codec.encode_config({"producer_byte_rate": "1024.0"}),
+    )
+    assert same(cfg, b'{"version":1,"config":{}}', b"")
+    assert not same(cfg, b"not json", codec.encode_config({}))
+    assert same("/brokers/topics/t/partitions", None, b"")
+    note = notification_for("/config/users/a%40b/clients/c")
+    assert (
+        note is not None
+        and note.sequential
+        and codec.decode_config_change("", note.data) == "users/a%40b/clients/c"
+    )
+    assert notification_for("/config/users/a/clients") is None
+    acl_note = notification_for("/kafka-acl-extended/prefixed/Group/app-")
+    assert acl_note is not None and acl_note.path == "/kafka-acl-extended-changes/acl_changes_"
+    assert codec.decode_acl_change(acl_note.path, acl_note.data) == codec.ResourcePattern(
+        "GROUP", "app-", "PREFIXED"
+    )
