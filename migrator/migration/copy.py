@@ -12,7 +12,6 @@ controller: metadata.version and `ZkMigrationStateRecord(PRE_MIGRATION)`.
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,6 +21,8 @@ from pydantic import BaseModel, Field
 
 from migrator.errors import BadInputError
 from migrator.kraft import dirfiles
+from migrator.kraft.batch import encode_batch, encode_control_batch
+from migrator.kraft.control import LeaderChange, Voter, encode_control_record
 from migrator.kraft.image import OpenTransaction, records_from_image
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, encode_values, record
@@ -51,10 +52,9 @@ BOOTSTRAP_TRANSACTION = "Bootstrap records"  # ActivationRecordsGenerator's
 #: metadata.version 3.9-IV0 (Kafka 3.9's LATEST_PRODUCTION); metadata transactions need >= 3.6-IV1.
 BOOTSTRAP_METADATA_VERSION = 21
 MANIFEST_FILE = "zk2kraft-copy-manifest.json"
-# Per-record framing around a value in a batch (length, attributes, deltas, key, headers) and the
-# batch header: what the log adds to the encoded values.
+# Per-record framing around a value in a batch (length, attributes, deltas, key, headers), for the
+# bytes per record type (the total is exact, see plan_copy).
 _RECORD_FRAMING = 7
-_BATCH_HEADER = 61
 # Throughput of the append path on the dev machine (bench/migrate.py: 200k partitions): used by
 # `plan` to estimate, since a dry run may not write anything to measure with.
 APPEND_BYTES_PER_SECOND = 150e6
@@ -262,11 +262,12 @@ def plan_copy(
     fresh_log: bool,
     read_seconds: float = 0.0,
     batch_records: int = DEFAULT_MAX_BATCH_RECORDS,
+    node_id: int = 3000,
 ) -> CopyPlan:
     """What `copy_zk_data` would append for `layout`: records and bytes per type, batches, a time.
 
-    Bytes are the encoded values plus Kafka's per-record and per-batch framing, i.e. what the segments
-    would grow by. The estimate adds this run's read and build time to the append time at the
+    Bytes are exact: the batches the copy would write, encoded (bytes per type count each value with
+    its record framing). The estimate adds this run's read and build time to the append time at the
     measured disk throughput (APPEND_BYTES_PER_SECOND) and one fsync per batch.
     """
     image = layout.image
@@ -287,18 +288,27 @@ def plan_copy(
             entry = by_type[rec.name] = TypeCount()
         entry.records += 1
         entry.bytes += len(value) + _RECORD_FRAMING
-    data_batches = math.ceil(len(records) / batch_records) if records else 0
-    # Begin alone, the data batches, State+End together; the bootstrap write; a LeaderChange batch.
-    batches = 1 + data_batches + 1 + (1 if fresh_log else 0) + 1
-    total_bytes = sum(t.bytes for t in by_type.values()) + batches * _BATCH_HEADER
+    # The exact bytes: the batches the copy writes, encoded (a LeaderChange opens the new epoch).
+    change = encode_control_record(
+        LeaderChange(leader_id=node_id, voters=(Voter(node_id),), granting_voters=(Voter(node_id),))
+    )
+    batches = [encode_control_batch(0, 1, [change], 0)]
+    boot = len(bootstrap_records()) if fresh_log else 0
+    groups = [values[:boot]] if boot else []
+    groups.append(values[boot : boot + 1])  # Begin alone
+    data = values[boot + 1 : len(values) - 2]
+    groups += [data[i : i + batch_records] for i in range(0, len(data), batch_records)]
+    groups.append(values[len(values) - 2 :])  # ZkMigrationStateRecord + End together
+    batches += [encode_batch(0, 1, group, 0) for group in groups]
+    total_bytes = sum(map(len, batches))
     pending = set(image.pending_deletions)
-    estimate = read_seconds + build_seconds + total_bytes / APPEND_BYTES_PER_SECOND + batches * FSYNC_SECONDS
+    estimate = read_seconds + build_seconds + total_bytes / APPEND_BYTES_PER_SECOND + len(batches) * FSYNC_SECONDS
     return CopyPlan(
         cluster_id=image.cluster_id,
         fresh_log=fresh_log,
         records=len(all_records),
         bytes=total_bytes,
-        batches=batches,
+        batches=len(batches),
         by_type=dict(sorted(by_type.items(), key=lambda kv: -kv[1].records)),
         topics=sum(1 for t in image.topics if t not in pending),
         partitions=sum(len(t.partitions) for n, t in image.topics.items() if n not in pending),

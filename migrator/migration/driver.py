@@ -55,12 +55,13 @@ from migrator.migration.admin import (
 )
 from migrator.migration.facts import Facts, gather, gather_zk, log_exists, require_own_log
 from migrator.migration.faults import CrashPointWriter, crash_point
+from migrator.migration.zk_sync import Repair, SyncReport, ZkSyncer
 from migrator.model import ClusterImage, MigrationZnode
 from migrator.zk import codec
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect, permission_denied
 from migrator.zk.fenced_writer import retry_transient
-from migrator.zk.layout import image_from_tree
+from migrator.zk.layout import LayoutResult, image_from_tree
 from migrator.zk.leadership import (
     Claim,
     claim_controller,
@@ -98,6 +99,7 @@ __all__ = [
 
 S = MigrationState
 E = MigrationEvent
+ZK_MIGRATION_STATE_KEY = 21  # ZkMigrationStateRecord
 DEFAULT_NODE_ID = 3000
 BROKERS_FLAG_MESSAGE = (
     "zk2kraft cannot wait for brokers to register with the KRaft controller yet (broker registration "
@@ -342,11 +344,49 @@ def _covered(facts: Facts, log: MetadataLog) -> tuple[int, int]:
     return (m.kraft_metadata_offset, m.kraft_metadata_epoch)
 
 
-def _syncer(client: KazooClient, log: MetadataLog, claim: Claim, migration: MigrationZnode) -> Any:
-    from migrator.migration.zk_sync import ZkSyncer
+class GuardedSyncer:
+    """The dual-write syncer behind the driver's one rule: once the log records POST_MIGRATION,
+    nothing reaches ZooKeeper any more (the check reads only records appended since the last one)."""
 
+    def __init__(self, inner: ZkSyncer, log: MetadataLog, checked_to: int) -> None:
+        self.inner = inner
+        self.log = log
+        self.writer = inner.writer
+        self._checked = checked_to
+
+    def _guard(self) -> None:
+        for offset, _epoch, rec in self.log.read(self._checked):
+            if (
+                isinstance(rec, MetadataRecord)
+                and rec.api_key == ZK_MIGRATION_STATE_KEY
+                and rec.fields["ZkMigrationState"] == int(KafkaMigrationCode.POST_MIGRATION)
+            ):
+                raise RefusedError(
+                    f"the log records POST_MIGRATION at offset {offset}: the migration is finalized and "
+                    "ZooKeeper is not written any more"
+                )
+        self._checked = max(self._checked, self.log.end_offset)
+
+    def reconcile(self, image: ReplayResult | None = None) -> list[Repair]:
+        self._guard()
+        return self.inner.reconcile(image)
+
+    def sync(self) -> SyncReport:
+        self._guard()
+        return self.inner.sync()
+
+    def lag(self) -> int:
+        return self.inner.lag()
+
+
+def _syncer(
+    client: KazooClient, log: MetadataLog, claim: Claim, migration: MigrationZnode, facts: Facts
+) -> GuardedSyncer:
+    """A syncer under `claim` for a log whose facts were just gathered (so known not finalized)."""
+    if facts.log.migration_code == int(KafkaMigrationCode.POST_MIGRATION):
+        raise RefusedError("the migration is finalized: ZooKeeper is not written any more")
     writer = CrashPointWriter(client, claim, migration)
-    return ZkSyncer(client, log, writer)
+    return GuardedSyncer(ZkSyncer(client, log, writer), log, facts.log.end_offset)
 
 
 def _abort_reason(txn: OpenTransaction) -> str:
@@ -356,7 +396,7 @@ def _abort_reason(txn: OpenTransaction) -> str:
     )
 
 
-def _read_view(client: KazooClient) -> tuple[Any, list[checks.Finding]]:
+def _read_view(client: KazooClient) -> tuple[LayoutResult, list[checks.Finding]]:
     """ZooKeeper's view and the ZooKeeper-side check findings (the same checks as `zk2kraft check`)."""
     tree = read_tree(client)
     layout = image_from_tree(tree, strict=False)
@@ -566,7 +606,7 @@ def _claim_and_copy(
     result: MigrateResult,
     timings: dict[str, float],
     progress: Progress | None,
-) -> Any:
+) -> GuardedSyncer:
     """MigratingZkData: claim, bootstrap a fresh log, abort an interrupted copy, copy, first sync."""
     t0 = time.perf_counter()
     opts.note("claiming ZooKeeper controllership")
@@ -630,11 +670,11 @@ def _first_sync(
     opts: DriverOptions,
     result: MigrateResult,
     timings: dict[str, float],
-) -> Any:
+) -> GuardedSyncer:
     """SYNC_KRAFT_TO_ZK: a full reconciliation of ZooKeeper against the image, then the records."""
     opts.note("reconciling ZooKeeper with the log")
     t0 = time.perf_counter()
-    syncer = _syncer(client, log, claim, migration)
+    syncer = _syncer(client, log, claim, migration, facts)
     repairs = syncer.reconcile(_replay_of(facts))
     crash_point("sync.after-reconcile")
     result.repairs = [_jsonable(r) for r in repairs]
@@ -657,7 +697,7 @@ def _resume_dual_write(
     opts: DriverOptions,
     result: MigrateResult,
     timings: dict[str, float],
-) -> Any:
+) -> GuardedSyncer:
     """DualWriteMetadata after a restart: close a dangling transaction, re-claim, reconcile, sync."""
     t0 = time.perf_counter()
     covered = _covered(facts, log)
@@ -706,7 +746,9 @@ def _live_brokers(client: KazooClient, ids: Sequence[int]) -> dict[int, str | No
 class _Controller:
     """What a running writer keeps: the log, its image, the claim's syncer."""
 
-    def __init__(self, client: KazooClient, log: MetadataLog, syncer: Any, epoch: int, facts: Facts) -> None:
+    def __init__(
+        self, client: KazooClient, log: MetadataLog, syncer: GuardedSyncer, epoch: int, facts: Facts
+    ) -> None:
         self.client = client
         self.log = log
         self.syncer = syncer
@@ -736,9 +778,9 @@ class _Controller:
             self.builder.replay(first + i, rec)
         self.builder.finish()
         crash_point(after_append)
-        report = self.syncer.sync()
+        self.syncer.sync()
         crash_point("admin.synced")
-        covered = _covered_offset(report, self.syncer)
+        covered = self.syncer.writer.migration.kraft_metadata_offset
         return AdminReply(
             ok=True,
             message=planned.summary,
@@ -751,18 +793,10 @@ class _Controller:
         )
 
 
-def _covered_offset(report: Any, syncer: Any) -> int | None:
-    writer = getattr(syncer, "writer", None)
-    m = getattr(writer, "migration", None)
-    if isinstance(m, MigrationZnode):
-        return m.kraft_metadata_offset
-    return getattr(report, "migration_offset", None)
-
-
 def _follow(
     client: KazooClient,
     log: MetadataLog,
-    syncer: Any,
+    syncer: GuardedSyncer,
     opts: DriverOptions,
     result: MigrateResult,
     stop: threading.Event,
@@ -1087,7 +1121,7 @@ def _drain(client: KazooClient, log: MetadataLog, facts: Facts, opts: DriverOpti
     covered = _covered(facts, log)
     node = facts.log.node_id if facts.log.node_id is not None else opts.node_id
     claim, migration = _claim(client, log, facts, node, covered)
-    syncer = _syncer(client, log, claim, migration)
+    syncer = _syncer(client, log, claim, migration, facts)
     syncer.reconcile(_replay_of(facts))
     syncer.sync()
     lag = syncer.lag()
@@ -1159,7 +1193,7 @@ def admin(opts: DriverOptions, change: AdminChange, *, timeout: float = 60.0) ->
                 raise refused_state(_public(facts.derived.state))
             covered = _covered(facts, log)
             claim, migration = _claim(client, log, facts, node_id, covered)
-            syncer = _syncer(client, log, claim, migration)
+            syncer = _syncer(client, log, claim, migration, facts)
             syncer.reconcile(_replay_of(facts))  # every new writer first repairs drift, as Kafka's does
             reply = _Controller(client, log, syncer, claim.kraft_epoch, facts).apply(change, "admin.appended")
         finally:
