@@ -1,0 +1,149 @@
+"""Shared by the migration tests: run the CLI as a real process, build clusters, compare both sides.
+
+`assert_consistent` is the reliability tests' verdict: ZooKeeper (bulk-read and decoded by the
+layout) and the log (replayed) hold the same metadata record for record, and /migration covers the
+log's end, so nothing was lost and nothing applied twice.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from migrator.kraft.image import ReplayResult
+from migrator.kraft.log import MetadataLog
+from migrator.model import ClusterImage
+from migrator.zk.layout import LayoutResult, image_from_tree
+from migrator.zk.reader import read_tree
+from zk_fixtures.brokers import BrokerSessions
+from zk_fixtures.generator import ClusterSpec, GeneratedCluster, load_cluster
+
+ROOT = Path(__file__).resolve().parent.parent
+ZK2KRAFT = [sys.executable, "-c", "from cli.main import entry; entry()"]
+
+# Eligible (no blockers) and small, with every kind of metadata and a pending deletion.
+SPEC = ClusterSpec(
+    topics=8,
+    partitions=3,
+    legacy_topics=0,
+    reassignments=0,
+    offline_partitions=0,
+    acls=8,
+    pending_deletions=1,
+    tokens=1,
+)
+
+
+def run_cli(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`zk2kraft ARGS` in a fresh process (no terminal: quiet, no prompts)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ZK2KRAFT_")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [*ZK2KRAFT, *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=ROOT,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@contextmanager
+def cluster(zk: KazooClient, zk_connect: str, spec: ClusterSpec = SPEC) -> Iterator[GeneratedCluster]:
+    """A generated ZK-mode cluster whose brokers are registered (live sessions) while in use."""
+    generated = load_cluster(zk, spec)
+    sessions = BrokerSessions(zk_connect, generated.image, generated.control).start()
+    try:
+        yield generated
+    finally:
+        sessions.close()
+
+
+def zk_layout(client: KazooClient) -> LayoutResult:
+    return image_from_tree(read_tree(client), strict=True)
+
+
+def log_replay(log_dir: str | Path) -> tuple[ReplayResult, int]:
+    with MetadataLog.open(log_dir) as log:
+        return log.load_image().result, log.end_offset
+
+
+def normalise(image: ClusterImage) -> dict[str, Any]:
+    """What both sides must agree on; brokers, /feature and reassignments live only in ZooKeeper."""
+    pending = set(image.pending_deletions)
+    topics = {}
+    for name, t in image.topics.items():
+        if name in pending:
+            continue
+        topics[name] = (
+            t.topic_id,
+            {
+                pid: (
+                    tuple(p.replicas),
+                    tuple(p.isr),
+                    p.leader,
+                    p.leader_epoch,
+                    p.partition_epoch,
+                    p.leader_recovery_state,
+                    tuple(p.adding_replicas),
+                    tuple(p.removing_replicas),
+                )
+                for pid, p in t.partitions.items()
+            },
+        )
+    configs = {
+        key: dict(entity.configs)
+        for key, entity in image.configs.items()
+        if entity.configs and not (key[0] == "TOPIC" and key[1] not in topics)
+    }
+    quotas = {frozenset(q.entity.items()): dict(q.values) for q in image.client_quotas if q.values}
+    scram = {
+        key: (bytes(c.salt), bytes(c.stored_key), bytes(c.server_key), c.iterations)
+        for key, c in image.scram_credentials.items()
+    }
+    block = image.producer_id_block
+    return {
+        "topics": topics,
+        "configs": configs,
+        "quotas": quotas,
+        "scram": scram,
+        "acls": sorted(a.key() for a in image.acls),
+        "producer_ids": None if block is None else block.block_end,
+        "tokens": {k: v.model_dump() for k, v in image.delegation_tokens.items()},
+    }
+
+
+def assert_consistent(client: KazooClient, log_dir: str | Path) -> tuple[ClusterImage, ClusterImage]:
+    """ZooKeeper equals the log's image and /migration covers the log's end: nothing lost or doubled."""
+    zk = zk_layout(client)
+    replay, end = log_replay(log_dir)
+    assert replay.open_transaction is None, f"open transaction left in the log: {replay.open_transaction}"
+    assert replay.migration_state == 1, f"log state {replay.migration_state_name}, expected MIGRATION"
+    m = zk.control.migration
+    assert m is not None, "/migration missing"
+    assert m.kraft_metadata_offset == end - 1, f"/migration at {m.kraft_metadata_offset}, log ends at {end}"
+    assert not zk.image.pending_deletions, f"pending deletions left: {zk.image.pending_deletions}"
+    left, right = normalise(zk.image), normalise(replay.image)
+    for key in left:
+        if left[key] != right[key]:
+            if isinstance(left[key], dict):
+                only_zk = sorted(map(str, set(left[key]) - set(right[key])))[:5]
+                only_log = sorted(map(str, set(right[key]) - set(left[key])))[:5]
+                differ = sorted(
+                    str(k) for k in set(left[key]) & set(right[key]) if left[key][k] != right[key][k]
+                )[:5]
+                raise AssertionError(
+                    f"{key} differ: only in ZooKeeper {only_zk}, only in the log {only_log}, different {differ}"
+                )
+            raise AssertionError(f"{key} differ: ZooKeeper {left[key]!r} vs log {right[key]!r}")
+    return zk.image, replay.image
