@@ -269,6 +269,18 @@ def test_replay_stops_at_a_zxid(workload: Workload) -> None:
     tree = replay(snap, workload.data_dir, up_to_zxid=workload.mid_zxid)
     assert tree.read_zxid == workload.mid_zxid
     assert _view(tree) == workload.mid_live
+    assert not tree.consistent  # snapshot.0 records no digest zxid: stopping early cannot be proven exact
+    # a snapshot whose digest says where its changes end is exact once replay passes that zxid
+    proven = [
+        s
+        for s in map(read_snapshot, list_snapshots(workload.data_dir))
+        if s.fuzzy_end_zxid and s.fuzzy_end_zxid <= workload.mid_zxid
+    ]
+    assert proven
+    for s in proven:
+        report = replay_report(s, workload.data_dir, up_to_zxid=workload.mid_zxid)
+        assert report.consistent and report.zxid == workload.mid_zxid and not report.warnings
+        assert _view(report.tree) == workload.mid_live
     with pytest.raises(BadInputError, match="before the snapshot"):
         replay(read_snapshot(latest_snapshot(workload.data_dir)), workload.data_dir, up_to_zxid=0)
 
