@@ -3,15 +3,16 @@
 Writes a snapshot in ZooKeeper's own format (FileHeader, sessions, ACL cache, pre-order nodes, seal,
 empty digest, seal) shaped like a ZK-mode Kafka cluster of 200,000 partitions (~420,000 znodes),
 checks that ZooKeeper accepts it (SnapshotFormatter reads it; optionally a real server loads it and
-verifies the seal), then times, in one run and on the same file:
+verifies the seal), then times, in one run, on the same file, each reader N times round robin (so a
+change in the shared machine's load falls on all alike), and reports medians of wall and CPU seconds:
 
-- zk2kraft's `read_snapshot` in this process (file read + Adler32 + full ZkTree), median of N;
-- the same from a fresh `python` process (interpreter start + import + parse), median of N;
-- `java ... org.apache.zookeeper.server.SnapshotFormatter FILE > /dev/null` (Debian's jars), median
-  of N, and on a tiny snapshot for the JVM's start-up cost, reported raw and net of it;
+- zk2kraft's `read_snapshot` in this process (file read + Adler32 + full ZkTree), and with verify=False;
+- the same from a fresh `python` process (interpreter start + import + parse);
+- `java ... org.apache.zookeeper.server.SnapshotFormatter FILE > /dev/null` (Debian's jars), and on a
+  tiny snapshot for the JVM's start-up cost, reported raw and net of it;
 - ZooKeeper's own loader without SnapshotFormatter's text output (`FileSnap.deserialize` plus the
   seal check, what a server does at start-up), through a ten-line Java main compiled here: in a fresh
-  JVM, and warm (the median of N more loads in one JVM, after the JIT has compiled it).
+  JVM, and warm (the second load in one JVM, after the JIT has compiled it).
 
     .venv/bin/python bench/zk_snapshot.py [--partitions 200000] [--per-topic 30] [--runs 3] [--no-server-check]
 """
@@ -205,18 +206,16 @@ def _cpu() -> float:
     return me + kids.ru_utime + kids.ru_stime
 
 
-def median_time(fn, runs: int) -> tuple[float, float]:
-    """Median (wall, CPU) seconds. CPU time is steadier than wall on a shared machine; a JVM's counts
-    its JIT and GC threads too. The result is freed after the clocks stop (freeing is not parsing)."""
-    walls, cpus = [], []
-    for _ in range(runs):
-        c = _cpu()
-        t = time.perf_counter()
-        result = fn()
-        walls.append(time.perf_counter() - t)
-        cpus.append(_cpu() - c)
-        del result
-    return statistics.median(walls), statistics.median(cpus)
+def measure(fn) -> tuple[float, float]:
+    """(wall, CPU) seconds of one call. CPU time is steadier than wall on a shared machine; a JVM's
+    counts its JIT and GC threads too. The result is freed after the clocks stop (freeing is not parsing)."""
+    c = _cpu()
+    t = time.perf_counter()
+    result = fn()
+    wall = time.perf_counter() - t
+    cpu = _cpu() - c
+    del result
+    return wall, cpu
 
 
 def compile_loader(tmp: Path) -> Path:
@@ -306,8 +305,6 @@ def main() -> None:
             checks.append(server_accepts(big, len(nodes) + 1))  # mntr counts the root twice
         print("checks:", "; ".join(checks))
 
-        ours = median_time(lambda: read_snapshot(big), args.runs)
-        ours_noverify = median_time(lambda: read_snapshot(big, verify=False), args.runs)
         cmd = [
             sys.executable,
             "-c",
@@ -318,15 +315,30 @@ def main() -> None:
             str(big),
         ]
         rss: list[int] = []
-        ours_proc = median_time(
-            lambda: rss.append(int(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)),
-            args.runs,
-        )
-        java_big = median_time(lambda: java_formatter(big), args.runs)
-        java_tiny = median_time(lambda: java_formatter(tiny), args.runs)
+        measures = {
+            "ours": lambda: read_snapshot(big),
+            "ours_noverify": lambda: read_snapshot(big, verify=False),
+            "ours_proc": lambda: rss.append(
+                int(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            ),
+            "java_big": lambda: java_formatter(big),
+            "java_tiny": lambda: java_formatter(tiny),
+            "load_fresh": lambda: java_loader(classes, big, 1),
+        }
+        # Round robin, so that a change in the shared machine's load falls on every reader alike.
+        samples: dict[str, list[tuple[float, float]]] = {k: [] for k in measures}
+        warm: list[float] = []
+        for _ in range(args.runs):
+            for name, fn in measures.items():
+                samples[name].append(measure(fn))
+            warm.append(java_loader(classes, big, 2)[1][1])  # the second load in one JVM: JIT warm
+        med = {
+            k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+            for k, v in samples.items()
+        }
+        ours, ours_noverify, ours_proc = med["ours"], med["ours_noverify"], med["ours_proc"]
+        java_big, java_tiny, load_fresh = med["java_big"], med["java_tiny"], med["load_fresh"]
         java_net = (java_big[0] - java_tiny[0], java_big[1] - java_tiny[1])
-        load_fresh = median_time(lambda: java_loader(classes, big, 1), args.runs)
-        warm = [secs for _, secs in java_loader(classes, big, args.runs + 1)[1:]]
         load_warm = (statistics.median(warm), None)
 
     mb = size / 1e6
