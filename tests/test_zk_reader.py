@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections import deque
 from collections.abc import Iterator
@@ -152,6 +153,9 @@ def test_read_tree_equals_plain_kazoo(sample, method):
     tree = reader.read()
     assert_same_tree(tree, want)
     assert tree.data("/t/null") is None and tree.data("/t/empty") == b""
+    assert type(tree["/t"]) is ZNode
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tree["/t"].data = b"changed"  # type: ignore[misc]
     assert tree.data("/t/ünï/名前") == "ü".encode()
     assert "/absent" not in tree
     assert reader.stats.method == ("async" if method == "async" else "multiread")
@@ -409,3 +413,15 @@ def test_default_roots_are_kafkas(zk):
     zk.create("/unrelated", b"x")
     tree = read_tree(zk)
     assert set(tree.nodes) == {"/brokers", "/brokers/ids", "/brokers/ids/1", "/controller_epoch"}
+
+
+def test_read_cluster_decodes_what_the_generator_wrote(zkc):
+    from migrator.zk.reader import read_cluster
+    from zk_fixtures.generator import ClusterSpec, load_cluster
+
+    generated = load_cluster(zkc, ClusterSpec(topics=6, partitions=4))
+    result = read_cluster(zkc)
+    assert not result.problems
+    assert result.image.topics == generated.image.topics
+    assert sorted(a.key() for a in result.image.acls) == sorted(a.key() for a in generated.image.acls)
+    assert result.control.controller_epoch == generated.control.controller_epoch

@@ -51,12 +51,14 @@ __all__ = [
     "encode_op",
     "encode_ops",
     "join_ops",
+    "mark_unsupported",
     "get_all_children_number",
     "multi_read",
     "parse_multi_read",
     "parse_srvr_version",
     "server_path",
     "supports_multi_read",
+    "wait_for_session",
 ]
 
 OP_GET_DATA = 4

@@ -40,6 +40,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from migrator.errors import BadInputError, PermissionDeniedError, UnreachableError
 from migrator.zk.connection import permission_denied
+from migrator.zk.layout import LayoutResult, image_from_tree
 from migrator.zk.multiread import (
     INT,
     OP_GET_CHILDREN,
@@ -72,10 +73,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-JUTE_MAXBUFFER = 1_048_575  # ZooKeeper's default for a packet, in both directions (0xfffff)
+# ZooKeeper's default jute.maxbuffer (0xfffff): the server drops the connection on a longer request,
+# a Java client refuses a longer reply.
+JUTE_MAXBUFFER = 1_048_575
 DEFAULT_MAX_BATCH_BYTES = 512 * 1024  # expected reply (and request) bytes per multiRead
-DEFAULT_MAX_OPS = 1000
-DEFAULT_IN_FLIGHT = 4
+DEFAULT_MAX_OPS = 2000
+DEFAULT_IN_FLIGHT = 8
 DEFAULT_RETRIES = 2
 ASYNC_CHUNK = 5000  # fallback: requests issued per chunk, two chunks in flight
 METHODS = ("auto", "multiread", "async")
@@ -113,34 +116,71 @@ class ReadStats:
     seconds: float = 0.0
     consistent: bool = False
     zxid: int = 0
-    round_zxids: list[tuple[int, int]] = field(default_factory=list)  # (lowest, highest) reply zxid per round
-    largest_reply: int = 0  # bytes of the largest multiRead reply frame (after the length prefix)
-    largest_request: int = (
-        0  # bytes of the largest multiRead request frame; the server's jute.maxbuffer applies
-    )
+    # (lowest, highest) reply zxid of each pass
+    round_zxids: list[tuple[int, int]] = field(default_factory=list)
+    # largest multiRead frames, after the length prefix; the server's jute.maxbuffer bounds requests
+    largest_reply: int = 0
+    largest_request: int = 0
+
+
+_ZNODE_FIELDS = (
+    "path",
+    "data",
+    "version",
+    "czxid",
+    "mzxid",
+    "ephemeral_owner",
+    "num_children",
+    "data_length",
+    "pzxid",
+)
+
+
+class _ZNodeTwin:
+    """ZNode's slot layout without its frozen-dataclass machinery, filled by plain attribute stores."""
+
+    __slots__ = _ZNODE_FIELDS
+
+    def __init__(
+        self,
+        path: str,
+        data: bytes | None,
+        version: int,
+        czxid: int,
+        mzxid: int,
+        ephemeral_owner: int,
+        num_children: int,
+        data_length: int,
+        pzxid: int,
+    ) -> None:
+        self.path = path
+        self.data = data
+        self.version = version
+        self.czxid = czxid
+        self.mzxid = mzxid
+        self.ephemeral_owner = ephemeral_owner
+        self.num_children = num_children
+        self.data_length = data_length
+        self.pzxid = pzxid
 
 
 def _znode_factory() -> Callable[..., ZNode]:
-    """ZNode's frozen-dataclass __init__ costs ~2 µs; filling its slots directly costs a third of that."""
-    expected = (
-        "path",
-        "data",
-        "version",
-        "czxid",
-        "mzxid",
-        "ephemeral_owner",
-        "num_children",
-        "data_length",
-        "pzxid",
-    )
-    if tuple(f.name for f in fields(ZNode)) != expected:
+    """A ZNode maker for the hot loop (one call per znode read).
 
-        def make_slow(*values: Any) -> ZNode:
-            return ZNode(**dict(zip(expected, values, strict=True)))
+    ZNode's frozen-dataclass __init__ costs ~2 µs. Its twin is filled with ordinary stores and then
+    re-labelled: CPython allows `__class__` assignment between classes of identical slot layout, and
+    from then on the object is a ZNode in every respect (type, equality, hashing, immutability). If
+    ZNode's fields ever change, the plain constructor is used instead.
+    """
 
+    def make_slow(*values: Any) -> ZNode:
+        return ZNode(**dict(zip(_ZNODE_FIELDS, values, strict=True)))
+
+    if (
+        tuple(f.name for f in fields(ZNode)) != _ZNODE_FIELDS
+        or getattr(ZNode, "__slots__", None) != _ZNODE_FIELDS
+    ):
         return make_slow
-    new = object.__new__
-    s0, s1, s2, s3, s4, s5, s6, s7, s8 = (ZNode.__dict__[name].__set__ for name in expected)
 
     def make(
         path: str,
@@ -153,19 +193,19 @@ def _znode_factory() -> Callable[..., ZNode]:
         data_length: int,
         pzxid: int,
     ) -> ZNode:
-        node = new(ZNode)
-        s0(node, path)
-        s1(node, data)
-        s2(node, version)
-        s3(node, czxid)
-        s4(node, mzxid)
-        s5(node, ephemeral_owner)
-        s6(node, num_children)
-        s7(node, data_length)
-        s8(node, pzxid)
-        return node
+        node: Any = twin(path, data, version, czxid, mzxid, ephemeral_owner, num_children, data_length, pzxid)
+        node.__class__ = ZNode
+        return node  # type: ignore[no-any-return]
 
-    return make
+    twin = _ZNodeTwin
+
+    probe = ("/", b"", 1, 2, 3, 4, 5, 6, 7)
+    try:
+        if make(*probe) == make_slow(*probe):
+            return make
+    except TypeError:
+        pass
+    return make_slow
 
 
 _make_znode = _znode_factory()
@@ -863,8 +903,10 @@ def read_tree(
     return reader.read()
 
 
-def read_cluster(client: KazooClient, strict: bool = True, **kwargs: Any) -> Any:
-    """Kafka's metadata as the model sees it: `read_tree` of Kafka's roots, then the layout decode."""
-    from migrator.zk.layout import image_from_tree
+def read_cluster(client: KazooClient, strict: bool = True, **kwargs: Any) -> LayoutResult:
+    """Kafka's metadata as the model sees it: `read_tree` of Kafka's roots, then the layout decode.
 
+    The tree's consistency is not re-checked here: callers that need a snapshot read the tree
+    themselves (`read_tree`) and look at `tree.consistent` before decoding it.
+    """
     return image_from_tree(read_tree(client, **kwargs), strict=strict)
