@@ -164,7 +164,7 @@ class _ZNodeTwin:
         self.pzxid = pzxid
 
 
-def _znode_factory() -> Callable[..., ZNode]:
+def _znode_factory() -> tuple[Callable[..., ZNode], type[_ZNodeTwin] | None]:
     """A ZNode maker for the hot loop (one call per znode read).
 
     ZNode's frozen-dataclass __init__ costs ~2 µs. Its twin is filled with ordinary stores and then
@@ -202,13 +202,14 @@ def _znode_factory() -> Callable[..., ZNode]:
     probe = ("/", b"", 1, 2, 3, 4, 5, 6, 7)
     try:
         if make(*probe) == make_slow(*probe):
-            return make
+            return make, _ZNodeTwin
     except TypeError:
         pass
-    return make_slow
+    return make_slow, None
 
 
-_make_znode = _znode_factory()
+# the hot loop inlines the twin when it works (one call per znode less)
+_make_znode, _TWIN = _znode_factory()
 
 
 def _depth(path: str) -> int:
@@ -528,6 +529,7 @@ class BulkReader:
         queue: deque[Run] = deque()
         hits: list[tuple[int, int, str]] = []
         make = _make_znode
+        twin = _TWIN
         sizes = self._sizes
         depth_sum, depth_cnt, name_sum, name_cnt = (
             sizes.depth_sum,
@@ -620,7 +622,12 @@ class BulkReader:
                                 buf, off
                             )
                             off += 68
-                            nodes[path] = make(path, data, version, czxid, mzxid, owner, count, length, pzxid)
+                            if twin is not None:
+                                node = twin(path, data, version, czxid, mzxid, owner, count, length, pzxid)
+                                node.__class__ = ZNode
+                            else:
+                                node = make(path, data, version, czxid, mzxid, owner, count, length, pzxid)
+                            nodes[path] = node
                             if mzxid > max_zxid:
                                 max_zxid = mzxid
                             if pzxid > max_zxid:
