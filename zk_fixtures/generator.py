@@ -313,6 +313,10 @@ def assign_replicas(
     return out
 
 
+def _rack_name(index: int, racks: int) -> str:
+    return f"rack-{chr(ord('a') + index)}" if racks <= 26 else f"rack-{index:03d}"
+
+
 def _scram(password: str, salt: bytes, iterations: int, mechanism: str) -> tuple[bytes, bytes]:
     """(stored_key, server_key) as Kafka's ScramFormatter derives them (RFC 5802)."""
     algo = _SCRAM_HASH[mechanism]
@@ -372,7 +376,7 @@ class _Generator:
                     Endpoint(listener="SSL", host=host, port=9093, security_protocol="SSL"),
                     Endpoint(listener="REPLICATION", host=host, port=9094, security_protocol="SASL_SSL"),
                 ],
-                rack=f"rack-{chr(ord('a') + i % spec.racks)}" if spec.racks else None,
+                rack=_rack_name(i % spec.racks, spec.racks) if spec.racks else None,
                 features={"metadata.version": FeatureRange(min_version=1, max_version=21)},
                 json_version=5,
                 jmx_port=9999 if i % 2 else -1,
