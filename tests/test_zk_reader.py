@@ -133,9 +133,21 @@ def test_multi_read_ops_equal_kazoo(sample):
     assert data is None and stat.dataLength == 0
     assert len(reply.results[paths.index("/t/big")][0]) == BIG
     assert len(reply.results[len(paths) + paths.index("/t/many")]) == 2500
+    with pytest.raises(ValueError, match="multiRead supports getData"):
+        mr.encode_ops([(mr.OP_GET_ALL_CHILDREN_NUMBER, "/t")])
     # The reply header's zxid is the server's last applied zxid: nothing was written since the sample.
     zk.sync("/")
     assert reply.zxid == zk.last_zxid
+
+
+def test_malformed_replies_are_value_errors():
+    good = mr.encode_ops([])  # an empty result list is just the end marker, like a request's
+    assert mr.parse_multi_read(b"\0" * 16 + good, 16) == []
+    one = mr.OP_HEAD.pack(mr.OP_GET_DATA, 0, 0, 3) + b"abc" + mr.STAT.pack(*range(11)) + good
+    assert mr.parse_multi_read(one, 0) == [(b"abc", tuple(range(11)))]
+    for bad in (one[:-1], one[:20], one + b"x", mr.OP_HEAD.pack(99, 0, 0, 0) + good):
+        with pytest.raises(ValueError, match="malformed multiRead reply"):
+            mr.parse_multi_read(bad, 0)
 
 
 def test_get_all_children_number(sample):

@@ -66,7 +66,6 @@ OP_GET_CHILDREN = 8
 OP_MULTI_READ = 22
 OP_GET_ALL_CHILDREN_NUMBER = 104
 OP_ERROR = -1
-ERR_UNIMPLEMENTED = -6
 MIN_MULTI_READ_VERSION = (3, 6, 0)
 
 INT = struct.Struct("!i")
@@ -75,10 +74,7 @@ _MULTI_HEADER = struct.Struct("!iBi")
 STAT = struct.Struct("!qqqqiiiqiiq")
 OP_HEAD = struct.Struct("!iBii")  # MultiHeader, then the op's first int
 _REPLY_HEADER_SIZE = 16  # xid int, zxid long, err int
-_OP_HEADER = {
-    OP_GET_DATA: _MULTI_HEADER.pack(OP_GET_DATA, 0, -1),
-    OP_GET_CHILDREN: _MULTI_HEADER.pack(OP_GET_CHILDREN, 0, -1),
-}
+_READ_OPS = frozenset((OP_GET_DATA, OP_GET_CHILDREN))  # the only ops a multiRead may carry
 _DONE = _MULTI_HEADER.pack(-1, 1, -1)
 
 
@@ -119,7 +115,7 @@ def encode_ops(ops: Sequence[tuple[int, str]], chroot: str | None = None) -> byt
     """The body of a multiRead request for `(OP_GET_DATA|OP_GET_CHILDREN, path)` ops."""
     encoded = []
     for op, path in ops:
-        if op not in _OP_HEADER:
+        if op not in _READ_OPS:
             raise ValueError(
                 f"multiRead supports getData ({OP_GET_DATA}) and getChildren ({OP_GET_CHILDREN}), not {op}"
             )
