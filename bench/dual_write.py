@@ -61,6 +61,8 @@ class Timing:
     wall: float
     client_cpu: float  # this process, every thread
     server_cpu: float  # the ZooKeeper JVM
+    writes: int = 0  # znode writes sent (zk2kraft coalesces repeated changes of a partition)
+    multis: int = 0
 
     @property
     def rate(self) -> float:
@@ -88,8 +90,15 @@ class Clock:
         self.client = time.process_time() - self.c
         self.server = _server_cpu(self.server_pid) - self.s
 
-    def timing(self, records: int) -> Timing:
-        return Timing(records, self.wall, self.client, self.server)
+    def timing(self, records: int, writes: int | None = None, multis: int | None = None) -> Timing:
+        return Timing(
+            records,
+            self.wall,
+            self.client,
+            self.server,
+            records if writes is None else writes,
+            records if multis is None else multis,
+        )
 
 
 def _server_cpu(pid: int) -> float:
@@ -143,7 +152,7 @@ def run_syncer(
     with Clock() as clock:
         report = syncer.sync(until_offset=copy_end + limit)
     assert report.to_offset == copy_end + limit, report
-    return clock.timing(report.records)
+    return clock.timing(report.records, report.ops, report.multis)
 
 
 def _baseline_records(log: MetadataLog, builder: ImageBuilder, copy_end: int, epoch: int, limit: int):  # type: ignore[no-untyped-def]
@@ -315,7 +324,8 @@ def main() -> None:
                     print(
                         f"run {run}: {name:15s} {timing.rate:10,.0f} records/s  {timing.records:,} records in "
                         f"{timing.wall:.2f}s; CPU {timing.cpu_us:,.1f} us/record (client "
-                        f"{timing.client_cpu:.2f}s + ZooKeeper {timing.server_cpu:.2f}s)"
+                        f"{timing.client_cpu:.2f}s + ZooKeeper {timing.server_cpu:.2f}s); "
+                        f"{timing.writes:,} state writes in {timing.multis:,} multis"
                     )
             medians = {name: statistics.median(t.rate for t in ts) for name, ts in timings.items()}
             cpu = {name: statistics.median(t.cpu_us for t in ts) for name, ts in timings.items()}
