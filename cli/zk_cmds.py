@@ -1,4 +1,4 @@
-"""`zk2kraft zk start|stop|status`: a local ZooKeeper for the demo and rehearsals."""
+"""`zk2kraft zk start|stop|status`: a local ZooKeeper for the demo and rehearsals; `zk export` (audit)."""
 
 from __future__ import annotations
 
@@ -72,3 +72,13 @@ def status(data_dir: str, as_json: bool) -> None:
         click.echo("not running")
     if not result["running"]:
         raise click.exceptions.Exit(3)
+
+
+def _add_export() -> None:
+    """`zk export` lives with `audit` (cli.audit_cmd), whose rows it writes."""
+    from cli.audit_cmd import export_command
+
+    zk.add_command(export_command, "export")
+
+
+_add_export()

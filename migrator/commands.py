@@ -286,3 +286,98 @@ def admin(
     """One change in DualWriteMetadata: to a running `migrate --follow`, or appended and synced here."""
     opts = _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None)
     return driver.admin(opts, change, timeout=timeout)
+
+
+# --- audit and the ZooKeeper export (Spark) -------------------------------------------------------
+# Imported lazily: Spark and pyarrow load only for the commands that use them.
+import typing  # noqa: E402
+
+if typing.TYPE_CHECKING:
+    from spark_audit.audit import AuditResult
+
+
+def audit(
+    log_dir: str,
+    *,
+    phase: str | None = None,
+    zookeeper: str | None = None,
+    zk_auth: Sequence[str] = (),
+    zk_timeout: float = 10.0,
+    zk_snapshot: str | None = None,
+    zk_txn_logs: str | None = None,
+    zk_chroot: str = "",
+    zk_replay: bool = True,
+    zk_export: str | None = None,
+    master: str | None = None,
+    slices: int | None = None,
+    limit: int = 20,
+    report: str | None = None,
+    verbose: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> AuditResult:
+    """ZooKeeper (live, a snapshot data dir, or an export) against the log, entity by entity, in Spark.
+
+    Exit code in the result: 0 consistent (or finalized), 1 mismatches; bad input raises (2), Spark or
+    an input that cannot be reached raises (3). `phase` defaults to what the derived state implies.
+    """
+    from spark_audit.audit import AuditOptions, run_audit
+
+    opts = AuditOptions(
+        log_dir=log_dir,
+        phase=phase,
+        zookeeper=zookeeper,
+        zk_auth=list(zk_auth),
+        zk_timeout=zk_timeout,
+        zk_snapshot=zk_snapshot,
+        zk_txn_logs=zk_txn_logs,
+        zk_chroot=zk_chroot,
+        zk_replay=zk_replay,
+        zk_export=zk_export,
+        master=master,
+        slices=slices,
+        limit=limit,
+        report=report,
+        verbose=verbose,
+    )
+    return run_audit(opts, say=say)
+
+
+class ZkExportResult(BaseModel):
+    out: str
+    rows: int
+    zookeeper: str
+    zxid: int
+    consistent: bool
+    znodes: int
+    cluster_id: str | None = None
+    topics: int = 0
+    partitions: int = 0
+    read_seconds: float = 0.0
+    warnings: list[str] = Field(default_factory=list)
+
+
+def zk_export(
+    zookeeper: str,
+    out: str,
+    *,
+    zk_auth: Sequence[str] = (),
+    zk_timeout: float = 10.0,
+    progress: Callable[[int], None] | None = None,
+) -> ZkExportResult:
+    """A consistent copy of Kafka's ZooKeeper tree as the audit's rows in one Parquet file (`audit --zk-export`)."""
+    from spark_audit.live import export_parquet
+
+    identity = export_parquet(zookeeper, out, zk_auth, zk_timeout, progress)
+    return ZkExportResult(
+        out=out,
+        rows=identity["rows"],
+        zookeeper=identity["zookeeper"],
+        zxid=identity["zxid"],
+        consistent=identity["consistent"],
+        znodes=identity["znodes"],
+        cluster_id=identity.get("cluster_id"),
+        topics=identity.get("topics", 0),
+        partitions=identity.get("partitions", 0),
+        read_seconds=identity.get("read_seconds", 0.0),
+        warnings=identity.get("warnings", []),
+    )
