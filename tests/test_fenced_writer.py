@@ -309,3 +309,26 @@ def test_replies_lost_after_multis_landed_are_not_applied_twice(zk: KazooClient)
     assert sorted(zk.get_children("/config/topics")) == [f"q{i:03d}" for i in range(n)]
     assert len(zk.get_children("/config/changes")) == n
     assert _migration(zk) == (100 + n, 1, after.zk_version)
+
+
+def test_a_write_stopped_by_its_groups_leaves_the_writer_usable(zk: KazooClient) -> None:
+    """A bad record stops a write with multis in flight: the writer accounts for those that land."""
+    from migrator.errors import BadInputError
+
+    claim, m = _setup(zk)
+    writer = FencedZkWriter(zk, claim, m, max_multi_bytes=3_000, in_flight=8)
+
+    def groups():  # type: ignore[no-untyped-def]
+        for i in range(30):
+            yield OpGroup([ZkOp.create(f"/config/topics/s{i:02d}", b"x" * 1000)], 101 + i, 1)
+        raise BadInputError("offset 131: a record the syncer cannot apply")
+
+    with pytest.raises(BadInputError, match="offset 131"):
+        writer.write_groups(groups())
+    offset, _, version = _migration(zk)
+    assert (writer.migration.kraft_metadata_offset, writer.migration.zk_version) == (offset, version)
+    # What landed is exactly what /migration covers (groups still being packed were never sent).
+    landed = sorted(zk.get_children("/config/topics"))
+    assert landed == [f"s{i:02d}" for i in range(offset - 100)] and len(landed) > 20
+    after = writer.write([ZkOp.create("/config/topics/after", b"")], 200, 1)
+    assert _migration(zk) == (200, 1, after.zk_version)

@@ -697,3 +697,61 @@ def test_zookeeper_restart_during_sync_loses_nothing_and_doubles_nothing(tmp_pat
             log.close()
         close(client)
         server.stop()
+
+
+def test_sync_removals_of_scram_quotas_and_prefixed_acls(migrated: Migrated) -> None:
+    zk = migrated.zk
+    syncer = migrated.syncer
+    syncer.reconcile()
+    image = syncer.image
+    assert image is not None
+    cred = next(iter(image.scram_credentials.values()))
+    upath = P.config_entity_path("users", P.sanitize(cred.user))
+    quota = next(q for q in image.client_quotas if set(q.entity) == {"ip"})
+    qpath = P.quota_entity_path(quota.entity)
+    extended_before = len(zk.get_children(P.EXTENDED_ACL_CHANGES))
+    changes_before = len(zk.get_children(P.CONFIG_CHANGES))
+    migrated.append(
+        record(
+            "RemoveUserScramCredentialRecord",
+            Name=cred.user,
+            Mechanism=1 if cred.mechanism == "SCRAM-SHA-256" else 2,
+        ),
+        *[
+            record(
+                "ClientQuotaRecord",
+                Entity=[{"EntityType": "ip", "EntityName": quota.entity["ip"]}],
+                Key=k,
+                Value=0.0,
+                Remove=True,
+            )
+            for k in quota.values
+        ],
+        record(
+            "AccessControlEntryRecord",
+            Id=uuid.uuid4(),
+            ResourceType=3,
+            ResourceName="dw-prefix-",
+            PatternType=4,
+            Principal="User:svc",
+            Host="*",
+            Operation=3,
+            PermissionType=3,
+        ),
+    )
+    syncer.sync()
+    left = codec.decode_config(upath, zk.get(upath)[0]) if zk.exists(upath) else {}
+    assert cred.mechanism not in left
+    assert zk.exists(qpath) is None  # no quota left: the entity's znode goes, as the layout has it
+    acls = codec.decode_acls(
+        "", zk.get("/kafka-acl-extended/prefixed/Group/dw-prefix-")[0], "GROUP", "dw-prefix-", "PREFIXED"
+    )
+    assert [a.principal for a in acls] == ["User:svc"]
+    changes = sorted(zk.get_children(P.EXTENDED_ACL_CHANGES))[extended_before:]
+    assert [
+        codec.decode_acl_change(P.EXTENDED_ACL_CHANGES + "/" + c, zk.get(f"{P.EXTENDED_ACL_CHANGES}/{c}")[0])
+        for c in changes
+    ] == [codec.ResourcePattern("GROUP", "dw-prefix-", "PREFIXED")]
+    announced = _changes(zk)[changes_before:]
+    assert sorted(announced) == sorted([f"users/{P.sanitize(cred.user)}", qpath[len("/config/") :]])
+    assert _normal(_zk_image(zk)) == _normal(_log_image(migrated.log))

@@ -469,7 +469,9 @@ class ZkSyncer:
                     self._adopt(image)
                 assert self._builder is not None
                 offset, epoch = self._covered
-                current = self.writer.migration.kraft_metadata_offset
+                # What /migration says now (a write that stopped with multis in flight may have
+                # left more than the writer saw land); it must still be this claim's.
+                current = self.writer.resync().kraft_metadata_offset
                 if current > offset:
                     raise BadInputError(
                         f"/migration covers offset {current} but the log at {self.log.partition_dir} "

@@ -39,7 +39,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import ACL, OPEN_ACL_UNSAFE
 
-from migrator.errors import BadInputError, FencedError, PermissionDeniedError, UnreachableError
+from migrator.errors import BadInputError, FencedError, PermissionDeniedError, UnreachableError, ZkKraftError
 from migrator.model import MigrationZnode
 from migrator.zk import codec
 from migrator.zk import paths as P
@@ -284,6 +284,7 @@ class FencedZkWriter:
         self.jute_maxbuffer = jute_maxbuffer
         self.max_multi_bytes = min(max_multi_bytes, jute_maxbuffer)
         self.stats = WriteStats()
+        self._stale = False
         # Called with the new /migration state after each multi lands (progress, lag waiters).
         self.listeners: list[Callable[[MigrationZnode], None]] = []
         self.chroot = client.chroot or ""
@@ -388,9 +389,46 @@ class FencedZkWriter:
 
     def write_groups(self, groups: Iterable[OpGroup]) -> MigrationZnode:
         """Write groups in order, several multis in flight; each multi claims its last complete group."""
+        if self._stale:
+            self.resync()
+        window: deque[_Sent] = deque()
+        try:
+            return self._write(groups, window)
+        except BaseException:
+            if window:  # stopped with multis in flight (a bad group, fenced, unreachable)
+                self._abandon(window)
+            raise
+
+    def resync(self) -> MigrationZnode:
+        """Re-learn /migration (offset and version) from ZooKeeper; it must still be this claim's."""
+        data, version, epoch_version = self._read_migration()
+        if epoch_version != self.claim.controller_epoch_zk_version:
+            raise self._fenced_by_controller()
+        try:
+            m = codec.decode_migration(P.MIGRATION, data, zk_version=version)
+        except BadInputError:
+            raise self._other_writer(self.migration.zk_version, version, data) from None
+        if (m.kraft_controller_id, m.kraft_controller_epoch) != (
+            self.claim.kraft_controller_id,
+            self.claim.kraft_epoch,
+        ):
+            raise self._other_writer(self.migration.zk_version, version, data)
+        self.migration = m
+        self._stale = False
+        return m
+
+    def _abandon(self, window: deque[_Sent]) -> None:
+        """Account for the multis in flight when a write stops, so the next one expects the right
+        /migration version; if that cannot be known now, the next write re-reads it first."""
+        try:
+            self._settle(list(window), None)
+        except (ZkKraftError, KazooException):
+            self._stale = True
+        window.clear()
+
+    def _write(self, groups: Iterable[OpGroup], window: deque[_Sent]) -> MigrationZnode:
         queue: deque[_Multi] = deque()
         packer = self._pack(groups)
-        window: deque[_Sent] = deque()
         next_version = self.migration.zk_version
         while True:
             while len(window) < self.in_flight:
@@ -515,7 +553,7 @@ class FencedZkWriter:
 
         They land as a prefix, because each expects the /migration version the one before leaves.
         """
-        for other in sents[1:]:
+        for other in sents:
             if other.result is not None and not other.result.ready():
                 self._wait(other)
         base = sents[0].expected
