@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.zk2kraft-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-PYTHON ?= $(shell command -v python3.13 || command -v python3.12 || command -v python3.11 || command -v python3)
+PYTHON ?= python3
 
 .PHONY: demo test deps system-deps lint bench clean
 
