@@ -14,9 +14,11 @@ from zk_fixtures.server import ZkServer, four_letter, read_state, start_detached
 def test_start_stop_leaves_no_process(tmp_path):
     server = ZkServer(tmp_path / "zk").start()
     pid = server.proc.pid
-    assert four_letter(server.host, server.port, "ruok") == "imok"
-    assert "Mode: standalone" in four_letter(server.host, server.port, "srvr")
-    server.stop()
+    try:
+        assert four_letter(server.host, server.port, "ruok") == "imok"
+        assert "Mode: standalone" in four_letter(server.host, server.port, "srvr")
+    finally:
+        server.stop()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert four_letter(server.host, server.port, "ruok") == ""
