@@ -92,8 +92,13 @@ def connect(
     default_acl: Sequence[str] = (),
     read_only: bool = False,
     require_chroot: bool = True,
+    connection_tries: int = 3,
 ) -> KazooClient:
-    """A started kazoo client; raises UnreachableError (exit 3) or BadInputError (exit 2)."""
+    """A started kazoo client; raises UnreachableError (exit 3) or BadInputError (exit 2).
+
+    `connection_tries` bounds kazoo's reconnection attempts after a lost connection; -1 keeps
+    reconnecting (a long-running controller outlives a ZooKeeper restart that way).
+    """
     spec = ConnectSpec.parse(connect_string)
     credentials = parse_auth(auth)
     # kazoo turns `sasl:user:password` into a SASL login only at construction. Other schemes are added
@@ -107,7 +112,7 @@ def connect(
         "auth_data": sasl_auth or None,
         "default_acl": acls_for(default_acl),
         "read_only": read_only,
-        "connection_retry": {"max_tries": 3, "delay": 0.2, "backoff": 2, "max_delay": 2},
+        "connection_retry": {"max_tries": connection_tries, "delay": 0.2, "backoff": 2, "max_delay": 2},
         "command_retry": {"max_tries": 3, "delay": 0.2, "backoff": 2, "max_delay": 2},
         "logger": logging.getLogger("kazoo"),
     }
