@@ -808,3 +808,68 @@ def delete_scram(ctx: click.Context, user: str, mechanism: str, **_: Any) -> Non
     """
     spec = ScramSpec(user=user, mechanism=mechanism, iterations=0)
     _run_admin(ctx.params, AdminChange(kind="delete-scram", scram=spec))
+
+
+def _read_changes(path: str) -> Iterator[AdminChange]:
+    """JSON lines, one AdminChange each (the `change` shape of the other admin subcommands)."""
+    try:
+        f = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise BadInputError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        for number, line in enumerate(f, start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                yield AdminChange.model_validate_json(line)
+            except ValueError as e:
+                first = str(e).splitlines()[1:2] or [str(e)]
+                raise BadInputError(
+                    f"{path} line {number}: not an admin change ({first[0].strip()})"
+                ) from None
+    finally:
+        if f is not sys.stdin:
+            f.close()
+
+
+@admin.command("apply")
+@click.argument("changes_file", metavar="FILE")
+@_admin_options
+@click.pass_context
+def apply_changes(ctx: click.Context, changes_file: str, **_: Any) -> None:
+    """Apply a file of changes in order (JSON lines, `-` for stdin), each synced before the next.
+
+    Each line is one change: {"kind": "create-topic", "topic": "t1", "partitions": 3}, with the fields
+    of the subcommands (kind, topic, partitions, replication_factor, configs, delete_configs, broker,
+    acl, quota_entity, quota_values, quota_remove). The first refused change stops the run; the ones
+    before it stay applied. SCRAM credentials go through `upsert-scram` (a file never holds a password).
+
+    \b
+    Example:
+      zk2kraft admin apply changes.jsonl -z zk:2181/kafka -l /data/kraft
+    """
+    p = ctx.params
+    out = _out_console()
+
+    def show(result: commands.AdminResult) -> None:
+        if p["as_json"]:
+            click.echo(json.dumps(result.model_dump(mode="json")))
+        else:
+            out.print(
+                f"{escape(result.change)}: {escape(result.summary)} [dim]via {escape(result.via)}[/dim]"
+            )
+        sys.stdout.flush()
+
+    changes = list(_read_changes(changes_file))
+    if any(c.kind in ("upsert-scram",) for c in changes):
+        raise BadInputError("upsert-scram is not accepted from a file: use `zk2kraft admin upsert-scram`")
+    commands.admin_many(
+        p["zookeeper"],
+        p["log_dir"],
+        changes,
+        zk_auth=p["zk_auth"],
+        zk_timeout=p["zk_timeout"],
+        node_id=p["node_id"],
+        timeout=p["timeout"],
+        on_result=show,
+    )

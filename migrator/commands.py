@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from kazoo.exceptions import AuthFailedError, KazooException
 from kazoo.handlers.threading import KazooTimeoutError
@@ -286,6 +286,22 @@ def admin(
     """One change in DualWriteMetadata: to a running `migrate --follow`, or appended and synced here."""
     opts = _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None)
     return driver.admin(opts, change, timeout=timeout)
+
+
+def admin_many(
+    zookeeper: str,
+    log_dir: str,
+    changes: Iterable[AdminChange],
+    *,
+    zk_auth: Sequence[str] = (),
+    zk_timeout: float = 10.0,
+    node_id: int = DEFAULT_NODE_ID,
+    timeout: float = 60.0,
+    on_result: Callable[[AdminResult], None] | None = None,
+) -> list[AdminResult]:
+    """Changes in order, each appended and synced before the next; the first refused one raises."""
+    opts = _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None)
+    return driver.admin_many(opts, changes, timeout=timeout, on_result=on_result)
 
 
 # --- audit and the ZooKeeper export (Spark) -------------------------------------------------------

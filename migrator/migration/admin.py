@@ -17,6 +17,7 @@ PBKDF2) and only its salted keys travel, in a file only the owner can read, dele
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import hmac
 import ipaddress
@@ -43,6 +44,7 @@ from migrator.kraft.image import (
     PATTERN_TYPES,
     SCRAM_MECHANISMS,
 )
+from migrator.kraft.lock import LOCK_FILE
 from migrator.kraft.records import MetadataRecord, kafka_to_uuid, record
 from migrator.model import Acl, ClusterImage
 
@@ -855,7 +857,7 @@ class Inbox:
                 data = reply.read_bytes()
                 reply.unlink(missing_ok=True)
                 return AdminReply.model_validate_json(data)
-            alive = _alive(pid)
+            alive = _alive(pid) and writer_lock_held(self.log_dir)
             if not alive or time.monotonic() > deadline:
                 try:
                     request.unlink()
@@ -875,6 +877,26 @@ class Inbox:
                 )
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
+
+
+def writer_lock_held(log_dir: Path) -> bool:
+    """Whether some process holds the log's writer lock (a shared-lock probe; takes nothing).
+
+    The kernel drops the lock when its holder dies, so this tells a dead follower even while its
+    pid still exists (a zombie not yet reaped by its parent)."""
+    try:
+        fd = os.open(log_dir / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _alive(pid: int) -> bool:

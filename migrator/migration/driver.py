@@ -22,7 +22,7 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from migrator.migration.admin import (
     plan_change,
     refused_state,
     reply_of,
+    writer_lock_held,
 )
 from migrator.migration.facts import Facts, gather, gather_zk, log_exists, require_own_log
 from migrator.migration.faults import CrashPointWriter, crash_point
@@ -90,6 +91,7 @@ __all__ = [
     "RollbackResult",
     "StatusResult",
     "admin",
+    "admin_many",
     "finalize",
     "migrate",
     "plan",
@@ -253,7 +255,9 @@ class AdminResult(BaseModel):
 
 @contextmanager
 def _zk(opts: DriverOptions) -> Iterator[KazooClient]:
-    client = connect(opts.zookeeper, auth=opts.zk_auth, timeout=opts.zk_timeout)
+    # Reconnect without a bound: a writer rides out a ZooKeeper restart (each operation still gives
+    # up after retry_transient's deadline, so nothing hangs for ever).
+    client = connect(opts.zookeeper, auth=opts.zk_auth, timeout=opts.zk_timeout, connection_tries=-1)
     try:
         yield client
     finally:
@@ -421,7 +425,7 @@ def migrate(
     follow: bool = False,
     stop: threading.Event | None = None,
     progress: Progress | None = None,
-    poll_interval: float = 0.2,
+    poll_interval: float = 0.05,
 ) -> MigrateResult:
     """Run the migration from the derived state to DualWriteMetadata (and keep following with `follow`)."""
     timings: dict[str, float] = {}
@@ -762,7 +766,10 @@ class _Controller:
 
     def apply(self, change: AdminChange, after_append: str) -> AdminReply:
         """Validate, append, sync: the one way an admin change enters the migration."""
-        brokers = _live_brokers(self.client, gather_zk(self.client).registered_brokers)
+        needs_brokers = change.kind in ("create-topic", "add-partitions", "alter-broker-config")
+        brokers = (
+            _live_brokers(self.client, gather_zk(self.client).registered_brokers) if needs_brokers else {}
+        )
         planned = plan_change(change, self.image, brokers)
         if planned.noop:
             return AdminReply(ok=True, message=planned.summary, follower_pid=os.getpid())
@@ -885,24 +892,11 @@ def plan(opts: DriverOptions) -> PlanResult:
 
 
 def _writer_holder(log_dir: str) -> str | None:
-    """Who holds the log's writer lock now, without taking it (a shared-lock probe)."""
-    import fcntl
-
-    path = Path(log_dir) / LOCK_FILE
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+    """Who holds the log's writer lock now, without taking it."""
+    if not writer_lock_held(Path(log_dir)):
         return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = read_holder(path)
-            return holder.describe() if holder else "an unnamed process"
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    holder = read_holder(Path(log_dir) / LOCK_FILE)
+    return holder.describe() if holder else "an unnamed process"
 
 
 def _next_action(facts: Facts) -> str:
@@ -1170,6 +1164,25 @@ def _release(client: KazooClient, claim: Claim | None, kraft_epoch: int) -> tupl
 
 def admin(opts: DriverOptions, change: AdminChange, *, timeout: float = 60.0) -> AdminResult:
     """Apply one change in DualWriteMetadata: handed to a running follower, or appended and synced here."""
+    return admin_many(opts, [change], timeout=timeout)[0]
+
+
+def admin_many(
+    opts: DriverOptions,
+    changes: Iterable[AdminChange],
+    *,
+    timeout: float = 60.0,
+    on_result: Callable[[AdminResult], None] | None = None,
+) -> list[AdminResult]:
+    """Apply changes in order, each validated, appended and synced before the next; the first refused
+    one raises (the ones before it stay applied). One claim and one reconciliation for all of them."""
+    results: list[AdminResult] = []
+
+    def done(result: AdminResult) -> None:
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
         if facts.derived.state is not S.DUAL_WRITE_METADATA:
@@ -1184,21 +1197,23 @@ def admin(opts: DriverOptions, change: AdminChange, *, timeout: float = 60.0) ->
             holder = read_holder(Path(opts.log_dir) / LOCK_FILE)
             if pid is None or holder is None or holder.pid != pid:
                 raise
-            rid = inbox.submit(change)
-            reply = inbox.wait(rid, pid, timeout)
-            return _admin_result(change, reply, f"follower pid {pid}")
+            for change in changes:
+                reply = inbox.wait(inbox.submit(change), pid, timeout)
+                done(_admin_result(change, reply, f"follower pid {pid}"))
+            return results
         try:
             facts = gather(client, opts.log_dir, log)
             if facts.derived.state is not S.DUAL_WRITE_METADATA:
                 raise refused_state(_public(facts.derived.state))
-            covered = _covered(facts, log)
-            claim, migration = _claim(client, log, facts, node_id, covered)
+            claim, migration = _claim(client, log, facts, node_id, _covered(facts, log))
             syncer = _syncer(client, log, claim, migration, facts)
             syncer.reconcile(_replay_of(facts))  # every new writer first repairs drift, as Kafka's does
-            reply = _Controller(client, log, syncer, claim.kraft_epoch, facts).apply(change, "admin.appended")
+            ctl = _Controller(client, log, syncer, claim.kraft_epoch, facts)
+            for change in changes:
+                done(_admin_result(change, ctl.apply(change, "admin.appended"), "direct"))
         finally:
             log.close()
-    return _admin_result(change, reply, "direct")
+    return results
 
 
 def _admin_result(change: AdminChange, reply: AdminReply, via: str) -> AdminResult:
