@@ -20,10 +20,12 @@ from kazoo.client import KazooClient
 from migrator.kraft.image import ReplayResult
 from migrator.kraft.log import MetadataLog
 from migrator.model import ClusterImage
+from migrator.zk.connection import close, connect
 from migrator.zk.layout import LayoutResult, image_from_tree
 from migrator.zk.reader import read_tree
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import ClusterSpec, GeneratedCluster, load_cluster
+from zk_fixtures.server import ZkServer
 
 ROOT = Path(__file__).resolve().parent.parent
 ZK2KRAFT = [sys.executable, "-c", "from cli.main import entry; entry()"]
@@ -67,6 +69,19 @@ def cluster(zk: KazooClient, zk_connect: str, spec: ClusterSpec = SPEC) -> Itera
         yield generated
     finally:
         sessions.close()
+
+
+@contextmanager
+def own_server(data_dir: Path) -> Iterator[tuple[KazooClient, str]]:
+    """A ZooKeeper server of the test's own (client, connect string): big clusters are dropped with
+    the server instead of being deleted znode by znode from the shared one."""
+    server = ZkServer(data_dir).start()
+    client = connect(server.connect_string)
+    try:
+        yield client, server.connect_string
+    finally:
+        close(client)
+        server.kill()
 
 
 def zk_layout(client: KazooClient) -> LayoutResult:

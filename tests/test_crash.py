@@ -19,7 +19,16 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import ROOT, ZK2KRAFT, assert_consistent, cluster, log_replay, run_cli, zk_layout
+from migrate_helpers import (
+    ROOT,
+    ZK2KRAFT,
+    assert_consistent,
+    cluster,
+    log_replay,
+    own_server,
+    run_cli,
+    zk_layout,
+)
 
 from migrator import commands
 from migrator.errors import UnreachableError, ZkKraftError
@@ -121,14 +130,8 @@ def test_crash_in_first_migration(point: str, zk: KazooClient, zk_connect: str, 
 
 @pytest.fixture
 def own_zk(tmp_path: Path) -> Iterator[tuple[KazooClient, str]]:
-    """A ZooKeeper server of the test's own, for clusters too big to delete znode by znode afterwards."""
-    server = ZkServer(tmp_path / "own-zk").start()
-    client = connect(server.connect_string)
-    try:
-        yield client, server.connect_string
-    finally:
-        close(client)
-        server.kill()
+    with own_server(tmp_path / "own-zk") as server:
+        yield server
 
 
 @pytest.mark.slow

@@ -1,0 +1,100 @@
+"""Two drivers with different epochs race over 1,000 topics (Kafka's testControllerFailoverZkRace).
+
+Driver A (`zk2kraft admin apply`, one process, one claim) creates 1,000 topics one by one, each synced
+to ZooKeeper before the next. Mid-way driver B, a second controller with a copy of the log taken
+before A started (the replicated log a new leader has), runs `zk2kraft migrate`: it claims ZooKeeper
+with a higher epoch and reconciles it to its own log. From B's claim on, every write of A fails
+(A exits 4, "fenced by a newer controller"), no znode A could have written appears after the claim,
+and ZooKeeper ends equal to B's log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from migrate_helpers import ROOT, ZK2KRAFT, assert_consistent, cluster, own_server, run_cli
+
+from migrator import commands
+from migrator.kraft.log import MetadataLog
+from migrator.migration.admin import AdminChange
+from migrator.zk.reader import read_tree
+
+pytestmark = [pytest.mark.zk, pytest.mark.slow]
+
+TOPICS = 1000
+
+
+def _created_after(client: KazooClient, zxid: int) -> list[str]:
+    """Topic and topic-config znodes created, and partition states changed, after `zxid`."""
+    tree = read_tree(client, roots=["/brokers/topics", "/config/topics"])
+    return sorted(
+        p
+        for p, n in tree.nodes.items()
+        if p not in ("/brokers/topics", "/config/topics")
+        and (n.czxid > zxid or (p.endswith("/state") and n.mzxid > zxid))
+    )
+
+
+def test_two_drivers_race_over_1000_topics(tmp_path: Path) -> None:
+    with own_server(tmp_path / "zk") as (zk, zk_connect), cluster(zk, zk_connect):
+        log_a, log_b = tmp_path / "a", tmp_path / "b"
+        commands.migrate(zk_connect, str(log_a), yes=True, brokers_from_zk=True)
+        shutil.copytree(log_a, log_b)  # B's log: what A's held before A's changes
+        changes = tmp_path / "changes.jsonl"
+        changes.write_text(
+            "".join(
+                AdminChange(
+                    kind="create-topic", topic=f"race-{i:04d}", partitions=1, replication_factor=1
+                ).model_dump_json()
+                + "\n"
+                for i in range(TOPICS)
+            )
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ZK2KRAFT_")}
+        driver_a = subprocess.Popen(
+            [*ZK2KRAFT, "admin", "apply", str(changes), "--json", "-z", zk_connect, "-l", str(log_a)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        try:
+            assert driver_a.stdout is not None
+            applied = [json.loads(driver_a.stdout.readline()) for _ in range(150)]
+            assert all(a["via"] == "direct" for a in applied)
+            # B takes over while A keeps writing.
+            driver_b = run_cli(["migrate", "--yes", "--json", "-z", zk_connect, "-l", str(log_b)])
+            assert driver_b.returncode == 0, driver_b.stderr
+            b = json.loads(driver_b.stdout)
+            out, err = driver_a.communicate(timeout=120)
+        finally:
+            if driver_a.poll() is None:
+                driver_a.kill()
+                driver_a.communicate()
+        applied += [json.loads(line) for line in out.splitlines() if line.strip()]
+        assert driver_a.returncode == 4, err
+        assert "fenced by a newer controller" in err
+        assert 150 <= len(applied) < TOPICS, "A should be stopped mid-way"
+        # B's claim is above A's and B's reconcile removed the topics A had written before it.
+        with MetadataLog.open(log_a) as log:
+            epoch_a = log.latest_epoch  # A appended its changes in its own claim's epoch
+        assert b["claim"]["kraft_epoch"] > epoch_a
+        removed = [
+            r for r in b["repairs"] if r["kind"] == "delete" and r["path"].startswith("/brokers/topics/race-")
+        ]
+        assert removed, "B should have deleted A's topics from ZooKeeper"
+        # Nothing of A landed after B's claim: B's claim is the last change of /controller_epoch.
+        claim_zxid = zk.exists("/controller_epoch").mzxid  # type: ignore[union-attr]
+        assert _created_after(zk, claim_zxid) == []
+        zk_image, _ = assert_consistent(zk, log_b)
+        assert not [t for t in zk_image.topics if t.startswith("race-")]
+        m = zk.get("/migration")[0]
+        assert json.loads(m)["kraft_controller_epoch"] == b["claim"]["kraft_epoch"]
