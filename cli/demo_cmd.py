@@ -52,6 +52,8 @@ class DemoContext:
     console: Console
     workdir: Path
     seed: int = 1
+    rollback: bool = False
+    audit: bool = True
     server: ZkServer | None = None
     connect: str = ""
     cluster: GeneratedCluster | None = None
@@ -119,6 +121,173 @@ def run_check(ctx: DemoContext) -> None:
     )
 
 
+def _log_dir(ctx: DemoContext) -> str:
+    return str(ctx.workdir / "kraft-metadata")
+
+
+def run_plan(ctx: DemoContext) -> None:
+    result = commands.plan(ctx.connect, _log_dir(ctx))
+    plan = result.plan
+    if plan is None:
+        ctx.failures.append(f"plan produced nothing: {result.message}")
+        return
+    ctx.console.print(
+        f"The copy, as a dry run: {plan.records} records in {plan.batches} batches, {plan.bytes:,} bytes, "
+        f"about {plan.estimated_seconds:.1f}s. Nothing was written anywhere."
+    )
+    top = sorted(plan.by_type.items(), key=lambda kv: -kv[1].records)[:6]
+    ctx.console.print("  " + ", ".join(f"{name} {n.records}" for name, n in top))
+
+
+def run_migrate(ctx: DemoContext) -> None:
+    result = commands.migrate(
+        ctx.connect,
+        _log_dir(ctx),
+        yes=True,
+        brokers_from_zk=True,
+        say=lambda line: ctx.console.print(f"  {line}"),
+    )
+    m = result.manifest
+    ctx.console.print(
+        f"{result.state_before} → [bold]{result.state_after}[/bold] ({result.kafka_code_after}). "
+        + (
+            f"Copied {m.records} records in {m.batches} batches ({m.bytes:,} bytes) in {m.duration_seconds:.2f}s; "
+            if m
+            else ""
+        )
+        + f"/migration covers offset {result.migration_offset}, write-behind lag {result.lag}."
+    )
+    ctx.console.print(
+        "ZooKeeper is now the write-behind copy of the log: /controller is held by the KRaft controller "
+        "(persistent, kraftControllerEpoch set), and every later change reaches ZooKeeper in fenced multis."
+    )
+    if result.state_after != "DualWriteMetadata":
+        ctx.failures.append(f"migrate ended in {result.state_after}")
+
+
+def run_admin(ctx: DemoContext) -> None:
+    from migrator.migration.admin import AclSpec, AdminChange
+
+    changes = [
+        AdminChange(
+            kind="create-topic",
+            topic="demo-orders",
+            partitions=6,
+            replication_factor=3,
+            configs={"retention.ms": "86400000"},
+        ),
+        AdminChange(kind="alter-topic-config", topic="demo-orders", configs={"cleanup.policy": "compact"}),
+        AdminChange(
+            kind="add-acl",
+            acl=AclSpec(
+                resource_type="TOPIC",
+                resource_name="demo-orders",
+                principal="User:demo-app",
+                operation="WRITE",
+            ),
+        ),
+        AdminChange(
+            kind="set-quota", quota_entity={"user": "demo-app"}, quota_values={"producer_byte_rate": 1048576}
+        ),
+        AdminChange(kind="add-partitions", topic="demo-orders", partitions=12),
+    ]
+    results = commands.admin_many(ctx.connect, _log_dir(ctx), changes)
+    for change, result in zip(changes, results, strict=True):
+        ctx.console.print(f"  {escape(change.describe())}: {escape(result.summary)}")
+    from migrator.zk.connection import close, connect
+
+    client = connect(ctx.connect)
+    try:
+        landed = client.exists("/brokers/topics/demo-orders/partitions/11/state") is not None
+    finally:
+        close(client)
+    ctx.console.print(
+        "Each change was appended to the log and carried to ZooKeeper by the syncer"
+        + (
+            " — /brokers/topics/demo-orders/partitions/11/state exists, as ZK-mode brokers expect."
+            if landed
+            else "."
+        )
+    )
+    if not landed:
+        ctx.failures.append("admin changes did not reach ZooKeeper")
+
+
+def run_status(ctx: DemoContext) -> None:
+    st = commands.status(ctx.connect, _log_dir(ctx))
+    ctx.console.print(
+        f"State [bold]{st.state}[/bold] (Kafka {st.kafka_state}), KRaft epoch {st.kraft_epoch}, ZooKeeper controller "
+        f"epoch {st.zk_controller_epoch}, log end offset {st.log_end_offset}, write-behind lag {st.write_behind_lag}, "
+        f"{len(st.zk_registered_brokers)} brokers registered in ZooKeeper."
+    )
+    ctx.console.print(f"Next action: {escape(st.next_action)}")
+    if st.write_behind_lag != 0:
+        ctx.failures.append(f"lag {st.write_behind_lag} after sync")
+
+
+def run_audit(ctx: DemoContext) -> None:
+    if not ctx.audit:
+        ctx.console.print("(skipped: --no-audit)")
+        return
+    report = ctx.workdir / f"audit-{len(ctx.failures)}-{time.monotonic_ns()}.html"
+    result = commands.audit(_log_dir(ctx), zookeeper=ctx.connect, master="local[2]", report=str(report))
+    ctx.console.print(
+        f"Audit (phase {result.phase}, Spark {result.master}): [bold]{escape(result.verdict)}[/bold] — "
+        f"{result.mismatches} mismatches, {result.expected} expected, {result.informational} informational "
+        f"differences, in {result.seconds:.1f}s."
+    )
+    if result.exit_code != 0:
+        ctx.failures.append(f"audit found {result.mismatches} mismatches")
+
+
+def run_finalize(ctx: DemoContext) -> None:
+    if ctx.brokers is not None:
+        ctx.brokers.close()
+        ctx.brokers = None
+    ctx.console.print("The brokers were rolled to KRaft mode: their ZooKeeper registrations are gone.")
+    result = commands.finalize(ctx.connect, _log_dir(ctx), yes=True)
+    ctx.console.print(f"{result.state_before} → [bold]{result.state_after}[/bold]: {escape(result.message)}")
+    if result.state_after != "MigrationFinalized":
+        ctx.failures.append(f"finalize ended in {result.state_after}")
+
+
+def run_rollback(ctx: DemoContext) -> None:
+    result = commands.rollback(ctx.connect, _log_dir(ctx), yes=True)
+    ctx.console.print(
+        f"{result.state_before} → [bold]{result.state_after}[/bold]: /controller and /migration removed, "
+        f"/controller_epoch raised to {result.zk_controller_epoch} (above KRaft epoch {result.kraft_epoch}, so "
+        "ZK-mode brokers accept the next ZooKeeper controller), the log archived."
+    )
+    if result.state_after != "MigrationIneligible":
+        ctx.failures.append(f"rollback ended in {result.state_after}")
+
+
+def verify_zookeeper_intact(ctx: DemoContext) -> None:
+    """After a rollback, ZooKeeper must hold everything, including the dual-write changes."""
+    from migrator.zk.connection import close, connect
+    from migrator.zk.reader import read_cluster
+
+    client = connect(ctx.connect)
+    try:
+        layout = read_cluster(client)
+    finally:
+        close(client)
+    image, control = layout.image, layout.control
+    assert ctx.cluster is not None
+    expected_topics = set(ctx.cluster.image.topics) | {"demo-orders"}
+    missing = sorted(expected_topics - set(image.topics) - set(ctx.cluster.image.pending_deletions))
+    ok = not missing and control.controller is None and control.migration is None
+    ctx.console.print(
+        f"ZooKeeper holds {len(image.topics)} topics and {image.partition_count()} partitions, including the "
+        f"dual-write changes; /controller {'absent' if control.controller is None else 'present'}, /migration "
+        f"{'absent' if control.migration is None else 'present'}, /controller_epoch {control.controller_epoch}. "
+        "ZK-mode brokers can elect a ZooKeeper controller again."
+    )
+    if not ok:
+        ctx.failures.append(f"ZooKeeper not intact after rollback (missing topics: {missing[:5]})")
+    run_check(ctx)
+
+
 def cleanup(ctx: DemoContext, keep: bool) -> None:
     if ctx.brokers is not None:
         ctx.brokers.close()
@@ -133,15 +302,30 @@ def cleanup(ctx: DemoContext, keep: bool) -> None:
     shutil.rmtree(ctx.workdir, ignore_errors=True)
 
 
-PHASES: list[tuple[str, Callable[[DemoContext], None]]] = [
+COMMON: list[tuple[str, Callable[[DemoContext], None]]] = [
     ("Start a local ZooKeeper", start_zookeeper),
     ("Generate a Kafka cluster in ZooKeeper", generate_cluster),
     ("Pre-flight check", run_check),
+    ("Plan the copy (dry run)", run_plan),
+    ("Migrate: claim ZooKeeper, copy into the log, first sync", run_migrate),
+    ("Admin changes during dual-write", run_admin),
+    ("Status", run_status),
+    ("Audit: ZooKeeper against the log", run_audit),
+]
+FINALIZE: list[tuple[str, Callable[[DemoContext], None]]] = [
+    ("Finalize", run_finalize),
+    ("Audit after finalize", run_audit),
+]
+ROLLBACK: list[tuple[str, Callable[[DemoContext], None]]] = [
+    ("Roll back to ZooKeeper", run_rollback),
+    ("ZooKeeper intact for ZK-mode brokers", verify_zookeeper_intact),
 ]
 
 
 @click.command()
 @click.option("--seed", default=1, show_default=True, help="Seed of the generated cluster.")
+@click.option("--rollback", "rollback", is_flag=True, help="End with a rollback instead of finalize.")
+@click.option("--no-audit", is_flag=True, help="Skip the Spark audits (faster).")
 @click.option("--keep", is_flag=True, help="Leave ZooKeeper and the files in place afterwards.")
 @click.option(
     "--workdir",
@@ -149,22 +333,25 @@ PHASES: list[tuple[str, Callable[[DemoContext], None]]] = [
     default=None,
     help="Where to put ZooKeeper's data (default: a fresh temporary directory).",
 )
-def demo(seed: int, keep: bool, workdir: str | None) -> None:
+def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, workdir: str | None) -> None:
     """Run the whole story on an embedded default: local ZooKeeper, generated cluster, migration.
 
-    Exits 0 when every phase did what it should.
+    check → plan → migrate → admin changes in dual-write → status → audit → finalize → audit;
+    with --rollback: … → audit → rollback → ZooKeeper verified intact. Exits 0 when every phase did
+    what it should.
 
     \b
     Example:
-      zk2kraft demo
+      zk2kraft demo --rollback
     """
     console = Console(highlight=False)
     path = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="zk2kraft-demo-"))
     path.mkdir(parents=True, exist_ok=True)
-    ctx = DemoContext(console=console, workdir=path, seed=seed)
+    ctx = DemoContext(console=console, workdir=path, seed=seed, rollback=rollback, audit=not no_audit)
+    phases = COMMON + (ROLLBACK if rollback else FINALIZE)
     started = time.perf_counter()
     try:
-        for number, (title, run) in enumerate(PHASES, start=1):
+        for number, (title, run) in enumerate(phases, start=1):
             with phase(ctx, number, title):
                 run(ctx)
     finally:

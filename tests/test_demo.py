@@ -13,11 +13,30 @@ from zk_fixtures.generator import ClusterSpec, generate
 
 
 @pytest.mark.zk
+@pytest.mark.spark
 @pytest.mark.slow
-def test_demo_runs_and_cleans_up(tmp_path):
+@pytest.mark.parametrize(
+    ("flags", "story"),
+    [
+        ([], ["DualWriteMetadata → MigrationFinalized", "finalized: ZooKeeper still equals the log"]),
+        (
+            ["--rollback", "--no-audit"],
+            ["DualWriteMetadata → MigrationIneligible", "/controller absent, /migration absent"],
+        ),
+    ],
+)
+def test_demo_runs_and_cleans_up(tmp_path, flags, story):
     workdir = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, "-c", "from cli.main import entry; entry()", "demo", "--workdir", str(workdir)],
+        [
+            sys.executable,
+            "-c",
+            "from cli.main import entry; entry()",
+            "demo",
+            "--workdir",
+            str(workdir),
+            *flags,
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -27,6 +46,9 @@ def test_demo_runs_and_cleans_up(tmp_path):
     assert proc.returncode == 0, out
     assert "every phase did what it should" in out
     assert "eligible for migration" in out
+    assert "Copied " in out and "write-behind lag 0" in out
+    for line in story:
+        assert line in out
     assert "Traceback" not in out
     assert not workdir.exists(), "the demo must remove its files"
     secrets = generate(ClusterSpec(seed=1, **DEMO_SPEC)).secrets
