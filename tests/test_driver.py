@@ -398,3 +398,168 @@ def test_second_writer_is_refused_naming_the_holder(zk: KazooClient, zk_connect:
                 _migrate(zk_connect, log_dir)
             status = commands.status(zk_connect, str(log_dir))
             assert status.writer is not None and f"pid {os.getpid()}" in status.writer
+
+
+# --- admin validation and placement, as Kafka does them (no ZooKeeper needed) ---------------------
+
+
+def test_topic_names_are_validated_as_kafka_does() -> None:
+    from migrator.migration.admin import validate_topic_name
+
+    for good in ("orders", "a.b_c-D9", "x" * 249):
+        validate_topic_name(good)
+    for bad, why in [
+        ("", "can't be empty"),
+        (".", 'cannot be "." or ".."'),
+        ("..", 'cannot be "." or ".."'),
+        ("x" * 250, "longer than 249"),
+        ("a b", "character other than"),
+        ("ä", "character other than"),
+    ]:
+        with pytest.raises(BadInputError, match=why):
+            validate_topic_name(bad)
+
+
+def test_replica_placement_follows_adminutils() -> None:
+    import random
+
+    from migrator.migration.admin import assign_replicas
+
+    # Rack unaware, fixed start (AdminUtilsTest.testReplicaAssignment's expectation for 5 brokers).
+    got = assign_replicas(10, 3, {b: None for b in range(5)}, start_index=0)
+    assert got == {
+        0: [0, 1, 2],
+        1: [1, 2, 3],
+        2: [2, 3, 4],
+        3: [3, 4, 0],
+        4: [4, 0, 1],
+        5: [0, 2, 3],
+        6: [1, 3, 4],
+        7: [2, 4, 0],
+        8: [3, 0, 1],
+        9: [4, 1, 2],
+    }
+    racks = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+    placed = assign_replicas(60, 3, racks, rng=random.Random(7))
+    for replicas in placed.values():
+        assert len({racks[b] for b in replicas}) == 3  # one replica per rack
+    leaders = [r[0] for r in placed.values()]
+    assert {leaders.count(b) for b in racks} == {10}  # leaders spread evenly
+    with pytest.raises(BadInputError, match="not all brokers have rack information"):
+        assign_replicas(1, 1, {1: "a", 2: None})
+    with pytest.raises(BadInputError, match="larger than available brokers: 2"):
+        assign_replicas(1, 3, {1: None, 2: None})
+    with pytest.raises(BadInputError, match="must be larger than 0"):
+        assign_replicas(0, 1, {1: None})
+
+
+def test_scram_credential_is_kafkas_and_never_shows_secrets() -> None:
+    import base64
+    import hashlib
+    import hmac
+
+    from migrator.migration.admin import scram_credential
+
+    spec = scram_credential("alice", "SCRAM-SHA-512", "s3cr3t-pass", 4096)
+    salt = base64.b64decode(spec.salt)
+    assert salt.isalnum() and salt == salt.lower()  # ScramFormatter: base 36 digits of 130 random bits
+    salted = hashlib.pbkdf2_hmac("sha512", b"s3cr3t-pass", salt, 4096)
+    assert (
+        base64.b64decode(spec.stored_key)
+        == hashlib.sha512(hmac.new(salted, b"Client Key", "sha512").digest()).digest()
+    )
+    assert base64.b64decode(spec.server_key) == hmac.new(salted, b"Server Key", "sha512").digest()
+    shown = repr(spec) + str(spec) + AdminChange(kind="upsert-scram", scram=spec).describe()
+    for secret in (spec.salt, spec.stored_key, spec.server_key, "s3cr3t-pass"):
+        assert secret not in shown
+    with pytest.raises(BadInputError, match="too few iterations"):
+        scram_credential("alice", "SCRAM-SHA-256", "pw", 1000)
+    with pytest.raises(BadInputError, match="too many iterations"):
+        scram_credential("alice", "SCRAM-SHA-256", "pw", 20000)
+
+
+def test_changes_are_validated_against_the_image() -> None:
+    from migrator.migration.admin import AclSpec, plan_change
+    from zk_fixtures.generator import generate
+
+    image = generate(ClusterSpec(topics=3, partitions=2, legacy_topics=0, pending_deletions=0)).image
+    brokers = {b: None for b in image.brokers}
+    topic = next(iter(image.topics))
+    refusals = [
+        (
+            AdminChange(kind="create-topic", topic="t", configs={"retention.mss": "1"}),
+            "unknown topic config name",
+        ),
+        (AdminChange(kind="create-topic", topic="t", configs={"retention.ms": "soon"}), "not a valid long"),
+        (
+            AdminChange(kind="create-topic", topic="t", configs={"cleanup.policy": "keep"}),
+            "not one of delete, compact",
+        ),
+        (AdminChange(kind="delete-topic", topic="nope"), "does not exist"),
+        (
+            AdminChange(kind="alter-broker-config", broker="1", configs={"log.dirs": "/x"}),
+            "cannot be updated dynamically",
+        ),
+        (
+            AdminChange(kind="alter-broker-config", broker="99", configs={"a.b": "1"}),
+            "broker 99 is not registered",
+        ),
+        (
+            AdminChange(kind="set-quota", quota_entity={"ip": "1.2.3.4", "user": "u"}, quota_values={"x": 1}),
+            "a quota entity is",
+        ),
+        (
+            AdminChange(
+                kind="set-quota", quota_entity={"ip": "nope"}, quota_values={"connection_creation_rate": 1}
+            ),
+            "not a valid IP",
+        ),
+        (
+            AdminChange(
+                kind="set-quota", quota_entity={"user": "u"}, quota_values={"connection_creation_rate": 1}
+            ),
+            "does not apply",
+        ),
+        (
+            AdminChange(
+                kind="set-quota", quota_entity={"user": "u"}, quota_values={"producer_byte_rate": 1.5}
+            ),
+            "whole number",
+        ),
+        (
+            AdminChange(
+                kind="add-acl",
+                acl=AclSpec(resource_type="GROUP", resource_name="g", principal="User:a", operation="WRITE"),
+            ),
+            "GROUP only supports operations",
+        ),
+        (
+            AdminChange(
+                kind="add-acl",
+                acl=AclSpec(resource_type="TOPIC", resource_name="t", principal="alice", operation="READ"),
+            ),
+            "TYPE:NAME",
+        ),
+        (
+            AdminChange(
+                kind="add-acl",
+                acl=AclSpec(
+                    resource_type="CLUSTER", resource_name="c", principal="User:a", operation="ALTER"
+                ),
+            ),
+            "kafka-cluster",
+        ),
+    ]
+    for change, why in refusals:
+        with pytest.raises(BadInputError, match=why):
+            plan_change(change, image, brokers)
+    acl = AclSpec(resource_type="TOPIC", resource_name=topic, principal="User:new", operation="READ")
+    planned = plan_change(AdminChange(kind="add-acl", acl=acl), image, brokers)
+    assert [r.name for r in planned.records] == ["AccessControlEntryRecord"]
+    assert plan_change(AdminChange(kind="remove-acl", acl=acl), image, brokers).noop
+    existing = image.acls[0]
+    same = AclSpec(
+        **{k: getattr(existing, k) for k in AclSpec.model_fields if k != "permission_type"},
+        permission_type=existing.permission_type,
+    )
+    assert plan_change(AdminChange(kind="add-acl", acl=same), image, brokers).noop
