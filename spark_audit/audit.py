@@ -82,6 +82,7 @@ class AuditResult(BaseModel):
     master: str = ""
     slices: int = 1
     kraft_reads: int = 1  # 2 when the log was read again at ZooKeeper's /migration offset
+    timings: dict[str, float] = Field(default_factory=dict)  # seconds per step, on the driver
     report: str | None = None
     seconds: float = 0.0
 
@@ -200,8 +201,18 @@ def run_audit(opts: AuditOptions, say: Say | None = None) -> AuditResult:
     note = say or (lambda _m: None)
     warnings: list[str] = []
 
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timings[name] = round(now - clock, 3)
+        clock = now
+
     note("scanning the metadata log")
     scan = scan_log(opts.log_dir)
+    lap("log scan on the driver (CRC, state, transactions)")
     if scan.end_offset == 0:
         raise BadInputError(f"{opts.log_dir}: the metadata log is empty")
 
@@ -214,6 +225,7 @@ def run_audit(opts: AuditOptions, say: Say | None = None) -> AuditResult:
         note("reading ZooKeeper")
         live = read_live(opts.zookeeper, opts.zk_auth, opts.zk_timeout)
         zk_identity = live[1]
+        lap("live ZooKeeper read on the driver")
     elif opts.zk_export:
         from migrator.zk.export import read_identity
         from spark_audit.rows import SCHEMA
@@ -242,6 +254,7 @@ def run_audit(opts: AuditOptions, say: Say | None = None) -> AuditResult:
 
     handle = session.get_session(opts.master, verbose=opts.verbose)
     spark = handle.spark
+    lap("Spark session")
     slices = opts.slices or _default_slices(spark)
     kraft_reads = 1
     zk_df = None
@@ -281,6 +294,7 @@ def run_audit(opts: AuditOptions, say: Say | None = None) -> AuditResult:
             zk_df = zk_df.persist(StorageLevel.MEMORY_AND_DISK)
         note(f"comparing ({phase})")
         result = compare(zk_df, _kraft_df(spark, opts.log_dir, cut, slices), phase, opts.limit)
+        lap("both inputs read and compared (Spark)")
         if phase == "dual-write" and zk_identity is None:
             cut = _migration_offset(
                 result.inputs.get("zookeeper", {}).get("control"), "the ZooKeeper snapshot"
@@ -290,6 +304,7 @@ def run_audit(opts: AuditOptions, say: Say | None = None) -> AuditResult:
                 note(f"comparing again with the log's image at ZooKeeper's /migration offset {cut}")
                 result = compare(zk_df, _kraft_df(spark, opts.log_dir, cut, slices), phase, opts.limit)
                 kraft_reads = 2
+                lap("the log read again at /migration and compared")
         if may_recut:
             zk_df.unpersist()
     except ZkKraftError:
@@ -306,6 +321,10 @@ def run_audit(opts: AuditOptions, say: Say | None = None) -> AuditResult:
     if zk_in.get("cluster_id") and not (zk_identity and zk_identity.get("cluster_id")):
         _check_cluster(zk_in, scan)
     warnings += list(zk_in.get("warnings") or [])
+    if scan.torn_tail:
+        warnings.append(
+            f"the log ends in a torn batch, left out as Kafka would truncate it: {scan.torn_tail}"
+        )
     if kraft_in.get("open_transaction"):
         t = kraft_in["open_transaction"]
         warnings.append(
@@ -315,6 +334,7 @@ def run_audit(opts: AuditOptions, say: Say | None = None) -> AuditResult:
     out.master = spark.sparkContext.master
     out.slices = slices
     out.kraft_reads = kraft_reads
+    out.timings = timings
     out.seconds = round(time.perf_counter() - started, 3)
     if opts.report:
         from spark_audit.report import write_report

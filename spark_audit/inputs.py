@@ -15,7 +15,7 @@ Each returns an identity dict too (files, offsets, zxids) for the report.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +197,7 @@ class LogScan:
     open_transaction: dict[str, Any] | None = None
     batches: int = 0
     records: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    torn_tail: str | None = None  # "<file> at byte N (M bytes)": a batch cut short at the log's end
 
     @property
     def migration_state(self) -> str | None:
@@ -255,6 +255,11 @@ def scan_log(path: str | os.PathLike[str]) -> LogScan:
         scan.log_start_offset = log.log_start_offset
         scan.end_offset = log.end_offset
         scan.segments = len(log.segments)
+        report = log.report
+        if report.truncated_bytes:
+            scan.torn_tail = (
+                f"{report.truncated_file} at byte {report.truncated_at} ({report.truncated_bytes} bytes)"
+            )
         scanner = _Scanner(scan)
         snaps = (
             [] if len(log.segments) == 1 and log.segments[0].path == p else list_snapshots(log.partition_dir)

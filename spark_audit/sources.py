@@ -33,6 +33,7 @@ turns back into the one-line error on the driver.
 
 from __future__ import annotations
 
+import time
 from abc import abstractmethod
 from collections.abc import Iterator
 from typing import Any
@@ -83,7 +84,9 @@ class _Reader(DataSourceReader):
 
         index = int(partition.value)
         try:
+            started = time.perf_counter()
             image, identity = self._load()
+            identity["load_seconds"] = round(time.perf_counter() - started, 3)
             if index == 0:
                 identity["slices"] = self.slices
                 yield input_batch(self.side, identity)
