@@ -471,3 +471,9 @@ def test_every_declared_point_is_exercised() -> None:
     used = {p for p in POINTS if f'"{p}' in source}
     assert set(POINTS) == used, f"crash points without a test: {sorted(set(POINTS) - used)}"
     assert len(POINTS) >= 20
+
+
+def test_every_crash_point_is_documented() -> None:
+    doc = (ROOT / "docs" / "migration.md").read_text()
+    missing = [p for p in POINTS if f"| `{p}` |" not in doc]
+    assert not missing, f"crash points missing from docs/migration.md: {missing}"
