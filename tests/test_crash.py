@@ -25,6 +25,7 @@ from migrate_helpers import (
     assert_consistent,
     cluster,
     log_replay,
+    normalise,
     own_server,
     run_cli,
     zk_layout,
@@ -454,6 +455,32 @@ def test_crash_in_rollback(point: str, zk: KazooClient, zk_connect: str, tmp_pat
         assert len(archived) == 1
         replay, _ = log_replay(archived[0])
         assert set(replay.image.topics) == set(zk_image.topics)
+
+
+def test_rollback_from_migrating_zk_data_then_migrate_afresh(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """A copy interrupted mid-way, rolled back: ZooKeeper is as a ZK-mode cluster left it, released."""
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect) as generated:
+        before = zk_layout(zk).image
+        crash(_cmd(zk_connect, log_dir, *MIGRATE), "copy.after-begin")
+        status = commands.status(zk_connect, str(log_dir))
+        assert status.state == "MigratingZkData" and status.kraft_epoch is not None
+        r = commands.rollback(zk_connect, str(log_dir), yes=True)
+        assert (r.state_before, r.state_after) == ("MigratingZkData", "MigrationIneligible")
+        assert r.drained_records == 0 and r.archived_log and not log_dir.exists()
+        assert zk.exists("/controller") is None and zk.exists("/migration") is None
+        assert (
+            int(zk.get("/controller_epoch")[0]) == r.zk_controller_epoch > r.kraft_epoch >= status.kraft_epoch
+        )
+        after = zk_layout(zk).image
+        assert normalise(after) == normalise(before)  # the metadata untouched, pending deletion included
+        assert after.pending_deletions == before.pending_deletions == generated.image.pending_deletions
+        again = recover(zk_connect, log_dir)
+        assert again.manifest is not None and again.aborted_transaction is None  # a new log, a fresh copy
+        assert _copies(log_dir) == ["commit"]
+        assert_consistent(zk, log_dir)
 
 
 def test_crash_before_finalize_record(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
