@@ -98,4 +98,3 @@ class CrashPointWriter(FencedZkWriter):
     def _landed(self, sent: Any) -> None:
         crash_point("dualwrite.after-multi")
         super()._landed(sent)
-
