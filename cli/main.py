@@ -24,6 +24,7 @@ _PROPERTY_OPTIONS = {
     "metadata.log.dir": "log_dir",
     "log.dirs": "log_dir",
     "zookeeper.connection.timeout.ms": "zk_timeout",
+    "node.id": "node_id",
 }
 
 
@@ -36,6 +37,8 @@ def _defaults_from_properties(props: dict[str, str]) -> dict[str, Any]:
                 value = value.split(",")[0]
             if prop == "zookeeper.connection.timeout.ms":
                 value = float(value) / 1000.0
+            if prop == "node.id":
+                value = int(value)
             values[option] = value
     return values
 

@@ -32,9 +32,14 @@ def test_properties_format(tmp_path):
 
 def test_config_maps_kafka_names_onto_options():
     values = _defaults_from_properties(
-        {"zookeeper.connect": "zk:2181/k", "log.dirs": "/a,/b", "zookeeper.connection.timeout.ms": "18000"}
+        {
+            "zookeeper.connect": "zk:2181/k",
+            "log.dirs": "/a,/b",
+            "zookeeper.connection.timeout.ms": "18000",
+            "node.id": "3000",
+        }
     )
-    assert values == {"zookeeper": "zk:2181/k", "log_dir": "/a", "zk_timeout": 18.0}
+    assert values == {"zookeeper": "zk:2181/k", "log_dir": "/a", "zk_timeout": 18.0, "node_id": 3000}
 
     @click.group()
     def g() -> None:
