@@ -666,11 +666,18 @@ def test_zookeeper_restart_during_sync_loses_nothing_and_doubles_nothing(tmp_pat
         log.append(records, epoch=claim.kraft_epoch)
         original = writer._send
 
+        sent: list[int] = []
+
         def slow_send(multi, expected):  # type: ignore[no-untyped-def]
+            sent.append(1)
+            if len(sent) == 3:
+                restarter.start()  # restart while multis are on their way, not before or after
             time.sleep(0.01)  # keep the sync going while the server restarts
             return original(multi, expected)
 
         writer._send = slow_send  # type: ignore[method-assign]
+        # Many small multis, so the restart lands in the middle of the sync however fast it runs.
+        writer.max_multi_bytes = 20_000
         generated: list[ZkOp] = []
         original_notes = syncer._notes
 
@@ -680,11 +687,10 @@ def test_zookeeper_restart_during_sync_loses_nothing_and_doubles_nothing(tmp_pat
             return notes
 
         syncer._notes = counting_notes  # type: ignore[method-assign]
-        restarter = threading.Thread(target=lambda: (time.sleep(0.3), server.restart()))
-        restarter.start()
+        restarter = threading.Thread(target=server.restart)
         report = syncer.sync()
         restarter.join()
-        assert report.lag == 0 and writer.stats.retries > 0
+        assert len(sent) > 3 and report.lag == 0 and writer.stats.retries > 0
         assert _normal(_zk_image(client)) == _normal(_log_image(log))
         # Each notification the syncer generated is in ZooKeeper exactly once: a re-sent multi that
         # had landed would double it, a multi skipped after the restart would lose it.
