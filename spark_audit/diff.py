@@ -11,10 +11,10 @@ partition epoch against its state znode's version), `mismatched`, `missing_in_kr
 | `mismatch` | anything else, in the `copy` and `dual-write` phases: exit code 1 |
 | `expected` | anything else after finalize, when ZooKeeper is no longer written: summarised, exit code 0 |
 
-Field-level differences are the names whose JSON text differs (`fields` for strict fields, `info`
-for tolerated fields present on both sides). Rows are compared by their maps' entries, which hold
-the fields in name order. Only counts and the first `limit` differences per kind and verdict come
-back to the driver; the joined rows stay in Spark.
+Rows compare as text: `fields` and `info` are canonical JSON, so an equal entity is one string
+comparison. Only counts and the first `limit` differences per kind and verdict come back to the
+driver; the joined rows stay in Spark, and which fields differ is worked out on the driver for the
+rows it shows (`rows.field_differences`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from spark_audit.rows import INPUT_KIND, KINDS, NOTES
+from spark_audit.rows import INPUT_KIND, KINDS, NOTES, field_differences, read_input_row
 
 __all__ = [
     "PHASES",
@@ -55,8 +55,8 @@ class Difference(BaseModel):
     verdict: str
     reason: str | None = None  # why an `info` row is informational
     fields: list[FieldDiff] = Field(default_factory=list)
-    zookeeper: dict[str, str] | None = None  # both sides' fields (strict and tolerated), as JSON text
-    kraft: dict[str, str] | None = None
+    zookeeper: dict[str, Any] | None = None  # both sides' fields (strict, tolerated and extra)
+    kraft: dict[str, Any] | None = None
 
 
 class KindCounts(BaseModel):
@@ -96,15 +96,11 @@ class DiffResult(BaseModel):
         return sum(c.info for c in self.counts)
 
 
-def _status_sql() -> str:
-    return """
+_STATUS_SQL = """
     CASE
       WHEN z_fields IS NULL THEN 'missing_in_zookeeper'
       WHEN k_fields IS NULL THEN 'missing_in_kraft'
-      WHEN map_entries(z_fields) = map_entries(k_fields) THEN
-        CASE WHEN size(filter(map_keys(z_info),
-                              x -> k_info[x] IS NOT NULL AND NOT (z_info[x] <=> k_info[x]))) > 0
-             THEN 'tolerated' ELSE 'equal' END
+      WHEN z_fields = k_fields THEN CASE WHEN z_info = k_info THEN 'equal' ELSE 'tolerated' END
       ELSE 'mismatched'
     END"""
 
@@ -122,8 +118,11 @@ def _verdict_sql(phase: str) -> str:
     END"""
 
 
+_SIDE_COLUMNS = ("fields", "info", "extra", "note")
+
+
 def joined_frame(zk: Any, kraft: Any, phase: str) -> Any:
-    """ZooKeeper ⟗ KRaft on (kind, key) with status, verdict and the differing field names.
+    """ZooKeeper ⟗ KRaft on (kind, key) with status and verdict.
 
     Equal rows keep only kind, status and verdict (they are counted, never shown), so caching the
     result costs little even for millions of partitions.
@@ -132,49 +131,18 @@ def joined_frame(zk: Any, kraft: Any, phase: str) -> Any:
 
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {', '.join(PHASES)}, not {phase!r}")
-    z = zk.select(
-        "kind",
-        "key",
-        F.col("fields").alias("z_fields"),
-        F.col("info").alias("z_info"),
-        F.col("note").alias("z_note"),
-    )
-    k = kraft.select(
-        "kind",
-        "key",
-        F.col("fields").alias("k_fields"),
-        F.col("info").alias("k_info"),
-        F.col("note").alias("k_note"),
-    )
+    z = zk.select("kind", "key", *(F.col(c).alias(f"z_{c}") for c in _SIDE_COLUMNS))
+    k = kraft.select("kind", "key", *(F.col(c).alias(f"k_{c}") for c in _SIDE_COLUMNS))
     j = z.join(k, on=["kind", "key"], how="full_outer")
-    j = j.withColumn("status", F.expr(_status_sql())).withColumn("verdict", F.expr(_verdict_sql(phase)))
+    j = j.withColumn("status", F.expr(_STATUS_SQL)).withColumn("verdict", F.expr(_verdict_sql(phase)))
     shown = F.col("verdict") != F.lit("equal")
-
-    def keep(name: str) -> Any:
-        return F.when(shown, F.col(name)).alias(name)
-
+    kept = [f"{side}_{c}" for side in ("z", "k") for c in _SIDE_COLUMNS]
     return j.select(
         "kind",
-        keep("key"),
+        F.when(shown, F.col("key")).alias("key"),
         "status",
         "verdict",
-        keep("z_fields"),
-        keep("k_fields"),
-        keep("z_info"),
-        keep("k_info"),
-        keep("z_note"),
-        keep("k_note"),
-        F.when(
-            shown & (F.col("status") == F.lit("mismatched")),
-            F.expr(
-                "filter(array_distinct(concat(map_keys(z_fields), map_keys(k_fields))), "
-                "x -> NOT (z_fields[x] <=> k_fields[x]))"
-            ),
-        ).alias("diff_fields"),
-        F.when(
-            shown & F.col("status").isin("mismatched", "tolerated"),
-            F.expr("filter(map_keys(z_info), x -> k_info[x] IS NOT NULL AND NOT (z_info[x] <=> k_info[x]))"),
-        ).alias("info_fields"),
+        *(F.when(shown, F.col(c)).alias(c) for c in kept),
     )
 
 
@@ -224,8 +192,7 @@ def build_result(phase: str, counts: Iterable[Any], shown: Iterable[Any]) -> Dif
     differences: list[Difference] = []
     for row in shown:
         if row["verdict"] == "input":
-            fields = row["z_fields"] or row["k_fields"] or {}
-            inputs[row["key"]] = {k: json.loads(v) for k, v in dict(fields).items()}
+            inputs[row["key"]] = read_input_row(row["z_fields"] or row["k_fields"] or "{}")
             continue
         differences.append(_difference(row))
     vorder = {"mismatch": 0, "expected": 0, "info": 1}
@@ -233,26 +200,31 @@ def build_result(phase: str, counts: Iterable[Any], shown: Iterable[Any]) -> Dif
     return DiffResult(phase=phase, counts=ordered, differences=differences, inputs=inputs)
 
 
+def _side(row: Any, side: str) -> dict[str, Any] | None:
+    if row[f"{side}_fields"] is None:
+        return None
+    out: dict[str, Any] = {}
+    for column in ("extra", "info", "fields"):
+        text = row[f"{side}_{column}"]
+        if text:
+            out.update(json.loads(text))
+    return out
+
+
 def _difference(row: Any) -> Difference:
-    z_fields = dict(row["z_fields"]) if row["z_fields"] is not None else None
-    k_fields = dict(row["k_fields"]) if row["k_fields"] is not None else None
-    z_info = dict(row["z_info"]) if row["z_info"] is not None else {}
-    k_info = dict(row["k_info"]) if row["k_info"] is not None else {}
-    fields: list[FieldDiff] = []
-    for name in sorted(row["diff_fields"] or []):
-        fields.append(
-            FieldDiff(
-                name=name,
-                zookeeper=(z_fields or {}).get(name),
-                kraft=(k_fields or {}).get(name),
-            )
-        )
-    for name in sorted(row["info_fields"] or []):
-        fields.append(
-            FieldDiff(name=name, zookeeper=z_info.get(name), kraft=k_info.get(name), tolerated=True)
-        )
-    reason = None
     status = row["status"]
+    fields: list[FieldDiff] = []
+    if status == "mismatched":
+        fields += [
+            FieldDiff(name=n, zookeeper=a, kraft=b)
+            for n, a, b in field_differences(row["z_fields"], row["k_fields"])
+        ]
+    if status in ("mismatched", "tolerated") and row["z_info"] != row["k_info"]:
+        fields += [
+            FieldDiff(name=n, zookeeper=a, kraft=b, tolerated=True)
+            for n, a, b in field_differences(row["z_info"], row["k_info"])
+        ]
+    reason = None
     if row["verdict"] == "info":
         if status == "tolerated":
             reason = "only fields Kafka tolerates differ: " + ", ".join(f.name for f in fields if f.tolerated)
@@ -266,6 +238,6 @@ def _difference(row: Any) -> Difference:
         verdict=row["verdict"],
         reason=reason,
         fields=fields,
-        zookeeper=None if z_fields is None else {**z_fields, **z_info},
-        kraft=None if k_fields is None else {**k_fields, **k_info},
+        zookeeper=_side(row, "z"),
+        kraft=_side(row, "k"),
     )

@@ -132,10 +132,13 @@ def _chart(counts: list[Any]) -> str:
     return "".join(parts)
 
 
-def _side(fields: dict[str, str] | None) -> str:
+def _side(fields: dict[str, Any] | None) -> str:
     if fields is None:
         return "<em>absent</em>"
-    return "<br>".join(f"<span class=mono>{_e(k)} = {_e(v)}</span>" for k, v in sorted(fields.items()))
+    return "<br>".join(
+        f"<span class=mono>{_e(k)} = {_e(json.dumps(v, ensure_ascii=False))}</span>"
+        for k, v in sorted(fields.items())
+    )
 
 
 def _differences(result: dict[str, Any], limit: int) -> str:

@@ -2,21 +2,23 @@
 
 ZooKeeper's view and the log's image both go through `migrator.model`, so turning a ClusterImage into
 rows is the only normalisation there is, and a ZooKeeper row and a KRaft row of the same entity
-compare one to one. A row is:
+compare one to one. A row is five strings:
 
 | column | meaning |
 | --- | --- |
 | `kind` | entity kind (`KINDS`), or `_input` for the one row naming the input (`input_batch`) |
-| `key` | the entity's identity as a string, unique within its kind |
-| `fields` | the strictly compared fields, name → JSON text, sorted by name |
-| `info` | tolerated fields (name → JSON text, sorted): differences Kafka itself accepts, reported as information |
+| `key` | the entity's identity, unique within its kind |
+| `fields` | the strictly compared fields as canonical JSON (keys sorted, no spaces): equal text, equal entity |
+| `info` | tolerated fields both sides carry, canonical JSON: differences Kafka itself accepts (informational) |
+| `extra` | fields only one side has by nature (ZooKeeper's `controller_epoch`), JSON, shown and never compared |
 | `note` | why the row may rightly be missing on the other side (`NOTES`), else null |
 
-Maps keep their order, so two rows' `fields` are equal exactly when their entries (`map_entries`) are:
-the diff compares those and needs no separate canonical value. Rows are built column-wise into Arrow record batches (plain lists, then one array per column): a
-million partitions are a million rows, and per-row objects would cost more than the replay itself.
-Secrets never enter a row: SCRAM credentials become a salted SHA-256 (`credential_hash`) and values
-of password-like config keys the same (`config_value`).
+Canonical text makes equality one string comparison in Spark, and strings are the cheapest thing to
+move through Arrow and a shuffle; which fields differ is worked out (`field_differences`) only for
+the few rows the driver shows. Rows are built column-wise into Arrow record batches (plain lists,
+then one array per column): a million partitions are a million rows, and per-row objects would cost
+more than the replay. Secrets never enter a row: SCRAM credentials become a salted SHA-256
+(`credential_hash`), values of password-like config keys the same (`config_value`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -41,10 +43,12 @@ __all__ = [
     "SPARK_SCHEMA",
     "config_value",
     "credential_hash",
+    "field_differences",
     "image_batches",
     "image_rows",
     "input_batch",
     "is_sensitive_config",
+    "read_input_row",
 ]
 
 # The order kinds are listed in reports: what a migration moves, then broker registrations.
@@ -85,16 +89,9 @@ NOTES = {
 # A fixed, public salt: hashes are comparable across runs and sides, never reversible to the secret.
 AUDIT_SALT = b"zk2kraft-audit-v1\x00"
 
-SCHEMA = pa.schema(
-    [
-        pa.field("kind", pa.string()),
-        pa.field("key", pa.string()),
-        pa.field("fields", pa.map_(pa.string(), pa.string())),
-        pa.field("info", pa.map_(pa.string(), pa.string())),
-        pa.field("note", pa.string()),
-    ]
-)
-SPARK_SCHEMA = "kind string, key string, fields map<string,string>, info map<string,string>, note string"
+COLUMNS = ("kind", "key", "fields", "info", "extra", "note")
+SCHEMA = pa.schema([pa.field(name, pa.string()) for name in COLUMNS])
+SPARK_SCHEMA = ", ".join(f"{name} string" for name in COLUMNS)
 BATCH_ROWS = 65_536
 
 _SENSITIVE = re.compile(r"password|secret|jaas|credential|(^|\.)key$|\.keystore\.key$", re.IGNORECASE)
@@ -124,19 +121,31 @@ def credential_hash(cred: ScramCredential) -> str:
     )
 
 
-def config_value(key: str, value: str | None) -> str:
-    """A config value as JSON text; a secret's value as its salted hash, so it compares but never shows."""
+def config_value(key: str, value: str | None) -> str | None:
+    """A config value as compared; a secret's value as its salted hash, so it compares but never shows."""
     if value is not None and is_sensitive_config(key):
-        return json.dumps("redacted sha256:" + _digest(key.encode(), value.encode())[:32])
-    return json.dumps(value, ensure_ascii=False)
+        return "redacted sha256:" + _digest(key.encode(), value.encode())[:32]
+    return value
 
 
 def _j(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Canonical JSON: what makes equal entities equal text on both sides."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-def _ints(values: list[int]) -> str:
-    return "[" + ",".join(map(str, values)) + "]"
+def field_differences(a: str | None, b: str | None) -> list[tuple[str, str | None, str | None]]:
+    """(name, JSON on side a, JSON on side b) of each field whose value differs, by name."""
+    left = json.loads(a) if a else {}
+    right = json.loads(b) if b else {}
+    out = []
+    for name in sorted(set(left) | set(right)):
+        x, y = left.get(name, _MISSING), right.get(name, _MISSING)
+        if x != y or type(x) is not type(y):
+            out.append((name, None if x is _MISSING else _j(x), None if y is _MISSING else _j(y)))
+    return out
+
+
+_MISSING = object()
 
 
 def _quota_key(entity: dict[str, str | None]) -> str:
@@ -153,132 +162,39 @@ def acl_key(acl: Acl) -> str:
     return _j(list(acl.key()))
 
 
-def _endpoints(broker: Broker) -> str:
-    return _j(sorted(f"{e.listener}://{e.host}:{e.port} {e.security_protocol}" for e in broker.endpoints))
+def _endpoints(broker: Broker) -> list[str]:
+    return sorted(f"{e.listener}://{e.host}:{e.port} {e.security_protocol}" for e in broker.endpoints)
 
 
 class _Columns:
     """Column lists of rows being built; `batch()` turns them into one record batch."""
 
     def __init__(self) -> None:
-        self.kind: list[str] = []
-        self.key: list[str] = []
-        self.f_off: list[int] = [0]
-        self.f_keys: list[str] = []
-        self.f_vals: list[str] = []
-        self.i_off: list[int] = [0]
-        self.i_keys: list[str] = []
-        self.i_vals: list[str] = []
-        self.note: list[str | None] = []
+        self.cols: tuple[list[str | None], ...] = tuple([] for _ in COLUMNS)
 
     def __len__(self) -> int:
-        return len(self.key)
+        return len(self.cols[0])
 
     def add(
         self,
         kind: str,
         key: str,
-        fields: Sequence[tuple[str, str]],
-        info: Sequence[tuple[str, str]] = (),
+        fields: dict[str, Any],
+        info: dict[str, Any] | None = None,
         note: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
-        """One row; `fields` and `info` sorted by name (the map's order is its canonical form)."""
-        self.kind.append(kind)
-        self.key.append(key)
-        for k, v in fields:
-            self.f_keys.append(k)
-            self.f_vals.append(v)
-        self.f_off.append(len(self.f_keys))
-        for k, v in info:
-            self.i_keys.append(k)
-            self.i_vals.append(v)
-        self.i_off.append(len(self.i_keys))
-        self.note.append(note)
+        kinds, keys, f, i, e, notes = self.cols
+        kinds.append(kind)
+        keys.append(key)
+        f.append(_j(fields))
+        i.append(_j(info) if info else "{}")
+        e.append(_j(extra) if extra else None)
+        notes.append(note)
 
     def batch(self) -> pa.RecordBatch:
         string = pa.string()
-        fields = pa.MapArray.from_arrays(
-            pa.array(self.f_off, pa.int32()), pa.array(self.f_keys, string), pa.array(self.f_vals, string)
-        )
-        info = pa.MapArray.from_arrays(
-            pa.array(self.i_off, pa.int32()), pa.array(self.i_keys, string), pa.array(self.i_vals, string)
-        )
-        out = pa.RecordBatch.from_arrays(
-            [
-                pa.array(self.kind, string),
-                pa.array(self.key, string),
-                fields,
-                info,
-                pa.array(self.note, string),
-            ],
-            schema=SCHEMA,
-        )
-        self.__init__()  # type: ignore[misc]
-        return out
-
-
-_PARTITION_FIELDS = (
-    "adding_replicas",
-    "isr",
-    "leader",
-    "leader_epoch",
-    "leader_recovery_state",
-    "removing_replicas",
-    "replicas",
-)
-
-
-_LAYOUT: list[tuple[pa.Array, pa.Array]] = []
-
-
-def _partition_map_layout(n: int) -> tuple[pa.Array, pa.Array]:
-    """Offsets and keys of `n` partition rows' maps: slices of arrays built once per process."""
-    width = len(_PARTITION_FIELDS)
-    if not _LAYOUT or len(_LAYOUT[0][0]) < n + 1:
-        rows = max(n, BATCH_ROWS)
-        _LAYOUT[:] = [
-            (
-                pa.array(range(0, rows * width + 1, width), pa.int32()),
-                pa.array(list(_PARTITION_FIELDS) * rows, pa.string()),
-            )
-        ]
-    offsets, names = _LAYOUT[0]
-    return offsets.slice(0, n + 1), names.slice(0, n * width)
-
-
-class _Partitions:
-    """Partition rows, the bulk of every cluster: fixed field names, so the map's keys are built
-    vectorised and each row costs only its values."""
-
-    def __init__(self) -> None:
-        self.key: list[str] = []
-        self.vals: list[str] = []
-        self.i_off: list[int] = [0]
-        self.i_keys: list[str] = []
-        self.i_vals: list[str] = []
-        self.note: list[str | None] = []
-
-    def __len__(self) -> int:
-        return len(self.key)
-
-    def batch(self) -> pa.RecordBatch:
-        n = len(self.key)
-        offsets, names = _partition_map_layout(n)
-        string = pa.string()
-        fields = pa.MapArray.from_arrays(offsets, names, pa.array(self.vals, string))
-        info = pa.MapArray.from_arrays(
-            pa.array(self.i_off, pa.int32()), pa.array(self.i_keys, string), pa.array(self.i_vals, string)
-        )
-        out = pa.RecordBatch.from_arrays(
-            [
-                pa.array(["partition"] * n, string),
-                pa.array(self.key, string),
-                fields,
-                info,
-                pa.array(self.note, string),
-            ],
-            schema=SCHEMA,
-        )
+        out = pa.RecordBatch.from_arrays([pa.array(c, string) for c in self.cols], schema=SCHEMA)
         self.__init__()  # type: ignore[misc]
         return out
 
@@ -308,74 +224,75 @@ def image_batches(
     def mine() -> bool:
         return slices == 1 or next(counter) % slices == slice_index
 
-    # topics and partitions: the hot loop, written out
-    topics = _Columns()
-    parts = _Partitions()
-    p_key = parts.key.append
-    p_vals = parts.vals.extend
-    p_note = parts.note.append
+    cols = _Columns()
+    add = cols.add
+    # Topics and partitions: the hot loop. A partition's JSON is one f-string (the field names are
+    # sorted by hand; `str` of an int list is JSON once its spaces go), appended straight to the columns.
+    kinds, keys, fcol, icol, ecol, notes = cols.cols
     sliced = slices != 1
+    texts: dict[tuple[int, ...], str] = {}  # replica lists repeat: their JSON is built once
+
+    def ints(values: list[int]) -> str:
+        if not values:
+            return "[]"
+        t = tuple(values)
+        text = texts.get(t)
+        if text is None:
+            if len(texts) > 200_000:
+                texts.clear()
+            text = texts[t] = str(values).replace(" ", "")
+        return text
+
     for name, topic in image.topics.items():
         note = "pending-deletion" if name in pending else None
         if mine():
-            topics.add("topic", name, [("topic_id", _j(topic.topic_id))], (), note)
+            add("topic", name, {"topic_id": topic.topic_id}, None, note)
         prefix = name + "-"
         for pid, p in topic.partitions.items():
             if sliced and next(counter) % slices != slice_index:
                 continue
-            p_key(prefix + str(pid))
-            p_vals(
-                (
-                    str(p.adding_replicas).replace(" ", ""),
-                    str(p.isr).replace(" ", ""),
-                    str(p.leader),
-                    str(p.leader_epoch),
-                    str(p.leader_recovery_state),
-                    str(p.removing_replicas).replace(" ", ""),
-                    str(p.replicas).replace(" ", ""),
-                )
+            kinds.append("partition")
+            keys.append(prefix + str(pid))
+            fcol.append(
+                f'{{"adding_replicas":{ints(p.adding_replicas)},"isr":{ints(p.isr)},"leader":{p.leader},'
+                f'"leader_epoch":{p.leader_epoch},"leader_recovery_state":{p.leader_recovery_state},'
+                f'"removing_replicas":{ints(p.removing_replicas)},"replicas":{ints(p.replicas)}}}'
             )
-            if p.controller_epoch is not None:
-                parts.i_keys.append("controller_epoch")
-                parts.i_vals.append(str(p.controller_epoch))
-            parts.i_keys.append("partition_epoch")
-            parts.i_vals.append(str(p.partition_epoch))
-            parts.i_off.append(len(parts.i_keys))
-            p_note(note)
-            if len(parts.key) >= batch_rows:
-                yield parts.batch()
-                p_key, p_vals, p_note = parts.key.append, parts.vals.extend, parts.note.append
-    if len(parts):
-        yield parts.batch()
-    cols = topics
-    add = cols.add
+            icol.append(f'{{"partition_epoch":{p.partition_epoch}}}')
+            ecol.append(
+                None if p.controller_epoch is None else f'{{"controller_epoch":{p.controller_epoch}}}'
+            )
+            notes.append(note)
+            if len(keys) >= batch_rows:
+                yield cols.batch()
+                kinds, keys, fcol, icol, ecol, notes = cols.cols
     for (rtype, name), entity in image.configs.items():
         if not mine():
             continue
-        fields = sorted((k, config_value(k, v)) for k, v in entity.configs.items())
+        fields = {k: config_value(k, v) for k, v in entity.configs.items()}
         if rtype == "TOPIC":
             note = None
             if zk and name in pending:
                 note = "pending-deletion"
             elif zk and name not in image.topics:
                 note = "orphan-config"
-            add("topic_config", name, fields, (), note)
+            add("topic_config", name, fields, None, note)
         elif rtype == "BROKER":
             add("broker_config", name if name else "<default>", fields)
         else:
-            add("other_config", f"{rtype}:{name}", fields, (), "kraft-only")
+            add("other_config", f"{rtype}:{name}", fields, None, "kraft-only")
     quotas: dict[str, dict[str, float]] = {}
     for quota in image.client_quotas:
         quotas.setdefault(_quota_key(quota.entity), {}).update(quota.values)
     for key, values in quotas.items():
         if mine():
-            add("client_quota", key, sorted((k, _j(float(v))) for k, v in values.items()))
+            add("client_quota", key, {k: float(v) for k, v in values.items()})
     for (user, mechanism), cred in image.scram_credentials.items():
         if mine():
             add(
                 "scram_credential",
                 f"{mechanism}:{user}",
-                [("credential", _j(credential_hash(cred))), ("iterations", str(cred.iterations))],
+                {"credential": credential_hash(cred), "iterations": cred.iterations},
             )
     acls: dict[str, int] = {}
     for acl in image.acls:
@@ -383,69 +300,66 @@ def image_batches(
         acls[k] = acls.get(k, 0) + 1
     for key, count in acls.items():
         if mine():
-            add("acl", key, [("count", str(count))])
+            add("acl", key, {"count": count})
     block = image.producer_id_block
     if block is not None and mine():
         # KRaft keeps only the next id; the block's start is the ZooKeeper znode's (KRaft infers it)
         add(
             "producer_id_block",
             "latest",
-            [("broker", str(block.broker)), ("next_producer_id", str(block.block_end + 1))],
-            [("block_start", str(block.block_start))],
+            {"broker": block.broker, "next_producer_id": block.block_end + 1},
+            {"block_start": block.block_start},
         )
     for token_id, token in image.delegation_tokens.items():
         if mine():
             add(
                 "delegation_token",
                 token_id,
-                [
-                    ("expiry_timestamp", str(token.expiry_timestamp)),
-                    ("issue_timestamp", str(token.issue_timestamp)),
-                    ("max_timestamp", str(token.max_timestamp)),
-                    ("owner", _j(token.owner)),
-                    ("renewers", _j(sorted(token.renewers))),
-                    ("requester", _j(token.requester)),
-                ],
+                {
+                    "expiry_timestamp": token.expiry_timestamp,
+                    "issue_timestamp": token.issue_timestamp,
+                    "max_timestamp": token.max_timestamp,
+                    "owner": token.owner,
+                    "renewers": sorted(token.renewers),
+                    "requester": token.requester,
+                },
             )
     for broker_id, broker in image.brokers.items():
         if mine():
             add(
                 "broker",
                 str(broker_id),
-                [("endpoints", _endpoints(broker)), ("rack", _j(broker.rack))],
-                (),
+                {"endpoints": _endpoints(broker), "rack": broker.rack},
+                None,
                 "registration",
             )
-        if len(cols) >= batch_rows:
-            yield cols.batch()
     if len(cols):
         yield cols.batch()
 
 
 def image_rows(image: ClusterImage, side: str) -> list[dict[str, Any]]:
-    """Every row as a dict (tests, small images): `image_batches` in one list."""
+    """Every row as a dict with its JSON decoded (tests, small images): `image_batches` in one list."""
     out: list[dict[str, Any]] = []
     for batch in image_batches(image, side=side):
         for row in batch.to_pylist():
-            row["fields"] = dict(row["fields"])
-            row["info"] = dict(row["info"])
+            for name in ("fields", "info", "extra"):
+                row[name] = json.loads(row[name]) if row[name] else {}
             out.append(row)
     return out
 
 
 def input_batch(side: str, identity: dict[str, Any]) -> pa.RecordBatch:
-    """The one `_input` row of a source: what was read (files, offsets, zxid) as JSON, by name.
+    """The one `_input` row of a source: what was read (files, offsets, zxid), as JSON in `fields`.
 
     The audit collects it to name its inputs in the report and to learn ZooKeeper's control znodes
     (for the phase and the `/migration` offset) without reading the input a second time.
     """
     cols = _Columns()
-    items = sorted((k, _j(v)) for k, v in identity.items())
-    cols.add(INPUT_KIND, side, items)
+    cols.add(INPUT_KIND, side, identity)
     return cols.batch()
 
 
-def read_input_row(fields: Iterable[tuple[str, str]] | dict[str, str]) -> dict[str, Any]:
+def read_input_row(fields: str) -> dict[str, Any]:
     """The identity dict back from an `_input` row's `fields`."""
-    pairs = fields.items() if isinstance(fields, dict) else fields
-    return {k: json.loads(v) for k, v in pairs}
+    value = json.loads(fields)
+    return value if isinstance(value, dict) else {}

@@ -82,19 +82,21 @@ def test_partition_fields_and_tolerated_fields() -> None:
     )
     row = _by_key(image, "zookeeper")[("partition", "t.x-3")]
     assert row["fields"] == {
-        "adding_replicas": "[]",
-        "isr": "[2,1]",
-        "leader": "2",
-        "leader_epoch": "7",
-        "leader_recovery_state": "0",
-        "removing_replicas": "[]",
-        "replicas": "[1,2,3]",
+        "adding_replicas": [],
+        "isr": [2, 1],
+        "leader": 2,
+        "leader_epoch": 7,
+        "leader_recovery_state": 0,
+        "removing_replicas": [],
+        "replicas": [1, 2, 3],
     }
-    assert row["info"] == {"controller_epoch": "9", "partition_epoch": "4"}
-    # map entries are in name order: Spark compares rows by them
+    assert row["info"] == {"partition_epoch": 4} and row["extra"] == {"controller_epoch": 9}
+    # the text is canonical JSON (sorted keys, no spaces): Spark compares rows by it
     batch = next(R.image_batches(image, side="zookeeper"))
-    entries = batch.column("fields")[0].as_py()
-    assert [k for k, _ in entries] == sorted(k for k, _ in entries)
+    text = batch.column("fields")[1].as_py()
+    assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+    kraft = next(R.image_batches(_migrated(image), side="kraft"))
+    assert kraft.column("fields")[1].as_py() == text and kraft.column("extra")[1].as_py() is None
 
 
 def test_secrets_never_enter_a_row() -> None:
@@ -112,7 +114,7 @@ def test_secrets_never_enter_a_row() -> None:
     for secret in [*generated.secrets.strings(image), "s3cr3t-jaas", "hunter2"]:
         assert secret not in text
     row = _by_key(image, "zookeeper")[("broker_config", "1")]
-    assert json.loads(row["fields"]["ssl.key.password"]).startswith("redacted sha256:")
+    assert row["fields"]["ssl.key.password"].startswith("redacted sha256:")
     # a changed secret still shows as a difference
     other = ClusterImage(
         configs={
@@ -147,6 +149,16 @@ def test_scram_rows_are_a_salted_hash_that_tracks_every_part() -> None:
         assert R.credential_hash(base.model_copy(update=change)) != h
     image = ClusterImage(scram_credentials={("ü", "SCRAM-SHA-256"): base})
     assert ("scram_credential", "SCRAM-SHA-256:ü") in _by_key(image, "kraft")
+
+
+def test_field_differences_name_each_field() -> None:
+    assert R.field_differences('{"a":1,"b":[1,2],"c":"x"}', '{"a":1,"b":[2,1],"d":null}') == [
+        ("b", "[1,2]", "[2,1]"),
+        ("c", '"x"', None),
+        ("d", None, "null"),
+    ]
+    assert R.field_differences('{"a":1}', '{"a":1.0}') == [("a", "1", "1.0")]
+    assert R.field_differences(None, '{"a":1}') == [("a", None, "1")]
 
 
 def test_slices_partition_the_rows_exactly() -> None:

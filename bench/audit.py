@@ -1,0 +1,361 @@
+"""Audit a generated cluster of N partitions (default 1,000,000) in dual-write, both sides on disk.
+
+Setup (not timed as the audit): the cluster as a model image, its metadata log written the way the
+copy writes it (bootstrap, one `ZK Migration` transaction, MetadataLog.append in 10,000-record
+batches), and ZooKeeper's view of the same cluster as a native snapshot file written in ZooKeeper's
+own format by bench/zk_snapshot.py's writer (which checks against SnapshotFormatter and a real
+server; that bench also compares the snapshot parser's MB/s with SnapshotFormatter). The snapshot
+holds a KRaft-held /controller and a /migration at the log's last offset, as after the first sync.
+
+Timed: `python -m spark_audit.audit --zk-snapshot DIR --log-dir DIR --master local[2]` in a fresh
+process (JVM start included), wall time; peak RSS of the Python driver (VmHWM), and of the Spark
+JVM and the Python workers (sampled every 0.2 s). The audit must come back consistent (exit 0).
+
+    .venv/bin/python bench/audit.py [--partitions 1000000] [--per-topic 30] [--master local[2]] [--slices N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from zk_snapshot import write_snapshot  # noqa: E402
+
+from migrator.kraft.image import records_from_image  # noqa: E402
+from migrator.kraft.log import MetadataLog  # noqa: E402
+from migrator.kraft.records import record, uuid_to_kafka  # noqa: E402
+from migrator.migration.copy import COPY_TRANSACTION, bootstrap_records  # noqa: E402
+from migrator.model import (  # noqa: E402
+    ClusterImage,
+    ConfigEntity,
+    ControllerZnode,
+    MigrationZnode,
+    Partition,
+    ProducerIdBlock,
+    Topic,
+)
+from migrator.zk import codec  # noqa: E402
+
+CLUSTER_ID = "Yx7fQ2mTR4ao3kq9ZfT0Ag"
+BROKERS = 12
+SESSION = 0x1000A2B3C4D0000
+NODE_ID = 3000
+KRAFT_EPOCH = 7
+ZK_CONTROLLER_EPOCH = 12
+
+
+def topic_id(t: int) -> str:
+    return uuid_to_kafka(uuid.UUID(int=(0x5EED << 96) | (t + 1)))
+
+
+def replicas(t: int, p: int) -> list[int]:
+    return [(p + t + r) % BROKERS + 1 for r in range(3)]
+
+
+def leader_epoch(t: int, p: int) -> int:
+    return (p * 7 + t) % 50
+
+
+def topic_sizes(partitions: int, per_topic: int) -> list[int]:
+    sizes = [per_topic] * (partitions // per_topic)
+    if partitions % per_topic:
+        sizes.append(partitions % per_topic)
+    return sizes
+
+
+def cluster_image(partitions: int, per_topic: int) -> ClusterImage:
+    """The cluster as the model holds it (what the log's copy is made from)."""
+    image = ClusterImage(cluster_id=CLUSTER_ID)
+    for t, n in enumerate(topic_sizes(partitions, per_topic)):
+        name = f"topic-{t:06d}"
+        parts = {}
+        for p in range(n):
+            r = replicas(t, p)
+            parts[p] = Partition.model_construct(
+                partition=p,
+                replicas=r,
+                isr=list(r),
+                leader=r[0],
+                leader_epoch=leader_epoch(t, p),
+                partition_epoch=0,
+                leader_recovery_state=0,
+                adding_replicas=[],
+                removing_replicas=[],
+                controller_epoch=None,
+                has_state=True,
+            )
+        image.topics[name] = Topic.model_construct(
+            name=name, topic_id=topic_id(t), partitions=parts, json_version=3
+        )
+        image.configs[("TOPIC", name)] = ConfigEntity(
+            resource_type="TOPIC", name=name, configs={"retention.ms": "604800000"}
+        )
+    image.producer_id_block = ProducerIdBlock(broker=3, block_start=0, block_end=999)
+    return image
+
+
+def write_log(log_dir: Path, image: ClusterImage) -> int:
+    """The copy as the driver writes it; returns the last offset."""
+    records = list(records_from_image(image))
+    with MetadataLog.open(log_dir, writable=True, cluster_id=CLUSTER_ID, node_id=NODE_ID) as log:
+        log.append(bootstrap_records(), KRAFT_EPOCH)
+        log.append([record("BeginTransactionRecord", 0, Name=COPY_TRANSACTION)], KRAFT_EPOCH)
+        for i in range(0, len(records), 10_000):
+            log.append(records[i : i + 10_000], KRAFT_EPOCH)
+        _, last = log.append(
+            [record("ZkMigrationStateRecord", 0, ZkMigrationState=1), record("EndTransactionRecord", 0)],
+            KRAFT_EPOCH,
+        )
+    return last
+
+
+def zk_nodes(partitions: int, per_topic: int, migration_offset: int) -> list[tuple[str, bytes | None, int]]:
+    """(path, data, ephemeralOwner) of ZooKeeper in dual-write, pre-order, for bench/zk_snapshot's writer."""
+    controller = ControllerZnode(
+        broker_id=NODE_ID, timestamp=1_700_000_000_000, kraft_controller_epoch=KRAFT_EPOCH, ephemeral=False
+    )
+    migration = MigrationZnode(
+        kraft_controller_id=NODE_ID,
+        kraft_controller_epoch=KRAFT_EPOCH,
+        kraft_metadata_offset=migration_offset,
+        kraft_metadata_epoch=KRAFT_EPOCH,
+    )
+    out: list[tuple[str, bytes | None, int]] = [
+        ("", None, 0),
+        ("/zookeeper", b"", 0),
+        ("/zookeeper/quota", b"", 0),
+    ]
+    add = out.append
+    add(("/zookeeper/config", b"", 0))
+    add(("/cluster", None, 0))
+    add(("/cluster/id", json.dumps({"version": "1", "id": CLUSTER_ID}).encode(), 0))
+    add(("/controller_epoch", str(KRAFT_EPOCH).encode(), 0))
+    add(("/controller", codec.encode_controller(controller), 0))
+    add(("/migration", codec.encode_migration(migration), 0))
+    add(("/brokers", None, 0))
+    add(("/brokers/ids", None, 0))
+    for b in range(1, BROKERS + 1):
+        reg = {
+            "features": {},
+            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+            "endpoints": [f"PLAINTEXT://broker-{b}.kafka.svc:9092"],
+            "jmx_port": -1,
+            "port": 9092,
+            "host": f"broker-{b}.kafka.svc",
+            "version": 5,
+            "timestamp": "1700000000000",
+        }
+        add((f"/brokers/ids/{b}", json.dumps(reg, separators=(",", ":")).encode(), SESSION + b))
+    add(("/brokers/seqid", None, 0))
+    add(("/brokers/topics", None, 0))
+    sizes = topic_sizes(partitions, per_topic)
+    for t, n in enumerate(sizes):
+        name = f"topic-{t:06d}"
+        assign = {str(p): replicas(t, p) for p in range(n)}
+        topic_json = json.dumps(
+            {
+                "partitions": assign,
+                "topic_id": topic_id(t),
+                "adding_replicas": {},
+                "removing_replicas": {},
+                "version": 3,
+            },
+            separators=(",", ":"),
+        ).encode()
+        add((f"/brokers/topics/{name}", topic_json, 0))
+        add((f"/brokers/topics/{name}/partitions", None, 0))
+        for p in range(n):
+            base = f"/brokers/topics/{name}/partitions/{p}"
+            r = assign[str(p)]
+            add((base, None, 0))
+            state = (
+                f'{{"controller_epoch":{KRAFT_EPOCH},"leader":{r[0]},"version":1,"leader_epoch":{leader_epoch(t, p)},'
+                f'"isr":[{r[0]},{r[1]},{r[2]}]}}'
+            ).encode()
+            add((base + "/state", state, 0))
+    for path in (
+        "/config",
+        "/config/changes",
+        "/config/clients",
+        "/config/users",
+        "/config/brokers",
+        "/config/topics",
+    ):
+        add((path, None, 0))
+    for t in range(len(sizes)):
+        add((f"/config/topics/topic-{t:06d}", b'{"version":1,"config":{"retention.ms":"604800000"}}', 0))
+    for path in ("/admin", "/admin/delete_topics", "/isr_change_notification"):
+        add((path, None, 0))
+    add(("/latest_producer_id_block", b'{"version":1,"broker":3,"block_start":"0","block_end":"999"}', 0))
+    add(("/log_dir_event_notification", None, 0))
+    add(("/feature", b'{"features":{},"version":2,"status":1}', 0))
+    return out
+
+
+def _status(pid: int, field: str) -> int:
+    try:
+        m = re.search(rf"{field}:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
+    except OSError:
+        return 0
+    return int(m.group(1)) * 1024 if m else 0
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids: list[str] = []
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():  # a JVM forks from its threads
+                kids += (task / "children").read_text().split()
+        except OSError:
+            continue
+        for k in map(int, kids):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class Sampler(threading.Thread):
+    """Peak RSS of the JVM and of the Python workers under a process, sampled."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.jvm = 0
+        self.workers = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            jvm = workers = 0
+            for p in _descendants(self.pid):
+                rss = _status(p, "VmRSS")
+                if "java" in _cmdline(p).split(" ")[0]:
+                    jvm += rss
+                elif "pyspark" in _cmdline(p) or "daemon" in _cmdline(p) or "worker" in _cmdline(p):
+                    workers += rss
+            self.jvm = max(self.jvm, jvm)
+            self.workers = max(self.workers, workers)
+            time.sleep(0.2)
+
+
+DRIVER = """
+import re, sys
+from spark_audit.audit import main
+rc = main(sys.argv[1:])
+hwm = re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1)
+print(f"driver-vmhwm-kib {hwm}", file=sys.stderr)
+sys.exit(rc)
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--partitions", type=int, default=1_000_000)
+    ap.add_argument("--per-topic", type=int, default=30)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--slices", type=int)
+    ap.add_argument("--keep", help="build the inputs in this directory and keep them")
+    args = ap.parse_args()
+
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="zk2kraft-audit-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    log_dir, zk_dir = tmp / "kraft", tmp / "zookeeper"
+    t0 = time.perf_counter()
+    if not (log_dir / "meta.properties").exists():
+        image = cluster_image(args.partitions, args.per_topic)
+        last = write_log(log_dir, image)
+        del image
+        (zk_dir / "version-2").mkdir(parents=True, exist_ok=True)
+        nodes = zk_nodes(args.partitions, args.per_topic, last)
+        zxid = write_snapshot(zk_dir / "version-2" / "snapshot.0", nodes)
+        (zk_dir / "version-2" / "snapshot.0").rename(zk_dir / "version-2" / f"snapshot.{zxid:x}")
+        del nodes
+    setup = time.perf_counter() - t0
+    snap = next((zk_dir / "version-2").glob("snapshot.*"))
+    seg_bytes = sum(p.stat().st_size for p in (log_dir / "__cluster_metadata-0").glob("*.log"))
+    print(
+        f"inputs: {args.partitions:,} partitions; snapshot {snap.stat().st_size / 1e6:.0f} MB, "
+        f"log {seg_bytes / 1e6:.0f} MB (setup {setup:.0f}s) in {tmp}"
+    )
+
+    cmd = [
+        sys.executable,
+        "-c",
+        DRIVER,
+        "--zk-snapshot",
+        str(zk_dir),
+        "--log-dir",
+        str(log_dir),
+        "--master",
+        args.master,
+        "--json",
+    ]
+    if args.slices:
+        cmd += ["--slices", str(args.slices)]
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    sampler = Sampler(proc.pid)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - started
+    sampler.stop.set()
+    sampler.join()
+    m = re.search(r"driver-vmhwm-kib (\d+)", err)
+    driver_rss = int(m.group(1)) * 1024 if m else 0
+    if proc.returncode != 0:
+        print(err[-3000:], file=sys.stderr)
+        raise SystemExit(f"audit exited {proc.returncode}")
+    result = json.loads(out)
+    load = os.getloadavg()
+    gib = 1 << 30
+    counts = {c["kind"]: c for c in result["counts"]}
+    t = result.get("timings", {})
+    z, k = result["zookeeper"], result["kraft"]
+    print(
+        f"audit of {counts['partition']['zookeeper']:,} partitions on {args.master} "
+        f"({os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}): "
+        f"{result['verdict']}"
+    )
+    print("| step | seconds |")
+    print("| --- | --- |")
+    print(f"| whole audit, fresh process (JVM start included) | {wall:.1f} |")
+    for name, secs in t.items():
+        print(f"| {name} | {secs:.1f} |")
+    print(f"| in the ZooKeeper task: snapshot + replay + decode | {z.get('load_seconds', 0):.1f} |")
+    print(f"| in the KRaft task: log replay | {k.get('load_seconds', 0):.1f} |")
+    print(
+        f"peak RSS: Python driver {driver_rss / gib:.2f} GiB, Spark JVM (driver + local executor) "
+        f"{sampler.jvm / gib:.2f} GiB, Python workers together {sampler.workers / gib:.2f} GiB"
+    )
+    print("snapshot parser MB/s vs ZooKeeper's SnapshotFormatter: bench/zk_snapshot.py")
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
