@@ -219,13 +219,17 @@ def render(result: Any, console: Console) -> None:
             what += [f"{f['name']}: {f['zookeeper']} → {f['kraft']}" for f in d["fields"]]
             diffs.add_row(_TITLES.get(d["kind"], d["kind"]), escape(d["key"]), escape("; ".join(what)))
         console.print(diffs)
-    info = [d for d in result.differences if d["verdict"] == "info"]
-    if info:
-        reasons: dict[str, int] = {}
-        for d in info:
-            reasons[d.get("reason") or d["status"]] = reasons.get(d.get("reason") or d["status"], 0) + 1
-        for reason, n in reasons.items():
-            console.print(f"[cyan]info[/cyan] {escape(reason)} (e.g. {n} shown)")
+    reasons: dict[str, str] = {}
+    for d in result.differences:
+        if d["verdict"] == "info" and d.get("reason"):
+            reasons.setdefault(d["kind"], d["reason"])
+    for c in result.counts:
+        if c.info:
+            why = reasons.get(c.kind)
+            console.print(
+                f"[cyan]info[/cyan] {c.info:,} {_TITLES.get(c.kind, c.kind)}"
+                + (f": {escape(why)}" if why else "")
+            )
     for w in result.warnings:
         console.print(f"[yellow]warning[/yellow] {escape(w)}")
     if result.report:

@@ -25,6 +25,7 @@ import spark_session
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
 
+from cli.main import run as cli_run
 from migrator import commands
 from migrator.errors import BadInputError
 from migrator.kraft.log import MetadataLog
@@ -235,17 +236,35 @@ def test_dual_write_from_a_snapshot_is_the_derived_phase_and_clean(
     assert _counts(result)["partition"].equal == _counts(result)["partition"].kraft
 
 
-def test_dual_write_live_with_report(spark: object, migration: Migration) -> None:
+def test_cli_dual_write_live_with_report(
+    spark: object, migration: Migration, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`zk2kraft audit` in process (the session is shared): JSON on stdout, the HTML report on disk."""
     report = migration.work / "audit.html"
-    result = migration.audit(zookeeper=migration.connect, report=str(report))
-    assert result.exit_code == 0 and result.phase == "dual-write"
-    assert result.zookeeper["consistent"] and result.zookeeper["source"] == "zookeeper"
+    argv = [
+        "audit",
+        "--zookeeper",
+        migration.connect,
+        "--log-dir",
+        str(migration.log_dir),
+        "--report",
+        str(report),
+    ]
+    assert cli_run([*argv, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["phase"] == "dual-write" and result["phase_source"] == "derived"
+    assert result["zookeeper"]["consistent"] and result["zookeeper"]["source"] == "zookeeper"
     html = report.read_text(encoding="utf-8")
     assert "<svg" in html and "consistent: ZooKeeper and the log agree" in html
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")  # no external assets
-    assert f"{result.zookeeper['zxid']:#x}" in html and str(result.kraft["end_offset"]) in html
+    assert f"{result['zookeeper']['zxid']:#x}" in html and str(result["kraft"]["end_offset"]) in html
     for secret in migration.generated.secrets.strings(migration.generated.image):
         assert secret not in html
+    # without --json: the summary table and the verdict, nothing of Spark
+    assert cli_run(argv) == 0
+    out, err = capsys.readouterr()
+    assert "partitions" in out and "consistent: ZooKeeper and the log agree" in out and "info" in out
+    assert err == ""
 
 
 # --- drift ----------------------------------------------------------------------------------------------
