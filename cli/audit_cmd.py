@@ -17,19 +17,6 @@ from migrator import commands
 from migrator.errors import BadInputError
 
 PHASES = ("copy", "dual-write", "finalized")
-_TITLES = {
-    "topic": "topics",
-    "partition": "partitions",
-    "topic_config": "topic configs",
-    "broker_config": "broker configs",
-    "other_config": "other configs",
-    "client_quota": "client quotas",
-    "scram_credential": "SCRAM credentials",
-    "acl": "ACLs",
-    "producer_id_block": "producer id block",
-    "delegation_token": "delegation tokens",
-    "broker": "brokers",
-}
 
 
 def _interactive(as_json: bool) -> bool:
@@ -187,6 +174,8 @@ def _kraft_line(k: dict[str, Any]) -> str:
 
 
 def render(result: Any, console: Console) -> None:
+    from spark_audit.rows import KIND_TITLES as titles  # pyarrow loads only when an audit ran
+
     console.print(
         f"phase [bold]{escape(result.phase)}[/bold] ({result.phase_source}; state {escape(str(result.state))})"
     )
@@ -200,7 +189,7 @@ def render(result: Any, console: Console) -> None:
         diffs = c.expected if finalized else c.mismatch
         style = "red" if diffs and not finalized else ""
         table.add_row(
-            _TITLES.get(c.kind, c.kind),
+            titles.get(c.kind, c.kind),
             f"{c.zookeeper:,}",
             f"{c.kraft:,}",
             f"{c.equal:,}",
@@ -217,7 +206,7 @@ def render(result: Any, console: Console) -> None:
         for d in shown:
             what = [d["status"].replace("_", " ")]
             what += [f"{f['name']}: {f['zookeeper']} → {f['kraft']}" for f in d["fields"]]
-            diffs.add_row(_TITLES.get(d["kind"], d["kind"]), escape(d["key"]), escape("; ".join(what)))
+            diffs.add_row(titles.get(d["kind"], d["kind"]), escape(d["key"]), escape("; ".join(what)))
         console.print(diffs)
     reasons: dict[str, str] = {}
     for d in result.differences:
@@ -227,7 +216,7 @@ def render(result: Any, console: Console) -> None:
         if c.info:
             why = reasons.get(c.kind)
             console.print(
-                f"[cyan]info[/cyan] {c.info:,} {_TITLES.get(c.kind, c.kind)}"
+                f"[cyan]info[/cyan] {c.info:,} {titles.get(c.kind, c.kind)}"
                 + (f": {escape(why)}" if why else "")
             )
     for w in result.warnings:

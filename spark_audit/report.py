@@ -71,6 +71,8 @@ _ZK_KEYS = [
     ("txn_logs", "transaction logs"),
     ("compression", "compression"),
     ("chroot", "chroot"),
+    ("migration_offset", "/migration offset (log image ZooKeeper covers)"),
+    ("kraft_controller", "/controller (KRaft controller, epoch)"),
     ("export", "export file"),
     ("read_at", "read at"),
     ("znodes", "znodes"),
@@ -98,6 +100,21 @@ _KRAFT_KEYS = [
     ("topics", "topics"),
     ("partitions", "partitions"),
 ]
+
+
+def _with_control(identity: dict[str, Any]) -> dict[str, Any]:
+    """The control znodes an operator looks for, pulled out of the identity's `control`."""
+    out = dict(identity)
+    control = identity.get("control") or {}
+    migration = control.get("migration") or {}
+    if migration.get("kraft_metadata_offset", -1) >= 0:
+        out["migration_offset"] = migration["kraft_metadata_offset"]
+    controller = control.get("controller") or {}
+    if controller.get("kraft_controller_epoch", -1) >= 0:
+        out["kraft_controller"] = (
+            f"{controller.get('broker_id')} (epoch {controller['kraft_controller_epoch']})"
+        )
+    return out
 
 
 def _chart(counts: list[Any]) -> str:
@@ -206,7 +223,7 @@ def render_report(result: Any, limit: int = 20) -> str:
 <div class="verdict {cls}">{_e(r["verdict"])}</div>
 {warnings}
 <h2>Inputs</h2>
-<h3>ZooKeeper</h3>{_identity_table(r.get("zookeeper") or {}, _ZK_KEYS)}
+<h3>ZooKeeper</h3>{_identity_table(_with_control(r.get("zookeeper") or {}), _ZK_KEYS)}
 <h3>KRaft log</h3>{_identity_table(r.get("kraft") or {}, _KRAFT_KEYS)}
 <p class=mono>log scan: {scan.get("batches", 0):,} batches, {scan.get("records", 0):,} records checked (CRC);
 copy committed at offset {_e(scan.get("copy_end_offset"))}</p>

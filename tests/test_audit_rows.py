@@ -326,3 +326,39 @@ def test_bad_input_is_refused_before_spark(tmp_path: Path) -> None:
         run_audit(AuditOptions(log_dir=str(fresh), zk_export=str(export)))
     with pytest.raises(BadInputError, match="no committed copy"):
         run_audit(AuditOptions(log_dir=str(fresh), zk_export=str(export), phase="copy"))
+
+
+def test_report_is_escaped_self_contained_and_names_the_inputs(tmp_path: Path) -> None:
+    from spark_audit.report import write_report
+
+    result = {
+        "phase": "dual-write",
+        "phase_source": "derived",
+        "state": "DualWriteMetadata",
+        "exit_code": 1,
+        "verdict": "1 mismatches (partition 1)",
+        "counts": [
+            {"kind": "partition", "zookeeper": 2, "kraft": 2, "equal": 1, "tolerated": 0, "mismatched": 1,
+             "missing_in_kraft": 0, "missing_in_zookeeper": 0, "info": 0, "mismatch": 1, "expected": 0}
+        ],
+        "differences": [
+            {"kind": "partition", "key": "<script>-0", "status": "mismatched", "verdict": "mismatch", "reason": None,
+             "fields": [{"name": "isr", "zookeeper": "[1]", "kraft": "[1,2]", "tolerated": False}],
+             "zookeeper": {"isr": [1]}, "kraft": {"isr": [1, 2]}}
+        ],
+        "zookeeper": {"zxid": 255, "snapshot": "/d/version-2/snapshot.ff",
+                      "control": {"migration": {"kraft_metadata_offset": 42}, "controller": {"broker_id": 3000, "kraft_controller_epoch": 5}}},
+        "kraft": {"log_dir": "/k", "end_offset": 43, "cut_offset": 42},
+        "warnings": ["a <b> warning"],
+        "master": "local[2]",
+        "seconds": 1.0,
+    }  # fmt: skip
+    out = tmp_path / "r.html"
+    write_report(result, out)
+    html = out.read_text(encoding="utf-8")
+    assert "<script>" not in html and "&lt;script&gt;-0" in html and "a &lt;b&gt; warning" in html
+    assert (
+        "0xff (255)" in html and "/migration offset" in html and ">42<" in html and "3000 (epoch 5)" in html
+    )
+    assert "<svg" in html and "isr: [1] → [1,2]" in html
+    assert "http" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "") and "<link" not in html
