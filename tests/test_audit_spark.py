@@ -260,6 +260,13 @@ def test_cli_dual_write_live_with_report(
     assert f"{result['zookeeper']['zxid']:#x}" in html and str(result["kraft"]["end_offset"]) in html
     for secret in migration.generated.secrets.strings(migration.generated.image):
         assert secret not in html
+    # `zk export` from the command line: the same rows, audited from the file
+    export = migration.work / "now.parquet"
+    assert cli_run(["zk", "export", "--zookeeper", migration.connect, "--out", str(export), "--json"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert exported["consistent"] and exported["rows"] > exported["partitions"] > BIG_PARTITIONS
+    assert cli_run(["audit", "--zk-export", str(export), "--log-dir", str(migration.log_dir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["zookeeper"]["source"] == "zk-export"
     # without --json: the summary table and the verdict, nothing of Spark
     assert cli_run(argv) == 0
     out, err = capsys.readouterr()
