@@ -12,6 +12,8 @@ one to cut a torn tail during recovery — and `records.CorruptRecordError` for 
 from __future__ import annotations
 
 import gc
+import itertools
+import keyword
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -32,7 +34,7 @@ from migrator.kraft.records import (
     MetadataRecord,
     OpaqueRecord,
     ShapeLearner,
-    _new_record,
+    ShapeSpec,
     decode_error_reason,
     decode_value_at,
     encode_value,
@@ -547,10 +549,11 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
     if count * _MIN_RECORD_SIZE > end - pos:
         raise batch._corrupt(pos, base_pos, f"claims {count} records but holds only {end - pos} bytes")
     base = batch.base_offset
-    out: list[tuple[int, MetadataRecord | OpaqueRecord]] = []
-    append = out.append
+    # one slot per record, filled in order (runs assign whole slices): no regrowing a long list
+    out: list[Any] = [None] * count
     frames_get = FAST_FRAMES.get
-    new = _new_record
+    tn = tuple.__new__
+    mr = MetadataRecord
     startswith = data.startswith
     mid = _MID
     mid_len = _MID_LEN
@@ -573,7 +576,7 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
                 # a run learned earlier for records that start with these bytes at this index width
                 run = run_get((data[pos : pos + 3], od_width[i]))
                 if run is not None:
-                    j, pos = run(mv, pos, end, i, run_limit, base, append)
+                    j, pos = run(mv, pos, end, i, run_limit, base, out)
                     if j > i:
                         prev = j - 1
                         i = j
@@ -635,11 +638,9 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
             # the value: a known (frame 1, apiKey, version) prefix goes straight to its decoder
             entry = frames_get(data[vpos : vpos + 3]) if vlen >= 3 else None
             if entry is None:
-                append(
-                    (
-                        base + delta,
-                        decode_value_at(data, vpos, vend, _where(batch, base + delta, vpos, base_pos)),
-                    )
+                out[i] = (
+                    base + delta,
+                    decode_value_at(data, vpos, vend, _where(batch, base + delta, vpos, base_pos)),
                 )
                 i += 1
                 continue
@@ -650,7 +651,7 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
                 fields = shape(data, vpos + 3, vend)
             if fields is None:
                 fields = decoder(data, vpos + 3, vend)
-            append((base + delta, new(api, ver, fields)))
+            out[i] = (base + delta, tn(mr, (api, ver, fields)))
             i += 1
             if kraft and i < count:
                 learner = LEARNERS.get((api << 16) | ver)
@@ -694,27 +695,23 @@ def _learn_run(
         _RUN_BY_PREFIX[(head[:3], od_width)] = run
 
 
-#: Expected offset-delta field of record i, read as an unsigned int of the varint's width (1 or 2).
-_OD_BY_WIDTH: dict[int, list[int]] = {
-    1: [v if i < 64 else -1 for i, v in enumerate(_OD_INT)],
-    2: [v if i >= 64 else -1 for i, v in enumerate(_OD_INT)],
-}
+#: Offset-delta varint bytes of records 0..63 (one byte each), and of records 64..8191 split into
+#: their first and second bytes: a run compares each against a column of its records at once.
+_OD1 = bytes(2 * i for i in range(64))
+_OD2_LO = bytes(((2 * i) & 0x7F) | 0x80 for i in range(len(_OD_INT)))
+_OD2_HI = bytes((2 * i) >> 7 for i in range(len(_OD_INT)))
+#: How far runs of each offset-delta width reach: one-byte deltas end at record 64.
+_OD_END = {1: 64, 2: len(_OD_INT)}
 
 
-def _const_fields(const: bytes, prefix: str) -> tuple[str, list[str], list[str]]:
-    """Struct codes, target names and checks that match ``const`` as big-endian unsigned ints."""
-    fmt = ""
-    targets: list[str] = []
-    checks: list[str] = []
-    pos = 0
-    for size, code in ((8, "Q"), (4, "I"), (2, "H"), (1, "B")):
-        while len(const) - pos >= size:
-            name = f"{prefix}{len(targets)}"
-            fmt += code
-            targets.append(name)
-            checks.append(f"{name} == {int.from_bytes(const[pos : pos + size], 'big')}")
-            pos += size
-    return fmt, targets, checks
+def _agree(column: Any, expected: bytes) -> int:
+    """How many leading bytes of ``column`` equal ``expected`` (rare path: a mismatching delta)."""
+    got = bytes(column)
+    n = min(len(got), len(expected))
+    for k in range(n):
+        if got[k] != expected[k]:
+            return k
+    return n
 
 
 def _run_decoder(
@@ -724,60 +721,122 @@ def _run_decoder(
 
     ``head`` is the record-length varint plus attributes and timestampDelta (constant in a run), the
     offset delta has ``od_width`` bytes and must equal the record's index, and ``tail`` is the null key,
-    the value-length varint and the value's frame bytes. Only integers taken from the data (constant
-    bytes read as ints, array lengths) are written into the generated source.
+    the value-length varint and the value's frame bytes. Only integers taken from the data (array
+    lengths, sizes, the record's apiKey and version) are written into the generated source.
+
+    Three C-level passes, no per-record checks in Python: every byte that is constant in the layout
+    (framing, array lengths, empty tagged section, no headers) is unpacked by one struct and compared
+    with the expected tuple until the first record that differs (``takewhile``); the offset deltas of
+    those records are compared as byte columns with the expected indexes; then the records are
+    unpacked by a second struct that skips the checked bytes, in one list comprehension.
     """
     key = (learner.api_key, learner.version, layout, head, od_width, tail)
     fn = _RUNS.get(key)
-    if fn is not None or od_width not in _OD_BY_WIDTH:
+    if fn is not None or od_width not in _OD_END:
         return fn
     if len(_RUNS) >= _MAX_RUNS:
         _RUNS.clear()
         _RUN_BY_PREFIX.clear()
     spec = learner.spec(layout)
-    hfmt, htargets, hchecks = _const_fields(head, "a")
-    tfmt, ttargets, tchecks = _const_fields(tail, "k")
-    fmt = ">" + hfmt + ("B" if od_width == 1 else "H") + tfmt + spec.fmt + "B"
-    st = struct.Struct(fmt)
-    targets = [*htargets, "o", *ttargets, *spec.targets, "h"]
-    checks = [*hchecks, "o == _OD[i]", *tchecks, *spec.checks, "h == 0"]
+    # byte-level layout of a record: (constant bytes, or None for data) per piece, and the data codes
+    pieces: list[tuple[bytes | None, int]] = [(head, len(head)), (None, od_width), (tail, len(tail))]
+    fmt = ["x" * (len(head) + od_width + len(tail))]
+    targets = []
+    for name, code in zip(spec.targets, spec.codes, strict=True):
+        size = struct.calcsize(">" + code)
+        const = spec.consts.get(name)
+        if const is None:
+            fmt.append(code)
+            targets.append(name)
+            pieces.append((None, size))
+        else:
+            fmt.append("x" * size)
+            pieces.append((struct.pack(">" + code, const), size))
+    fmt.append("x")
+    pieces.append((b"\x00", 1))  # no headers
+    values = struct.Struct(">" + "".join(fmt))
+    size = values.size
+    const_fmt = "".join("B" * n if c is not None else "x" * n for c, n in pieces)
+    consts = struct.Struct(">" + const_fmt)
+    expected = tuple(b for c, _ in pieces if c is not None for b in c)
+    assert consts.size == size and len(expected) == const_fmt.count("B")
+    od_at = len(head)
+    if od_width == 1:
+        columns = [(od_at, "_OD1")]
+    else:
+        columns = [(od_at, "_OD2_LO"), (od_at + 1, "_OD2_HI")]
+    od_check = "".join(
+        f"    if n and mv[pos + {at} : pos + n * {size} : {size}] != {table}[i : i + n]:\n"
+        f"        n = _agree(mv[pos + {at} : pos + n * {size} : {size}], {table}[i : i + n])\n"
+        for at, table in columns
+    )
+    unpacked = f"({', '.join(targets)},)" if targets else "_"
+    body = _run_body(spec, "            ")
+    rec = f"_tn(_MR, ({learner.api_key}, {learner.version}, fields))"
     src = (
-        "def run(mv, pos, end, i, count, base, append):\n"
-        f"    m = (end - pos) // {st.size}\n"
+        "def run(mv, pos, end, i, count, base, out):\n"
+        f"    m = (end - pos) // {size}\n"
         "    if m > count - i:\n"
         "        m = count - i\n"
-        "    if m > _LIMIT - i:\n"
-        "        m = _LIMIT - i\n"
+        "    if m > _END - i:\n"
+        "        m = _END - i\n"
         "    if m <= 0:\n"
         "        return i, pos\n"
-        "    first = i\n"
-        f"    for {', '.join(targets)} in _iter(mv[pos : pos + m * {st.size}]):\n"
-        f"        if {' and '.join(checks)}:\n"
-        "            r = _onew(_MR)\n"
-        f"            _sa(r, {learner.api_key})\n"
-        f"            _sv(r, {learner.version})\n"
-        f"            _sf(r, {spec.result})\n"
-        "            append((base + i, r))\n"
-        "            i += 1\n"
-        "        else:\n"
-        "            break\n"
-        f"    return i, pos + (i - first) * {st.size}\n"
+        f"    n = len(_list(_takewhile(_same, _consts(mv[pos : pos + m * {size}]))))\n"
+        + od_check
+        + "    if n:\n"
+        + "".join(f"        b{t} = u{t} = None\n" for t in spec.uuids)
+        + f"        for j, o, {unpacked} in _zip(range(i, i + n), range(base + i, base + i + n), "
+        f"_values(mv[pos : pos + n * {size}])):\n" + body + f"            out[j] = (o, {rec})\n"
+        f"    return i + n, pos + n * {size}\n"
     )
     ns: dict[str, Any] = dict(
         spec.names,
-        _iter=st.iter_unpack,
-        _OD=_OD_BY_WIDTH[od_width],
-        _LIMIT=len(_OD_INT),
-        _onew=object.__new__,
+        _consts=consts.iter_unpack,
+        _values=values.iter_unpack,
+        _same=expected.__eq__,
+        _takewhile=itertools.takewhile,
+        _list=list,
+        _OD1=_OD1,
+        _OD2_LO=_OD2_LO,
+        _OD2_HI=_OD2_HI,
+        _END=_OD_END[od_width],
+        _agree=_agree,
+        _zip=zip,
+        _tn=tuple.__new__,
         _MR=MetadataRecord,
-        _sa=MetadataRecord.__dict__["api_key"].__set__,
-        _sv=MetadataRecord.__dict__["version"].__set__,
-        _sf=MetadataRecord.__dict__["fields"].__set__,
+        _F=type(f"{learner.label} fields", (), {}),
     )
     exec(compile(src, f"<record run {learner.label} {layout}>", "exec"), ns)
     fn = ns["run"]
     _RUNS[key] = fn
     return fn
+
+
+def _run_body(spec: ShapeSpec, ind: str) -> str:
+    """Statements of a run's loop that leave a record's fields dict in ``fields``.
+
+    The dict is built as the attribute dict of a throwaway instance of a class made for the run:
+    CPython's key-sharing dicts (PEP 412) then hold only the values, with one keys table per class,
+    which is cheaper to build and free than a dict display with its own keys — and is still an
+    ordinary ``dict`` in every way. Field names that are not identifiers fall back to a display.
+    A uuid is looked up only when it differs from the previous record's (a topic's partitions follow
+    each other).
+    """
+    lines = []
+    values = dict(spec.values)
+    for t in spec.uuids:
+        lines.append(f"{ind}if {t} != b{t}:")
+        lines.append(f"{ind}    u{t} = _ucg({t}) or _mku({t})")
+        lines.append(f"{ind}    b{t} = {t}")
+        values = {k: (f"u{t}" if v == f"(_ucg({t}) or _mku({t}))" else v) for k, v in values.items()}
+    if all(name.isidentifier() and not keyword.iskeyword(name) for name in values):
+        lines.append(f"{ind}f = _F()")
+        lines += [f"{ind}f.{name} = {expr}" for name, expr in values.items()]
+        lines.append(f"{ind}fields = f.__dict__")
+    else:
+        lines.append(f"{ind}fields = {{" + ", ".join(f"{k!r}: {v}" for k, v in values.items()) + "}")
+    return "".join(line + "\n" for line in lines)
 
 
 def _where(batch: RecordBatch, offset: int, vpos: int, base_pos: int) -> str:

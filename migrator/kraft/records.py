@@ -21,8 +21,8 @@ import operator
 import struct
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from migrator.errors import BadInputError
 from migrator.kraft.schema import CONTROL_SCHEMAS, SCHEMAS, Field, RecordSchema, schema_by_name
@@ -95,9 +95,13 @@ def decode_error_reason(exc: Exception, size: int) -> str:
 # Records
 
 
-@dataclass(frozen=True, slots=True)
-class MetadataRecord:
-    """A decoded metadata record: its apiKey, version and fields by Kafka's CamelCase names."""
+class MetadataRecord(NamedTuple):
+    """A decoded metadata record: its apiKey, version and fields by Kafka's CamelCase names.
+
+    A named tuple rather than a frozen dataclass because decoding builds one per record, and a tuple is
+    the cheapest immutable object CPython creates (`_new_record`). It compares equal only to another
+    MetadataRecord, never to a plain tuple or an `OpaqueRecord`, as the dataclass did.
+    """
 
     api_key: int
     version: int
@@ -106,6 +110,17 @@ class MetadataRecord:
     @property
     def name(self) -> str:
         return SCHEMAS[self.api_key].name
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is MetadataRecord:
+            return tuple.__eq__(self, other)
+        return NotImplemented if not isinstance(other, tuple) else False
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]  # fields is a dict, as with the frozen dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,19 +137,12 @@ class OpaqueRecord:
         return f"{known.name if known else 'UnknownRecord'}(apiKey={self.api_key}, v{self.version})"
 
 
-_object_new = object.__new__
-_set_api_key = MetadataRecord.__dict__["api_key"].__set__
-_set_version = MetadataRecord.__dict__["version"].__set__
-_set_fields = MetadataRecord.__dict__["fields"].__set__
+_tuple_new = tuple.__new__
 
 
 def _new_record(api_key: int, version: int, fields: dict[str, Any]) -> MetadataRecord:
-    """Build a MetadataRecord without the frozen-dataclass __init__ (it is 40% slower on hot paths)."""
-    rec = _object_new(MetadataRecord)
-    _set_api_key(rec, api_key)
-    _set_version(rec, version)
-    _set_fields(rec, fields)
-    return rec
+    """Build a MetadataRecord without the named tuple's Python-level __new__."""
+    return _tuple_new(MetadataRecord, (api_key, version, fields))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -886,8 +894,11 @@ class ShapeSpec:
 
     ``checks`` are conditions on the targets that hold exactly when a body has this layout (array
     lengths and an empty tagged section); ``result`` is a dict display building the fields from the
-    targets. ``names`` holds what those expressions refer to. The batch decoder embeds these in its own
-    generated functions to decode record framing and body with a single unpack.
+    targets. ``names`` holds what those expressions refer to. ``codes`` is the struct code of each
+    target, ``consts`` the value each checked target must have (the same facts as ``checks``, for
+    callers that verify those bytes another way), and ``values`` the (field name, expression) pairs
+    of ``result``, in field order; ``uuids`` are the targets holding a single uuid's 16 bytes. The batch decoder embeds these in its own generated
+    functions to decode record framing and body with a single unpack.
     """
 
     shape: tuple[int, ...]
@@ -897,6 +908,10 @@ class ShapeSpec:
     result: str
     size: int
     names: dict[str, Any]
+    codes: tuple[str, ...] = ()
+    consts: dict[str, int] = field(default_factory=dict)
+    values: tuple[tuple[str, str], ...] = ()
+    uuids: tuple[str, ...] = ()
 
 
 class ShapeLearner:
@@ -951,12 +966,16 @@ class ShapeLearner:
         fmt: list[str] = []
         targets: list[str] = []
         checks: list[str] = []
+        consts: dict[str, int] = {}
         values: dict[str, str] = {}
+        scalar_uuids: list[tuple[int, Field]] = []
         counts = iter(shape)
         k = 0
         for f in self.plain:
             if not f.is_array:
                 k += 1
+                if f.type == "uuid":
+                    scalar_uuids.append((k, f))
                 fmt.append(_FIXED[f.type][0])
                 targets.append(f"v{k}")
                 values[f.name] = f"(_ucg(v{k}) or _mku(v{k}))" if f.type == "uuid" else f"v{k}"
@@ -966,6 +985,7 @@ class ShapeLearner:
             fmt.append("B")
             targets.append(f"c{k}")
             checks.append(f"c{k} == {n + 1}")
+            consts[f"c{k}"] = n + 1
             code = _FIXED[f.element_type][0]
             items = []
             for _ in range(n):
@@ -977,6 +997,7 @@ class ShapeLearner:
         fmt.append("B")
         targets.append("t")
         checks.append("t == 0")
+        consts["t"] = 0
         for f in self.tagged:
             values[f.name] = _literal(f.default())
         result = "{" + ", ".join(f"{name!r}: {values[name]}" for name in self.order) + "}"
@@ -988,6 +1009,10 @@ class ShapeLearner:
             result=result,
             size=struct.calcsize(">" + "".join(fmt)),
             names={"_ucg": _UUID_CACHE.get, "_mku": _make_uuid, "_ZERO": uuid.UUID(int=0)},
+            codes=tuple(fmt),
+            consts=consts,
+            values=tuple((name, values[name]) for name in self.order),
+            uuids=tuple(f"v{k}" for k, f in scalar_uuids),
         )
         self.specs[shape] = spec
         return spec
