@@ -1117,25 +1117,46 @@ def record(name: str, version: int | None = None, **fields: Any) -> MetadataReco
     ``version`` defaults to the record's highest version. A field name the record does not have raises
     ValueError; so does a field that exists only in other versions, unless it holds its default.
     """
+    plan = _RECORD_PLANS.get((name, version))
+    if plan is None:
+        plan = _record_plan(name, version)
+    api_key, version, builder, structs = plan
+    values = builder(fields)  # ``fields`` is this call's own dict: the builder pops what it knows
+    if fields:
+        _reject_extra(name, version, fields)
+    if structs:
+        _normalise_structs(schema_by_name(name).fields, values, version, name)
+    return _new_record(api_key, version, values)
+
+
+#: (name, version or None) -> (apiKey, version, builder, has struct fields): the copy builds hundreds
+#: of thousands of records, and looking these up per call cost as much as building the record.
+_RECORD_PLANS: dict[
+    tuple[str, int | None], tuple[int, int, Callable[[dict[str, Any]], dict[str, Any]], bool]
+] = {}
+
+
+def _record_plan(
+    name: str, version: int | None
+) -> tuple[int, int, Callable[[dict[str, Any]], dict[str, Any]], bool]:
     schema = schema_by_name(name)
-    if version is None:
-        version = schema.max_version
-    elif not schema.has_version(version):
-        raise ValueError(f"{name} has no version {version} (valid {schema.min_version}-{schema.max_version})")
+    v = schema.max_version if version is None else version
+    if not schema.has_version(v):
+        raise ValueError(f"{name} has no version {v} (valid {schema.min_version}-{schema.max_version})")
     assert schema.api_key is not None
-    key = (schema.api_key << 16) | version
-    kw = dict(fields)
-    values = _BUILDERS[key](kw)
-    if kw:
-        for extra, value in kw.items():
-            declared = next((f for f in schema.fields if f.name == extra), None)
-            if declared is None:
-                raise ValueError(f"{name} has no field {extra!r}")
-            if value != declared.default():
-                raise ValueError(f"{name} v{version} has no field {extra!r} (it exists in other versions)")
-    if any(f.is_struct for f in schema.fields):
-        _normalise_structs(schema.fields, values, version, name)
-    return _new_record(schema.api_key, version, values)
+    plan = (schema.api_key, v, _BUILDERS[(schema.api_key << 16) | v], any(f.is_struct for f in schema.fields))
+    _RECORD_PLANS[(name, version)] = plan
+    return plan
+
+
+def _reject_extra(name: str, version: int, extra_fields: dict[str, Any]) -> None:
+    schema = schema_by_name(name)
+    for extra, value in extra_fields.items():
+        declared = next((f for f in schema.fields if f.name == extra), None)
+        if declared is None:
+            raise ValueError(f"{name} has no field {extra!r}")
+        if value != declared.default():
+            raise ValueError(f"{name} v{version} has no field {extra!r} (it exists in other versions)")
 
 
 def encode_value(rec: MetadataRecord | OpaqueRecord) -> bytes:
