@@ -14,6 +14,8 @@ from kazoo.exceptions import AuthFailedError, KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 from pydantic import BaseModel, Field
 
+from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
+from migrator.controller.service import ControllerService
 from migrator.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, PermissionDeniedError, UnreachableError
 from migrator.migration import checks, driver
 from migrator.migration.admin import AdminChange
@@ -218,9 +220,16 @@ def migrate(
     stop: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
     say: Callable[[str], None] | None = None,
+    listen: str | None = None,
+    broker_wait_timeout: float = driver.DEFAULT_BROKER_WAIT_SECONDS,
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+    on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None,
 ) -> MigrateResult:
     """Run the migration from wherever it is to DualWriteMetadata; with `follow`, stay the controller
-    until `stop` is set. Refusals raise RefusedError (1), bad input 2, unreachable 3, fenced/locked 4."""
+    until `stop` is set. With `listen` (HOST:PORT) the controller protocol is served there: brokers
+    register before the copy (which waits up to `broker_wait_timeout` seconds for all of them) and talk
+    to the controller after it. Refusals raise RefusedError (1), bad input 2, unreachable 3,
+    fenced/locked 4; brokers that never registered raise BrokersNotReadyError (1)."""
     opts = _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, say)
     return driver.migrate(
         opts,
@@ -230,6 +239,10 @@ def migrate(
         follow=follow,
         stop=stop,
         progress=progress,
+        listen=listen,
+        broker_wait_timeout=broker_wait_timeout,
+        session_timeout_ms=session_timeout_ms,
+        on_listen=on_listen,
     )
 
 

@@ -23,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
 from pydantic import BaseModel, Field
 
+from migrator.controller import core as ctl_core
+from migrator.controller.service import ControllerService
 from migrator.errors import (
     BadInputError,
     FencedError,
@@ -83,6 +85,7 @@ from state_machine import (
 __all__ = [
     "DEFAULT_NODE_ID",
     "AdminResult",
+    "BrokersNotReadyError",
     "DriverOptions",
     "FinalizeResult",
     "MigrateResult",
@@ -104,10 +107,18 @@ E = MigrationEvent
 ZK_MIGRATION_STATE_KEY = 21  # ZkMigrationStateRecord
 DEFAULT_NODE_ID = 3000
 BROKERS_FLAG_MESSAGE = (
-    "zk2kraft cannot wait for brokers to register with the KRaft controller yet (broker registration "
-    "over the controller protocol is not available); pass --brokers-from-zk to treat the live ZooKeeper "
-    "registrations under /brokers/ids as migration-ready (a rehearsal option, see docs/migration.md)"
+    "the copy waits for every ZooKeeper broker to register with the KRaft controller: pass --listen "
+    "HOST:PORT (the controller address the brokers are configured with), or --brokers-from-zk to treat "
+    "the live ZooKeeper registrations under /brokers/ids as migration-ready (a rehearsal option, see "
+    "docs/migration.md)"
 )
+DEFAULT_BROKER_WAIT_SECONDS = 300.0
+
+
+class BrokersNotReadyError(FindingsError):
+    """Wait-for-brokers timed out: the message names every broker that has not registered."""
+
+
 # Blockers the driver resolves itself when it starts afresh: the leftovers of an earlier attempt.
 _SELF_RESOLVED = {checks.LEFTOVER_MIGRATION_ZNODE.code, checks.MIGRATION_ZNODE_EMPTY.code}
 
@@ -426,8 +437,18 @@ def migrate(
     stop: threading.Event | None = None,
     progress: Progress | None = None,
     poll_interval: float = 0.05,
+    listen: str | None = None,
+    broker_wait_timeout: float = DEFAULT_BROKER_WAIT_SECONDS,
+    session_timeout_ms: int = ctl_core.DEFAULT_SESSION_TIMEOUT_MS,
+    on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None,
 ) -> MigrateResult:
-    """Run the migration from the derived state to DualWriteMetadata (and keep following with `follow`)."""
+    """Run the migration from the derived state to DualWriteMetadata (and keep following with `follow`).
+
+    With `listen`, the controller protocol is served on that address from the start: in soft start
+    (registration and heartbeats only) while the copy waits for every ZooKeeper broker to register,
+    then in full once the copy is committed. `on_listen` is given the service and its bound address
+    (in-process users: tests, the broker simulator).
+    """
     timings: dict[str, float] = {}
     started = time.perf_counter()
     with _zk(opts) as client:
@@ -446,7 +467,7 @@ def migrate(
             result.actions.append("nothing to do: the migration is finalized")
             result.kafka_code_after = _kafka_name(facts.log.migration_code)
             return result
-        if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and not brokers_from_zk:
+        if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and not brokers_from_zk and listen is None:
             raise BadInputError(BROKERS_FLAG_MESSAGE)
         if state is S.MIGRATION_INELIGIBLE:
             t0 = time.perf_counter()
@@ -483,29 +504,278 @@ def migrate(
                 result.removed_stale_migration = _remove_stale_migration(client, facts)
                 result.actions.append("removed the /migration znode left by an earlier attempt")
                 facts = gather(client, opts.log_dir, log)
-            if state is S.DUAL_WRITE_METADATA:
-                syncer = _resume_dual_write(client, log, facts, opts, result, timings)
-            else:
-                syncer = _claim_and_copy(client, log, facts, opts, result, timings, progress)
-            facts = gather(client, opts.log_dir, log)
-            result.state_after = _public(facts.derived.state)
-            result.kafka_code_after = _kafka_name(facts.log.migration_code)
-            result.lag = facts.lag
-            result.log_end_offset = facts.log.end_offset
-            result.migration_offset = facts.zk.migration.kraft_metadata_offset if facts.zk.migration else None
-            timings["total"] = round(time.perf_counter() - started, 3)
-            result.timings = timings
-            if follow:
-                _follow(client, log, syncer, opts, result, stop or threading.Event(), poll_interval)
+            runtime: _Listener | None = None
+            try:
+                if listen is not None and state is not S.DUAL_WRITE_METADATA and not brokers_from_zk:
+                    t0 = time.perf_counter()
+                    runtime = _soft_start(client, log, facts, opts, listen, session_timeout_ms, result)
+                    if on_listen is not None:
+                        on_listen(runtime.service, runtime.address)
+                    _wait_for_brokers(client, runtime, opts, broker_wait_timeout, result, stop)
+                    timings["wait_for_brokers"] = round(time.perf_counter() - t0, 3)
+                    facts = gather(client, opts.log_dir, log)
+                if state is S.DUAL_WRITE_METADATA:
+                    syncer = _resume_dual_write(client, log, facts, opts, result, timings)
+                else:
+                    hold: AbstractContextManager[None] = (
+                        runtime.service.exclusive() if runtime is not None else nullcontext()
+                    )
+                    with hold:  # brokers wait while the copy writes the log
+                        syncer = _claim_and_copy(client, log, facts, opts, result, timings, progress)
                 facts = gather(client, opts.log_dir, log)
+                if listen is not None:
+                    assert result.claim is not None
+                    if runtime is None:
+                        runtime = _serve(
+                            log, facts, opts, listen, session_timeout_ms, result.claim.kraft_epoch, syncer
+                        )
+                        if on_listen is not None:
+                            on_listen(runtime.service, runtime.address)
+                    else:
+                        runtime.service.activate(
+                            ImageBuilder(_replay_of(facts)), syncer, result.claim.kraft_epoch
+                        )
+                    result.actions.append(f"serving the controller protocol on {runtime.describe()}")
+                result.state_after = _public(facts.derived.state)
+                result.kafka_code_after = _kafka_name(facts.log.migration_code)
                 result.lag = facts.lag
                 result.log_end_offset = facts.log.end_offset
                 result.migration_offset = (
                     facts.zk.migration.kraft_metadata_offset if facts.zk.migration else None
                 )
+                timings["total"] = round(time.perf_counter() - started, 3)
+                result.timings = timings
+                if follow:
+                    _follow(
+                        client,
+                        log,
+                        syncer,
+                        opts,
+                        result,
+                        stop or threading.Event(),
+                        poll_interval,
+                        runtime.service if runtime is not None else None,
+                    )
+                    facts = gather(client, opts.log_dir, log)
+                    result.lag = facts.lag
+                    result.log_end_offset = facts.log.end_offset
+                    result.migration_offset = (
+                        facts.zk.migration.kraft_metadata_offset if facts.zk.migration else None
+                    )
+            finally:
+                if runtime is not None:
+                    runtime.close()
         finally:
             log.close()
     return result
+
+
+# --- the controller protocol: soft start, wait for brokers -----------------------------------------
+
+
+class _Listener:
+    """The controller service and its protocol server, as the driver runs them."""
+
+    def __init__(self, service: ControllerService, listen: str) -> None:
+        from migrator.controller.listener_runtime import start_server
+
+        self.service = service
+        self.server = start_server(service, listen)
+        self.address: tuple[str, int] = self.server.address
+        service.start_timer()
+
+    def describe(self) -> str:
+        return f"{self.address[0]}:{self.address[1]}"
+
+    def close(self) -> None:
+        try:
+            self.server.stop()
+        finally:
+            self.service.stop()
+
+
+def _controller_config(
+    facts: Facts, opts: DriverOptions, session_timeout_ms: int
+) -> ctl_core.ControllerConfig:
+    replay = facts.log.replay
+    mv = (replay.feature_levels if replay is not None else {}).get(
+        "metadata.version", copy_mod.BOOTSTRAP_METADATA_VERSION
+    )
+    cluster_id = facts.zk.cluster_id or facts.log.cluster_id
+    assert cluster_id is not None
+    node_id = facts.log.node_id if facts.log.node_id is not None else opts.node_id
+    return ctl_core.ControllerConfig(
+        cluster_id=cluster_id, node_id=node_id, metadata_version=mv, session_timeout_ms=session_timeout_ms
+    )
+
+
+def _soft_start(
+    client: KazooClient,
+    log: MetadataLog,
+    facts: Facts,
+    opts: DriverOptions,
+    listen: str,
+    session_timeout_ms: int,
+    result: MigrateResult,
+) -> _Listener:
+    """Serve registration and heartbeats before the copy, as a KIP-866 controller in PRE_MIGRATION.
+
+    The registrations go into the log before the copy transaction (as Kafka's do), in an epoch of their
+    own below the claim's. An interrupted copy is aborted first, so nothing lands inside it; a fresh log
+    gets its bootstrap records first. The copy itself never writes RegisterBrokerRecords.
+    """
+    epoch = _next_epoch(log, facts)
+    txn = facts.log.open_transaction
+    if txn is not None:
+        _transition(S.MIGRATING_ZK_DATA, E.ABORT_COPY, GuardFacts(copy_transaction_open=True))
+        offset = copy_mod.abort_open_transaction(log, epoch, txn, _abort_reason(txn))
+        result.aborted_transaction = f"{txn.name!r} begun at offset {txn.begin_offset}, aborted at {offset}"
+        result.actions.append(f"aborted the interrupted transaction {result.aborted_transaction}")
+    lf = facts.log
+    if lf.migration_code is None and (
+        lf.replay is None or "metadata.version" not in lf.replay.feature_levels
+    ):
+        copy_mod.append_bootstrap(log, epoch)
+        result.actions.append(
+            f"wrote the bootstrap records (metadata.version {copy_mod.BOOTSTRAP_METADATA_VERSION}, PRE_MIGRATION)"
+        )
+    facts = gather(client, opts.log_dir, log)
+    service = ControllerService(
+        log,
+        ImageBuilder(_replay_of(facts)),
+        _controller_config(facts, opts, session_timeout_ms),
+        epoch,
+        say=opts.say,
+    )
+    service.core.zk_broker_ids = frozenset(facts.zk.registered_brokers)
+    runtime = _Listener(service, listen)
+    result.actions.append(f"soft start: serving broker registration on {runtime.describe()}")
+    opts.note(f"controller listening on {runtime.describe()} (soft start: registration and heartbeats only)")
+    return runtime
+
+
+def _serve(
+    log: MetadataLog,
+    facts: Facts,
+    opts: DriverOptions,
+    listen: str,
+    session_timeout_ms: int,
+    epoch: int,
+    syncer: GuardedSyncer,
+) -> _Listener:
+    service = ControllerService(
+        log,
+        ImageBuilder(_replay_of(facts)),
+        _controller_config(facts, opts, session_timeout_ms),
+        epoch,
+        syncer=syncer,
+        say=opts.say,
+    )
+    service.core.zk_broker_ids = frozenset(facts.zk.registered_brokers)
+    return _Listener(service, listen)
+
+
+def _assignment_brokers(client: KazooClient) -> set[int]:
+    """Every broker id in a replica assignment under /brokers/topics (a full scan, as Kafka's)."""
+    try:
+        names = retry_transient(lambda: client.get_children(P.TOPICS), f"listing {P.TOPICS}")
+    except NoNodeError:
+        return set()
+    except NoAuthError:
+        raise permission_denied(P.TOPICS) from None
+    ids: set[int] = set()
+    for name in names:
+        path = P.topic_path(name)
+        try:
+            data, _ = retry_transient(lambda p=path: client.get(p), f"reading {path}")
+        except NoNodeError:
+            continue
+        except NoAuthError:
+            raise permission_denied(path) from None
+        topic = codec.decode_topic(path, data)
+        for replicas in (*topic.partitions.values(), *topic.adding_replicas.values()):
+            ids.update(replicas)
+    return ids
+
+
+def brokers_missing(registered: set[int], zk_ids: set[int], assigned: set[int]) -> list[int]:
+    """Kafka's areZkBrokersReadyForMigration as a list of what is missing (empty: ready)."""
+    return sorted((zk_ids | assigned) - registered)
+
+
+def _wait_for_brokers(
+    client: KazooClient,
+    runtime: _Listener,
+    opts: DriverOptions,
+    timeout: float,
+    result: MigrateResult,
+    stop: threading.Event | None,
+) -> None:
+    """WAIT_FOR_BROKERS: every id in /brokers/ids and in any replica assignment has registered over the
+    protocol as a migrating ZooKeeper broker; unlike Kafka's driver this gives up after `timeout`
+    seconds, naming each missing broker and where ZooKeeper mentions it."""
+    service = runtime.service
+    deadline = time.monotonic() + timeout
+    last_read = -1e9
+    zk_ids: set[int] = set()
+    assigned: set[int] = set()
+    said: list[int] | None = None
+
+    def registered() -> set[int]:
+        return {b.id for b in service.image.brokers.values() if b.is_migrating_zk_broker}
+
+    while True:
+        now = time.monotonic()
+        if now - last_read >= 2.0:
+            zk_ids = set(gather_zk(client).registered_brokers)
+            assigned = _assignment_brokers(client)
+            service.core.zk_broker_ids = frozenset(zk_ids)
+            last_read = now
+        with service.lock:
+            have = registered()
+        missing = brokers_missing(have, zk_ids, assigned)
+        if not missing and have and zk_ids:
+            result.actions.append(
+                f"all {len(zk_ids | assigned)} ZooKeeper brokers registered with the KRaft controller: "
+                + ", ".join(map(str, sorted(zk_ids | assigned)))
+            )
+            return
+        if missing != said:
+            opts.note(
+                "waiting for brokers to register with the KRaft controller: "
+                + (", ".join(map(str, missing)) if missing else "no broker is registered in ZooKeeper")
+            )
+            said = missing
+        if now >= deadline or (stop is not None and stop.is_set()):
+            raise BrokersNotReadyError(_missing_report(missing, zk_ids, assigned, have, runtime, timeout))
+        service.wait_for(lambda image, seen=have: registered() != seen, min(0.5, max(0.0, deadline - now)))
+
+
+def _missing_report(
+    missing: list[int],
+    zk_ids: set[int],
+    assigned: set[int],
+    have: set[int],
+    runtime: _Listener,
+    timeout: float,
+) -> str:
+    if not zk_ids:
+        return (
+            f"no broker is registered in ZooKeeper under {P.BROKER_IDS}: start the ZooKeeper-mode brokers "
+            f"with migration enabled and the controller at {runtime.describe()}"
+        )
+    parts = []
+    live = [b for b in missing if b in zk_ids]
+    dead = [b for b in missing if b not in zk_ids]
+    if live:
+        parts.append(f"live in {P.BROKER_IDS}: {', '.join(map(str, live))}")
+    if dead:
+        parts.append(f"only in replica assignments (not running?): {', '.join(map(str, dead))}")
+    return (
+        f"{len(missing)} broker(s) did not register with the KRaft controller at {runtime.describe()} within "
+        f"{timeout:g}s ({'; '.join(parts)}); registered: {', '.join(map(str, sorted(have))) or 'none'}. "
+        "Check zookeeper.metadata.migration.enable and controller.quorum.voters on those brokers"
+    )
 
 
 def _preflight(
@@ -751,14 +1021,21 @@ class _Controller:
     """What a running writer keeps: the log, its image, the claim's syncer."""
 
     def __init__(
-        self, client: KazooClient, log: MetadataLog, syncer: GuardedSyncer, epoch: int, facts: Facts
+        self,
+        client: KazooClient,
+        log: MetadataLog,
+        syncer: GuardedSyncer,
+        epoch: int,
+        facts: Facts,
+        service: ControllerService | None = None,
     ) -> None:
         self.client = client
         self.log = log
         self.syncer = syncer
         self.epoch = epoch
         assert facts.log.replay is not None
-        self.builder = ImageBuilder(facts.log.replay)
+        # With a protocol service running, its image is the one image: admin changes replay into it.
+        self.builder = service.builder if service is not None else ImageBuilder(facts.log.replay)
 
     @property
     def image(self) -> ClusterImage:
@@ -808,11 +1085,13 @@ def _follow(
     result: MigrateResult,
     stop: threading.Event,
     poll_interval: float,
+    service: ControllerService | None = None,
 ) -> None:
     """Keep running as the controller: serve the admin inbox, sync what the log holds, until `stop`.
 
     A lost ZooKeeper is retried with backoff (the syncer resumes from /migration); being fenced by a
-    newer controller ends the loop with FencedError.
+    newer controller ends the loop with FencedError. With a protocol `service`, its lock orders the
+    admin changes and syncs here with the brokers' requests (one writer of the log, one image).
     """
     facts = gather(client, opts.log_dir, log)
     if facts.derived.state is not S.DUAL_WRITE_METADATA:
@@ -820,7 +1099,11 @@ def _follow(
             f"--follow needs DualWriteMetadata; the migration is in {_public(facts.derived.state)}"
         )
     assert result.claim is not None
-    ctl = _Controller(client, log, syncer, result.claim.kraft_epoch, facts)
+    ctl = _Controller(client, log, syncer, result.claim.kraft_epoch, facts, service)
+
+    def exclusive() -> AbstractContextManager[None]:
+        return service.exclusive() if service is not None else nullcontext()
+
     inbox = Inbox(opts.log_dir)
     inbox.announce()
     started = time.perf_counter()
@@ -836,7 +1119,8 @@ def _follow(
                             inbox.answer(rid, AdminReply(ok=False, exit_code=2, message=error))
                         continue
                     try:
-                        reply = ctl.apply(change, "follow.appended")
+                        with exclusive():
+                            reply = ctl.apply(change, "follow.appended")
                         result.changes_applied += 0 if reply.records == 0 else 1
                     except FencedError:
                         inbox.answer(
@@ -846,8 +1130,11 @@ def _follow(
                     except (BadInputError, FindingsError) as e:
                         reply = reply_of(e)
                     inbox.answer(rid, reply)
-                if syncer.lag() > 0:
-                    syncer.sync()
+                with exclusive():
+                    if syncer.lag() > 0:
+                        syncer.sync()
+                if service is not None and service.fenced:
+                    raise FencedError("the controller was fenced by a newer one while serving brokers")
                 delay = poll_interval
             except FencedError:
                 raise

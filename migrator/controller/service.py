@@ -1,0 +1,254 @@
+"""The running controller: the core's decisions made durable, one request at a time.
+
+`ControllerService` is the protocol server's handler. Every request and the session timer take one
+lock, so decisions are made against an image with every earlier decision applied: the core decides,
+the records are appended to the metadata log (this process holds the log's writer lock: it is the
+`migrate --follow` / `controller` process), replayed into the shared image and, once the copy is
+committed, carried to ZooKeeper by the dual-write syncer before the reply goes out.
+
+Soft start (KIP-866): until the copy is committed the service answers BrokerRegistration and
+BrokerHeartbeat only; AlterPartition and AlterReplicaState get NOT_CONTROLLER. `activate` ends soft
+start once the driver has copied and synced.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from migrator.controller import core
+from migrator.controller import kafka_errors as E
+from migrator.errors import FencedError, UnreachableError
+from migrator.kraft.image import ImageBuilder
+from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
+from migrator.kraft.records import MetadataRecord
+from migrator.model import ClusterImage
+
+__all__ = ["ControllerService", "ServiceStats", "Syncer", "monotonic_ms"]
+
+
+class Syncer(Protocol):
+    def sync(self) -> object: ...
+
+    def lag(self) -> int: ...
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass
+class ServiceStats:
+    requests: dict[str, int] = field(default_factory=dict)
+    records: int = 0
+    fenced_by_timeout: int = 0
+    sync_errors: int = 0
+    last_sync_error: str | None = None
+
+
+class ControllerService:
+    """Serialises the controller's requests onto one lock; appends, replays and syncs their records."""
+
+    def __init__(
+        self,
+        log: MetadataLog,
+        builder: ImageBuilder,
+        config: core.ControllerConfig,
+        epoch: int,
+        *,
+        syncer: Syncer | None = None,
+        clock: Callable[[], int] = monotonic_ms,
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        self.log = log
+        self.builder = builder
+        self.core = core.ControllerCore(config)
+        self.epoch = epoch
+        self.syncer = syncer
+        self.clock = clock
+        self.say = say
+        self.lock = threading.RLock()
+        self.stats = ServiceStats()
+        self.fenced = False  # a newer controller took over: refuse everything
+        self._timer: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._changed = threading.Condition(self.lock)
+        self.core.activate(self.image, clock())  # registered brokers get a fresh session
+        if syncer is not None:
+            self.core.active = True
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def image(self) -> ClusterImage:
+        return self.builder.image
+
+    @property
+    def soft_start(self) -> bool:
+        return not self.core.active
+
+    def _note(self, text: str) -> None:
+        if self.say is not None:
+            self.say(text)
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold off every request and the timer while the caller writes the log (the copy, admin)."""
+        with self.lock:
+            yield
+
+    def activate(self, builder: ImageBuilder, syncer: Syncer, epoch: int) -> None:
+        """End of soft start: the copy is committed and ZooKeeper reconciled; serve everything."""
+        with self.lock:
+            self.builder = builder
+            self.syncer = syncer
+            self.epoch = epoch
+            self.core.active = True
+            self.core.activate(self.image, self.clock())
+            self._changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[ClusterImage], bool], timeout: float) -> bool:
+        """Block until `predicate(image)` holds after some request (or `timeout` seconds pass)."""
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while not predicate(self.image):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(min(left, 0.5))
+            return True
+
+    # -- the commit path -----------------------------------------------------------------------
+
+    def next_offset(self) -> int:
+        """Where the next record lands: a new epoch's first append is preceded by a LeaderChange."""
+        return self.log.end_offset + (1 if self.epoch > self.log.latest_epoch else 0)
+
+    def _commit(self, records: list[MetadataRecord]) -> None:
+        if not records:
+            return
+        expected = self.next_offset()
+        first, _ = self.log.append(records, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS)
+        if first != expected:  # the broker epoch handed out would be wrong: never carry on
+            raise RuntimeError(f"records landed at offset {first}, expected {expected}")
+        for i, rec in enumerate(records):
+            self.builder.replay(first + i, rec)
+        self.builder.finish()
+        self.stats.records += len(records)
+        self._changed.notify_all()
+        if self.syncer is not None:
+            try:
+                self.syncer.sync()
+            except UnreachableError as e:
+                # The records are committed in the log (the source of truth); ZooKeeper catches up on
+                # the next sync (the follow loop retries while the lag is above zero).
+                self.stats.sync_errors += 1
+                self.stats.last_sync_error = str(e)
+
+    def _decide(self, kind: str, decide: Callable[[], core.Decision], refused: object) -> object:
+        with self.lock:
+            self.stats.requests[kind] = self.stats.requests.get(kind, 0) + 1
+            if self.fenced:
+                return refused
+            decision = decide()
+            try:
+                self._commit(decision.records)
+            except FencedError as e:
+                self.fenced = True
+                self._note(f"controller fenced: {e}")
+                return refused
+            for note in decision.notes:
+                self._note(note)
+            return decision.reply
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def register(self, req: core.Registration) -> core.RegistrationReply:
+        reply = self._decide(
+            "BrokerRegistration",
+            lambda: self.core.register(self.image, req, self.next_offset(), self.clock()),
+            core.RegistrationReply(E.NOT_CONTROLLER),
+        )
+        assert isinstance(reply, core.RegistrationReply)
+        return reply
+
+    def heartbeat(self, req: core.Heartbeat) -> core.HeartbeatReply:
+        reply = self._decide(
+            "BrokerHeartbeat",
+            lambda: self.core.heartbeat(self.image, req, self.clock()),
+            core.HeartbeatReply(E.NOT_CONTROLLER),
+        )
+        assert isinstance(reply, core.HeartbeatReply)
+        return reply
+
+    def alter_partition(self, req: core.AlterPartition) -> core.AlterPartitionReply:
+        reply = self._decide(
+            "AlterPartition",
+            lambda: self.core.alter_partition(self.image, req),
+            core.AlterPartitionReply(E.NOT_CONTROLLER),
+        )
+        assert isinstance(reply, core.AlterPartitionReply)
+        return reply
+
+    def alter_replica_state(self, req: core.AlterReplicaState) -> core.AlterReplicaStateReply:
+        reply = self._decide(
+            "AlterReplicaState",
+            lambda: self.core.alter_replica_state(self.image, req),
+            core.AlterReplicaStateReply(E.NOT_CONTROLLER),
+        )
+        assert isinstance(reply, core.AlterReplicaStateReply)
+        return reply
+
+    def handle(self, api_key: int, api_version: int, request: Any, client_id: str | None = None) -> Any:
+        """The protocol server's entry point: wire messages in, wire messages out."""
+        from migrator.controller import listener_runtime  # the wire types, only where needed
+
+        return listener_runtime.dispatch(self, api_key, api_version, request, client_id)
+
+    # -- the session timer ---------------------------------------------------------------------
+
+    def tick(self) -> list[int]:
+        """Fence every broker silent past the session timeout, one at a time (each against the image
+        with the previous one applied); returns the ids fenced."""
+        fenced: list[int] = []
+        with self.lock:
+            if self.fenced:
+                return fenced
+            for broker_id in self.core.expired_brokers(self.image, self.clock()):
+                decision = self.core.fence(self.image, broker_id)
+                try:
+                    self._commit(decision.records)
+                except FencedError as e:
+                    self.fenced = True
+                    self._note(f"controller fenced: {e}")
+                    break
+                fenced.append(broker_id)
+                self.stats.fenced_by_timeout += 1
+                for note in decision.notes:
+                    self._note(note)
+        return fenced
+
+    def start_timer(self, interval: float | None = None) -> None:
+        if self._timer is not None:
+            return
+        every = interval if interval is not None else max(0.05, self.core.config.session_timeout_ms / 4000)
+
+        def run() -> None:
+            while not self._stop.wait(every):
+                try:
+                    self.tick()
+                except UnreachableError as e:  # the log's disk: keep trying, say so
+                    self._note(f"session timer: {e}")
+
+        self._timer = threading.Thread(target=run, name="controller-session-timer", daemon=True)
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.join(timeout=5)
+            self._timer = None

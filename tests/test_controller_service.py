@@ -1,0 +1,205 @@
+"""The controller service against a real ZooKeeper: decisions appended to the log, replayed, and carried
+by the dual-write syncer to the partition state znodes ZooKeeper-mode brokers read."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from migrate_helpers import assert_consistent, cluster
+
+from migrator import commands
+from migrator.controller import core
+from migrator.controller import kafka_errors as E
+from migrator.controller.service import ControllerService
+from migrator.kraft.image import ImageBuilder
+from migrator.kraft.records import uuid_to_kafka
+from migrator.migration import driver
+from migrator.model import Partition, Topic
+from migrator.zk import paths as P
+
+pytestmark = pytest.mark.zk
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 1_000_000
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+@contextmanager
+def dual_write_service(zk: KazooClient, log_dir: Path, clock: Clock) -> Iterator[ControllerService]:
+    """What `migrate --follow --listen` runs once the copy is committed, without the socket."""
+    facts = driver.gather(zk, str(log_dir))
+    log = driver._open_log(str(log_dir), facts.zk.cluster_id, facts.log.node_id or driver.DEFAULT_NODE_ID)
+    try:
+        facts = driver.gather(zk, str(log_dir), log)
+        node = facts.log.node_id or driver.DEFAULT_NODE_ID
+        claim, migration = driver._claim(zk, log, facts, node, driver._covered(facts, log))
+        syncer = driver._syncer(zk, log, claim, migration, facts)
+        syncer.reconcile(driver._replay_of(facts))
+        config = core.ControllerConfig(
+            cluster_id=facts.zk.cluster_id or "", node_id=node, metadata_version=21, session_timeout_ms=1000
+        )
+        service = ControllerService(
+            log, ImageBuilder(driver._replay_of(facts)), config, claim.kraft_epoch, syncer=syncer, clock=clock
+        )
+        yield service
+    finally:
+        log.close()
+
+
+def _register_all(service: ControllerService) -> dict[int, int]:
+    ids = sorted(
+        {r for t in service.image.topics.values() for p in t.partitions.values() for r in p.replicas}
+    )
+    epochs = {}
+    for b in ids:
+        reply = service.register(
+            core.Registration(
+                b,
+                service.core.config.cluster_id,
+                uuid_to_kafka(uuid.uuid4()),
+                (core.Listener("PLAINTEXT", f"b{b}", 9092),),
+                {"metadata.version": (1, 21)},
+                is_migrating_zk_broker=True,
+            )
+        )
+        assert reply.error == E.NONE, reply
+        epochs[b] = reply.broker_epoch
+        hb = service.heartbeat(core.Heartbeat(b, reply.broker_epoch, service.log.end_offset))
+        assert hb.error == E.NONE and not hb.is_fenced
+    return epochs
+
+
+def _zk_state(zk: KazooClient, topic: str, pid: int) -> tuple[dict[str, object], int]:
+    data, stat = zk.get(P.partition_state_path(topic, pid))
+    return json.loads(data), stat.version
+
+
+def _a_partition(service: ControllerService, min_isr: int = 2) -> tuple[Topic, Partition]:
+    for t in service.image.topics.values():
+        for p in t.partitions.values():
+            if len(p.isr) >= min_isr and p.leader in p.isr:
+                return t, p.model_copy()  # the image's own object changes as records replay
+    raise AssertionError("no partition with a multi-member ISR")
+
+
+def test_alter_partition_reaches_the_partition_state_znode(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "meta"
+    clock = Clock()
+    with cluster(zk, zk_connect):
+        commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        with dual_write_service(zk, log_dir, clock) as service:
+            assert not service.soft_start
+            epochs = _register_all(service)
+            topic, p = _a_partition(service)
+            before, version = _zk_state(zk, topic.name, p.partition)
+            req = core.AlterPartition(
+                p.leader,
+                epochs[p.leader],
+                (
+                    core.TopicAlter(
+                        None,
+                        topic.topic_id,
+                        (
+                            core.PartitionAlter(
+                                p.partition,
+                                p.leader_epoch,
+                                (core.IsrMember(p.leader, epochs[p.leader]),),
+                                p.partition_epoch,
+                            ),
+                        ),
+                    ),
+                ),
+            )
+            reply = service.alter_partition(req)
+            res = reply.topics[0].partitions[0]
+            assert reply.error == E.NONE and res.error == E.NONE
+            assert res.isr == (p.leader,) and res.partition_epoch == p.partition_epoch + 1
+            state, new_version = _zk_state(zk, topic.name, p.partition)
+            assert state["isr"] == [p.leader] and state["leader"] == p.leader
+            assert state["leader_epoch"] == res.leader_epoch == before["leader_epoch"] + 1  # type: ignore[operator]
+            assert state["controller_epoch"] == service.syncer.inner.state_epoch  # type: ignore[union-attr]
+            assert new_version == version + 1
+            m = json.loads(zk.get(P.MIGRATION)[0])
+            assert m["kraft_metadata_offset"] == service.log.end_offset - 1
+            # The same request again is stale now (the partition epoch moved): nothing is written.
+            again = service.alter_partition(req).topics[0].partitions[0]
+            assert again.error in (E.FENCED_LEADER_EPOCH, E.INVALID_UPDATE_VERSION)
+            assert _zk_state(zk, topic.name, p.partition)[1] == new_version
+        assert_consistent(zk, log_dir)
+
+
+def test_session_timeout_fences_and_zookeeper_follows(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "meta"
+    clock = Clock()
+    with cluster(zk, zk_connect):
+        commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        with dual_write_service(zk, log_dir, clock) as service:
+            epochs = _register_all(service)
+            topic, p = _a_partition(service)
+            victim = p.leader
+            clock.ms += 600
+            for b, e in epochs.items():
+                if b != victim:
+                    assert service.heartbeat(core.Heartbeat(b, e, service.log.end_offset)).error == E.NONE
+            clock.ms += 600
+            assert service.tick() == [victim]
+            assert service.image.brokers[victim].fenced
+            state, _ = _zk_state(zk, topic.name, p.partition)
+            assert victim not in state["isr"] and state["leader"] != victim  # type: ignore[operator]
+            # Every partition it led has a new leader or, where it was the last ISR member, none.
+            for t in service.image.topics.values():
+                for q in t.partitions.values():
+                    assert q.leader != victim
+                    if q.isr == [victim]:
+                        assert q.leader == -1
+            assert service.tick() == []
+            # Its heartbeat brings it back (unfenced), and it may rejoin ISRs by AlterPartition.
+            hb = service.heartbeat(core.Heartbeat(victim, epochs[victim], service.log.end_offset))
+            assert not hb.is_fenced and not service.image.brokers[victim].fenced
+        assert_consistent(zk, log_dir)
+
+
+def test_soft_start_refuses_all_but_registration(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
+    """Before the copy commits, the service registers brokers and refuses changes with NOT_CONTROLLER."""
+    log_dir = tmp_path / "meta"
+    clock = Clock()
+    with cluster(zk, zk_connect):
+        commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        with dual_write_service(zk, log_dir, clock) as service:
+            service.core.active = False  # as in soft start
+            epochs = _register_all(service)
+            topic, p = _a_partition(service)
+            req = core.AlterPartition(
+                p.leader,
+                epochs[p.leader],
+                (
+                    core.TopicAlter(
+                        None,
+                        topic.topic_id,
+                        (
+                            core.PartitionAlter(
+                                p.partition, p.leader_epoch, (core.IsrMember(p.leader),), p.partition_epoch
+                            ),
+                        ),
+                    ),
+                ),
+            )
+            assert service.alter_partition(req).error == E.NOT_CONTROLLER
+            ars = core.AlterReplicaState(
+                p.leader, epochs[p.leader], core.EVENT_OFFLINE, "", ((topic.name, (p.partition,)),)
+            )
+            assert service.alter_replica_state(ars).error == E.NOT_CONTROLLER
