@@ -19,6 +19,7 @@ _COMMANDS = [
     ("cli.migrate_cmds", "admin"),
     ("cli.migrate_cmds", "finalize"),
     ("cli.migrate_cmds", "rollback"),
+    ("cli.controller_cmds", "controller"),
     ("cli.audit_cmd", "audit"),
 ]
 

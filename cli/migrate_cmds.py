@@ -26,9 +26,10 @@ from rich.table import Table
 
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
+from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.errors import BadInputError
 from migrator.migration.admin import AclSpec, AdminChange, ScramSpec, scram_credential
-from migrator.migration.driver import DEFAULT_NODE_ID
+from migrator.migration.driver import DEFAULT_BROKER_WAIT_SECONDS, DEFAULT_NODE_ID
 
 _NODE_ID_HELP = "KRaft node id of this controller, as Kafka's node.id (env ZK2KRAFT_NODE_ID)."
 SCRAM_PASSWORD_ENV = "ZK2KRAFT_SCRAM_PASSWORD"
@@ -58,6 +59,33 @@ def node_id_option(f: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         envvar="ZK2KRAFT_NODE_ID",
         help=_NODE_ID_HELP,
+    )(f)
+
+
+def listen_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--listen, --broker-wait-timeout, --session-timeout-ms: the controller protocol listener."""
+    f = click.option(
+        "--session-timeout-ms",
+        type=click.IntRange(min=100),
+        default=DEFAULT_SESSION_TIMEOUT_MS,
+        show_default=True,
+        envvar="ZK2KRAFT_SESSION_TIMEOUT_MS",
+        help="A broker silent this long is fenced (Kafka's broker.session.timeout.ms).",
+    )(f)
+    f = click.option(
+        "--broker-wait-timeout",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_BROKER_WAIT_SECONDS,
+        show_default=True,
+        envvar="ZK2KRAFT_BROKER_WAIT_TIMEOUT",
+        help="Seconds the copy waits for every ZooKeeper broker to register; then it names the missing "
+        "ones and exits 1.",
+    )(f)
+    return click.option(
+        "--listen",
+        metavar="HOST:PORT",
+        envvar="ZK2KRAFT_LISTEN",
+        help="Serve the KRaft controller protocol here (the address in the brokers' controller.quorum.voters).",
     )(f)
 
 
@@ -121,8 +149,9 @@ def _stop_on_signals() -> Iterator[threading.Event]:
     is_flag=True,
     envvar="ZK2KRAFT_BROKERS_FROM_ZK",
     help="Rehearsal option: treat the brokers registered in ZooKeeper (/brokers/ids) as migration-ready "
-    "instead of waiting for them to register with the KRaft controller (not available yet).",
+    "instead of waiting for them to register with the KRaft controller over --listen.",
 )
+@listen_options
 @node_id_option
 @json_option
 def migrate(
@@ -133,6 +162,9 @@ def migrate(
     yes: bool,
     follow: bool,
     brokers_from_zk: bool,
+    listen: str | None,
+    broker_wait_timeout: float,
+    session_timeout_ms: int,
     node_id: int,
     as_json: bool,
 ) -> None:
@@ -140,11 +172,46 @@ def migrate(
 
     The state is derived from the log and ZooKeeper each time, so after a crash the same command
     resumes: an interrupted copy is aborted and redone, a dual-write is reconciled and synced.
+    With --listen the KRaft controller protocol is served: the copy waits until every ZooKeeper
+    broker has registered (KIP-866's soft start), and --follow keeps serving brokers afterwards.
 
     \b
-    Example:
+    Examples:
+      zk2kraft migrate -z zk1:2181/kafka -l /var/lib/kraft/metadata --listen 0.0.0.0:9093 --follow --yes
       zk2kraft migrate -z zk1:2181/kafka -l /var/lib/kraft/metadata --brokers-from-zk --yes
     """
+    run_migrate(
+        zookeeper,
+        zk_auth,
+        zk_timeout,
+        log_dir,
+        yes=yes,
+        follow=follow,
+        brokers_from_zk=brokers_from_zk,
+        listen=listen,
+        broker_wait_timeout=broker_wait_timeout,
+        session_timeout_ms=session_timeout_ms,
+        node_id=node_id,
+        as_json=as_json,
+    )
+
+
+def run_migrate(
+    zookeeper: str,
+    zk_auth: tuple[str, ...],
+    zk_timeout: float,
+    log_dir: str,
+    *,
+    yes: bool,
+    follow: bool,
+    brokers_from_zk: bool,
+    listen: str | None,
+    broker_wait_timeout: float,
+    session_timeout_ms: int,
+    node_id: int,
+    as_json: bool,
+) -> None:
+    """`migrate` and `controller`: run the driver, then render its result."""
     interactive = _interactive(as_json)
     err = _err_console()
     confirm = None
@@ -168,6 +235,9 @@ def migrate(
             stop=stop,
             progress=progress,
             say=say,
+            listen=listen,
+            broker_wait_timeout=broker_wait_timeout,
+            session_timeout_ms=session_timeout_ms,
         )
     if as_json:
         _emit_json(result)
