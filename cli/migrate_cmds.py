@@ -176,7 +176,7 @@ def migrate(
     broker has registered (KIP-866's soft start), and --follow keeps serving brokers afterwards.
 
     \b
-    Examples:
+    Example:
       zk2kraft migrate -z zk1:2181/kafka -l /var/lib/kraft/metadata --listen 0.0.0.0:9093 --follow --yes
       zk2kraft migrate -z zk1:2181/kafka -l /var/lib/kraft/metadata --brokers-from-zk --yes
     """
