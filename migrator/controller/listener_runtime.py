@@ -38,10 +38,13 @@ def start_server(handler: Any, listen: str) -> RunningServer:
         raise BadInputError(
             f"the controller protocol listener is not available in this build ({e})"
         ) from None
-    server = ControllerServer(handler, host, port)
-    start = getattr(server, "start", None)
-    if callable(start):
-        start()
+    try:
+        server = ControllerServer(handler, host, port)
+        start = getattr(server, "start", None)
+        if callable(start):
+            start()
+    except OSError as e:
+        raise BadInputError(f"cannot listen on {listen}: {e.strerror or e}") from None
     return _Running(server)
 
 

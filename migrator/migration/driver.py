@@ -1473,7 +1473,7 @@ def admin_many(
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
         if facts.derived.state is not S.DUAL_WRITE_METADATA:
-            raise refused_state(_public(facts.derived.state))
+            raise _refused_admin(facts, opts)
         require_own_log(facts)
         node_id = facts.log.node_id if facts.log.node_id is not None else opts.node_id
         try:
@@ -1501,6 +1501,20 @@ def admin_many(
         finally:
             log.close()
     return results
+
+
+def _refused_admin(facts: Facts, opts: DriverOptions) -> FindingsError:
+    """Admin outside DualWriteMetadata; a controller in soft start (it holds the log before the copy)
+    is named, since its brokers may already be talking to it."""
+    state = facts.derived.state
+    holder = _writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
+    if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and holder is not None:
+        return FindingsError(
+            f"the KRaft controller ({holder}) is in soft start: brokers are registering and the copy is not "
+            "committed yet, so it accepts no admin changes (KIP-866); make the change in ZooKeeper mode "
+            "now, or wait for DualWriteMetadata"
+        )
+    return refused_state(_public(state))
 
 
 def _admin_result(change: AdminChange, reply: AdminReply, via: str) -> AdminResult:
