@@ -137,6 +137,31 @@ def test_alter_partition_reaches_the_partition_state_znode(
             again = service.alter_partition(req).topics[0].partitions[0]
             assert again.error in (E.FENCED_LEADER_EPOCH, E.INVALID_UPDATE_VERSION)
             assert _zk_state(zk, topic.name, p.partition)[1] == new_version
+            # Written behind (as Kafka's driver does): the reply precedes ZooKeeper, flush waits for it.
+            service.start_timer()
+            try:
+                cur = service.image.topics[topic.name].partitions[p.partition].model_copy()
+                members = tuple(core.IsrMember(b, epochs[b]) for b in p.isr)
+                grow = core.AlterPartition(
+                    p.leader,
+                    epochs[p.leader],
+                    (
+                        core.TopicAlter(
+                            None,
+                            topic.topic_id,
+                            (
+                                core.PartitionAlter(
+                                    p.partition, cur.leader_epoch, members, cur.partition_epoch
+                                ),
+                            ),
+                        ),
+                    ),
+                )
+                assert service.alter_partition(grow).topics[0].partitions[0].error == E.NONE
+                assert service.flush(10)
+                assert _zk_state(zk, topic.name, p.partition)[0]["isr"] == p.isr
+            finally:
+                service.stop()
         assert_consistent(zk, log_dir)
 
 

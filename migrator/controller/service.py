@@ -6,6 +6,11 @@ the records are appended to the metadata log (this process holds the log's write
 `migrate --follow` / `controller` process), replayed into the shared image and, once the copy is
 committed, carried to ZooKeeper by the dual-write syncer before the reply goes out.
 
+ZooKeeper is written behind, as Kafka's migration driver writes it: a reply goes out once its records
+are in the log (the source of truth), and a sync thread carries whatever has accumulated to ZooKeeper
+in as few fenced multis as it can (`write_behind=False` syncs before each reply instead; `flush`
+waits for ZooKeeper to catch up).
+
 Soft start (KIP-866): until the copy is committed the service answers BrokerRegistration and
 BrokerHeartbeat only; AlterPartition and AlterReplicaState get NOT_CONTROLLER. `activate` ends soft
 start once the driver has copied and synced.
@@ -22,7 +27,7 @@ from typing import Any, Protocol
 
 from migrator.controller import core
 from migrator.controller import kafka_errors as E
-from migrator.errors import FencedError, UnreachableError
+from migrator.errors import FencedError, UnreachableError, ZkKraftError
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord
@@ -63,6 +68,7 @@ class ControllerService:
         syncer: Syncer | None = None,
         clock: Callable[[], int] = monotonic_ms,
         say: Callable[[str], None] | None = None,
+        write_behind: bool = True,
     ) -> None:
         self.log = log
         self.builder = builder
@@ -77,6 +83,9 @@ class ControllerService:
         self._timer: threading.Thread | None = None
         self._stop = threading.Event()
         self._changed = threading.Condition(self.lock)
+        self.write_behind = write_behind
+        self._dirty = threading.Event()
+        self._syncer_thread: threading.Thread | None = None
         self.core.activate(self.image, clock())  # registered brokers get a fresh session
         if syncer is not None:
             self.core.active = True
@@ -141,13 +150,42 @@ class ControllerService:
         self.stats.records += len(records)
         self._changed.notify_all()
         if self.syncer is not None:
-            try:
-                self.syncer.sync()
-            except UnreachableError as e:
-                # The records are committed in the log (the source of truth); ZooKeeper catches up on
-                # the next sync (the follow loop retries while the lag is above zero).
-                self.stats.sync_errors += 1
-                self.stats.last_sync_error = str(e)
+            if self.write_behind and self._syncer_thread is not None:
+                self._dirty.set()
+            else:
+                self._sync_now()
+
+    def _sync_now(self) -> bool:
+        """One sync under the lock; False if it failed. A lost ZooKeeper is counted and retried later
+        (the records are committed in the log; the sync thread and the follow loop retry)."""
+        if self.syncer is None:
+            return True
+        try:
+            self.syncer.sync()
+            return True
+        except FencedError as e:
+            self.fenced = True
+            self._note(f"controller fenced: {e}")
+        except ZkKraftError as e:  # unreachable ZooKeeper, or finalized meanwhile (RefusedError)
+            self.stats.sync_errors += 1
+            self.stats.last_sync_error = str(e)
+            self._dirty.set()
+        return False
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until ZooKeeper covers every record appended so far (write-behind lag 0)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.lock:
+                if self.syncer is None or self.syncer.lag() == 0:
+                    return True
+                if self._syncer_thread is None:
+                    self._sync_now()
+                    continue
+            if time.monotonic() > deadline:
+                return False
+            self._dirty.set()
+            time.sleep(0.005)
 
     def _decide(self, kind: str, decide: Callable[[], core.Decision], refused: object) -> object:
         with self.lock:
@@ -246,9 +284,29 @@ class ControllerService:
 
         self._timer = threading.Thread(target=run, name="controller-session-timer", daemon=True)
         self._timer.start()
+        if self.write_behind and self._syncer_thread is None:
+            self._syncer_thread = threading.Thread(
+                target=self._sync_loop, name="controller-sync", daemon=True
+            )
+            self._syncer_thread.start()
+
+    def _sync_loop(self, linger: float = 0.002) -> None:
+        """Write behind: after a short linger (requests arriving meanwhile share the multi), sync."""
+        while not self._stop.is_set():
+            if not self._dirty.wait(0.2):
+                continue
+            time.sleep(linger)
+            self._dirty.clear()
+            with self.lock:
+                ok = self.fenced or self._sync_now()
+            if not ok:
+                self._stop.wait(0.5)  # ZooKeeper is away: do not spin
 
     def stop(self) -> None:
         self._stop.set()
-        if self._timer is not None:
-            self._timer.join(timeout=5)
-            self._timer = None
+        for thread in (self._timer, self._syncer_thread):
+            if thread is not None:
+                thread.join(timeout=5)
+        self._timer = self._syncer_thread = None
+        with self.lock:
+            self._sync_now()  # leave ZooKeeper covering what was answered, if it can
