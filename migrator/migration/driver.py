@@ -224,6 +224,10 @@ class StatusResult(BaseModel):
     open_transaction: str | None = None
     write_behind_lag: int = 0
     zk_registered_brokers: list[int] = Field(default_factory=list)
+    #: brokers registered with the KRaft controller (RegisterBrokerRecord), and those of them that are
+    #: migrating ZooKeeper brokers (Kafka's MigratingZkBrokerCount)
+    kraft_registered_brokers: list[int] = Field(default_factory=list)
+    migrating_zk_brokers: list[int] = Field(default_factory=list)
     last_transition: TransitionInfo | None = None
     writer: str | None = None  # who holds the log's writer lock now
     follower_pid: int | None = None
@@ -1266,6 +1270,12 @@ def status(opts: DriverOptions) -> StatusResult:
         ),
         write_behind_lag=facts.lag,
         zk_registered_brokers=zk.registered_brokers,
+        kraft_registered_brokers=sorted(lf.replay.image.brokers) if lf.replay is not None else [],
+        migrating_zk_brokers=(
+            sorted(b.id for b in lf.replay.image.brokers.values() if b.is_migrating_zk_broker)
+            if lf.replay is not None
+            else []
+        ),
         last_transition=last,
         writer=writer,
         follower_pid=follower,
