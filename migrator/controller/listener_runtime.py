@@ -11,7 +11,11 @@ from typing import Any, Protocol
 
 from migrator.errors import BadInputError
 
-__all__ = ["RunningServer", "dispatch", "parse_listen", "start_server"]
+__all__ = ["IN_PROCESS", "RunningServer", "dispatch", "parse_listen", "start_server"]
+
+#: `listen` value for a controller served in this process only (tests, an in-process broker
+#: simulator): the service runs, no socket is bound.
+IN_PROCESS = "in-process"
 
 
 class RunningServer(Protocol):
@@ -31,6 +35,8 @@ def parse_listen(listen: str) -> tuple[str, int]:
 
 def start_server(handler: Any, listen: str) -> RunningServer:
     """Bind the controller protocol server on `listen` and serve `handler` on its own threads."""
+    if listen == IN_PROCESS:
+        return _InProcess()
     host, port = parse_listen(listen)
     try:
         from migrator.controller.server import ControllerServer
@@ -46,6 +52,13 @@ def start_server(handler: Any, listen: str) -> RunningServer:
     except OSError as e:
         raise BadInputError(f"cannot listen on {listen}: {e.strerror or e}") from None
     return _Running(server)
+
+
+class _InProcess:
+    address: tuple[str, int] = (IN_PROCESS, 0)
+
+    def stop(self) -> None:
+        pass
 
 
 class _Running:
