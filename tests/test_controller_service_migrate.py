@@ -156,3 +156,9 @@ def test_wait_for_brokers_times_out_naming_the_missing(
         assert (
             facts.derived.state.public_name == "MigrationIneligible" and not facts.zk.kraft_holds_controller
         )
+        # The log keeps the bootstrap and the registration; a later run copies after them.
+        result = commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        assert result.state_after == "DualWriteMetadata"
+        assert not any("bootstrap" in a for a in result.actions)
+        assert commands.status(zk_connect, str(log_dir)).migrating_zk_brokers == [expected[0]]
+        assert_consistent(zk, log_dir)
