@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.options import json_option, log_dir_option, zookeeper_options
+from cli.options import json_option, log_dir_option, zk_security_options, zookeeper_options
 from migrator import commands
 from migrator.errors import BadInputError
 
@@ -47,6 +47,7 @@ def _interactive(as_json: bool) -> bool:
     help="ZooKeeper auth for --zookeeper, e.g. digest:user:password (repeatable).",
 )
 @click.option("--zk-timeout", type=float, default=10.0, show_default=True, envvar="ZK2KRAFT_ZK_TIMEOUT")
+@zk_security_options
 @click.option(
     "--zk-snapshot",
     metavar="DIR",

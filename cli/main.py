@@ -25,7 +25,32 @@ _PROPERTY_OPTIONS = {
     "log.dirs": "log_dir",
     "zookeeper.connection.timeout.ms": "zk_timeout",
     "node.id": "node_id",
+    # ZooKeeper security, as Kafka's broker/controller config names it (PEM stores only).
+    "zookeeper.ssl.client.enable": "zk_tls",
+    "zookeeper.ssl.truststore.location": "zk_tls_ca",
+    "zookeeper.ssl.keystore.location": "zk_tls_cert",
+    "zookeeper.ssl.keystore.password": "zk_tls_key_password",
+    "zookeeper.ssl.endpoint.identification.algorithm": "zk_tls_verify_hostname",
+    "zookeeper.set.acl": "zk_set_acl",
 }
+
+
+def _zk_security_property(prop: str, value: str, props: dict[str, str]) -> Any:
+    if prop in ("zookeeper.ssl.client.enable", "zookeeper.set.acl"):
+        return value.strip().lower() == "true"
+    if prop == "zookeeper.ssl.endpoint.identification.algorithm":
+        return value.strip().upper() == "HTTPS"
+    if prop.endswith(".location"):
+        kind = prop.split(".")[2]  # keystore | truststore
+        store_type = props.get(f"zookeeper.ssl.{kind}.type", "").upper() or (
+            "PEM" if value.lower().endswith((".pem", ".crt", ".key")) else "JKS or PKCS12"
+        )
+        if store_type != "PEM":
+            raise BadInputError(
+                f"--config: zookeeper.ssl.{kind}.location {value} is a {store_type} store; zk2kraft (Python's "
+                f"ssl) reads PEM: convert it and set zookeeper.ssl.{kind}.type=PEM"
+            )
+    return value
 
 
 def _defaults_from_properties(props: dict[str, str]) -> dict[str, Any]:
@@ -39,6 +64,8 @@ def _defaults_from_properties(props: dict[str, str]) -> dict[str, Any]:
                 value = float(value) / 1000.0
             if prop == "node.id":
                 value = int(value)
+            if prop.startswith(("zookeeper.ssl.", "zookeeper.set.acl")):
+                value = _zk_security_property(prop, value, props)
             values[option] = value
     return values
 

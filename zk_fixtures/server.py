@@ -46,6 +46,54 @@ _DEBIAN_NEEDED = [
 ]
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files for a TLS test set-up: one CA, a server key+certificate, a client key+certificate."""
+
+    ca: str
+    server_pem: str  # private key followed by its certificate (ZooKeeper's PEM keystore format)
+    client_cert: str
+    client_key: str
+
+
+def make_test_certs(
+    directory: str | os.PathLike[str], hostnames: tuple[str, ...] = ("localhost",)
+) -> TlsFiles:
+    """A throw-away CA and server/client certificates made with `openssl`, valid for 127.0.0.1.
+
+    Test material only: keys are unencrypted and the CA signs whatever this function asks.
+    """
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise ZooKeeperNotInstalled(
+            "openssl not found: install it (apt-get install openssl) to make test certificates"
+        )
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], cwd=d, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+        "-days", "2", "-subj", "/CN=zk2kraft test CA")  # fmt: skip
+    san = ",".join(["IP:127.0.0.1", *(f"DNS:{h}" for h in hostnames)])
+    for name in ("server", "client"):
+        (d / f"{name}.ext").write_text(f"subjectAltName={san}\nextendedKeyUsage=serverAuth,clientAuth\n")
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+            "-subj", f"/CN=zk2kraft-{name}")  # fmt: skip
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext")  # fmt: skip
+    # ZooKeeper's PEM keystore wants a PKCS#8 key and the certificate in one file.
+    run("pkcs8", "-topk8", "-nocrypt", "-in", "server.key", "-out", "server.p8")
+    (d / "server.pem").write_text((d / "server.p8").read_text() + (d / "server.crt").read_text())
+    return TlsFiles(
+        ca=str(d / "ca.pem"),
+        server_pem=str(d / "server.pem"),
+        client_cert=str(d / "client.crt"),
+        client_key=str(d / "client.key"),
+    )
+
+
 class ZooKeeperNotInstalled(ZkKraftError):
     """Neither ZK_HOME nor Debian's package provides ZooKeeper's jars."""
 
@@ -114,18 +162,68 @@ class ZkServer:
         snap_count: int | None = None,
         extra_config: dict[str, str] | None = None,
         jvm_opts: list[str] | None = None,
+        sasl_users: dict[str, str] | None = None,
+        tls: TlsFiles | None = None,
+        tls_client_auth: str = "need",
     ) -> None:
+        """`sasl_users` (user → password) turns on SASL DIGEST-MD5 through a JAAS `Server` section;
+        `tls` adds a secure client port (Netty, PEM key and trust stores) next to the plain one, which
+        stays for four-letter words and tests that compare both.
+        """
         self.data_dir = Path(data_dir).resolve()
         self.host = host
         self.port = port
         self.snap_count = snap_count
         self.extra_config = dict(extra_config or {})
         self.jvm_opts = list(jvm_opts or [])
+        self.sasl_users = dict(sasl_users or {})
+        self.tls = tls
+        self.tls_client_auth = tls_client_auth
+        self.secure_port: int | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def connect_string(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def secure_connect_string(self) -> str:
+        if self.secure_port is None:
+            raise ValueError("this server has no TLS port (start it with tls=...)")
+        return f"{self.host}:{self.secure_port}"
+
+    def _security_config(self) -> dict[str, str]:
+        cfg: dict[str, str] = {}
+        if self.sasl_users:
+            cfg["authProvider.1"] = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+        if self.tls is not None:
+            if self.secure_port is None:
+                self.secure_port = free_port()
+            cfg.update(
+                {
+                    "secureClientPort": str(self.secure_port),
+                    "secureClientPortAddress": self.host,
+                    "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+                    "ssl.keyStore.location": self.tls.server_pem,
+                    "ssl.keyStore.type": "PEM",
+                    "ssl.trustStore.location": self.tls.ca,
+                    "ssl.trustStore.type": "PEM",
+                    "ssl.clientAuth": self.tls_client_auth,
+                    # ZooKeeper's x509 provider makes the client certificate an identity (auth ACLs).
+                    "authProvider.2": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+                }
+            )
+        return cfg
+
+    def _security_jvm_opts(self) -> list[str]:
+        if not self.sasl_users:
+            return []
+        users = "".join(f'\n  user_{u}="{p}"' for u, p in self.sasl_users.items())
+        jaas = self.data_dir / "jaas.conf"
+        jaas.write_text(
+            f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n"
+        )
+        return [f"-Djava.security.auth.login.config={jaas}"]
 
     def _write_config(self) -> Path:
         cfg = {
@@ -142,6 +240,7 @@ class ZkServer:
         }
         if self.snap_count:
             cfg["snapCount"] = str(self.snap_count)
+        cfg.update(self._security_config())
         cfg.update(self.extra_config)
         path = self.data_dir / "zoo.cfg"
         path.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
@@ -165,6 +264,7 @@ class ZkServer:
             "-Xmx512m",
             "-Dzookeeper.4lw.commands.whitelist=*",
             "-Dzookeeper.admin.enableServer=false",
+            *self._security_jvm_opts(),
             *self.jvm_opts,
             "-cp",
             find_classpath(),

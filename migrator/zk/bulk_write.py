@@ -33,6 +33,7 @@ from kazoo.protocol.serialization import Create
 from kazoo.security import ACL, OPEN_ACL_UNSAFE
 
 from migrator.errors import BadInputError, PermissionDeniedError, UnreachableError, ZkKraftError
+from migrator.zk.connection import is_sensitive, sensitive_acl
 
 __all__ = [
     "DEFAULT_IN_FLIGHT",
@@ -377,6 +378,31 @@ def create_all(
         raise BadInputError(f"in_flight must be at least 1, got {in_flight}")
     if not znodes:
         return 0
+    sensitive = sensitive_acl(client) if acl is None else None
+    if sensitive is not None and any(is_sensitive(p) for p in znodes):
+        # --zk-set-acl: Kafka's sensitive paths get creator-only ACLs. Their parents are never
+        # sensitive unless listed too (the check is a prefix), so the open ones go first.
+        parts = (
+            (
+                {p: d for p, d in znodes.items() if not is_sensitive(p)},
+                list(client.default_acl or OPEN_ACL_UNSAFE),
+            ),
+            ({p: d for p, d in znodes.items() if is_sensitive(p)}, sensitive),
+        )
+        return sum(
+            create_all(
+                client,
+                part,
+                ephemeral,
+                part_acl,
+                max_multi_bytes,
+                in_flight,
+                exist_ok,
+                progress,
+                jute_maxbuffer,
+            )
+            for part, part_acl in parts
+        )
     if acl is None:
         acl = client.default_acl or OPEN_ACL_UNSAFE
     if not acl:

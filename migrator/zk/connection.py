@@ -7,13 +7,16 @@ code 3 instead of a kazoo traceback.
 from __future__ import annotations
 
 import logging
+import os
+import re
+import ssl
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.security import ACL, make_digest_acl
+from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
 from migrator.errors import BadInputError, PermissionDeniedError, UnreachableError
 
@@ -50,13 +53,77 @@ class ConnectSpec:
 
 @dataclass(frozen=True)
 class TlsOptions:
-    """kazoo's SSL options: the counterpart of Kafka's `zookeeper.ssl.*` settings."""
+    """kazoo's SSL options: the counterpart of Kafka's `zookeeper.ssl.*` settings (PEM files only)."""
 
     ca: str | None = None
     certfile: str | None = None
     keyfile: str | None = None
-    keyfile_password: str | None = None
+    keyfile_password: str | None = field(default=None, repr=False)
     verify_certs: bool = True
+    check_hostname: bool = False
+
+    def validate(self) -> None:
+        for what, path in (("CA", self.ca), ("certificate", self.certfile), ("key", self.keyfile)):
+            if path is not None and not os.path.isfile(path):
+                raise BadInputError(f"TLS {what} file {path} does not exist or is not a file")
+        if self.keyfile and not self.certfile:
+            raise BadInputError("--zk-tls-key needs --zk-tls-cert (the certificate of that key)")
+        if self.check_hostname and not self.verify_certs:
+            raise BadInputError("TLS hostname verification needs certificate verification")
+
+
+@dataclass(frozen=True)
+class ZkSecurity:
+    """How every connection of this process authenticates, encrypts and protects what it creates.
+
+    The CLI sets it once per command (`configure`) from --zk-tls-*, --zk-jaas-config, --zk-set-acl and
+    their Kafka properties, so the many places that open sessions (driver, syncer, controller, audit,
+    fixtures) all get the same settings without threading them through every signature.
+    """
+
+    tls: TlsOptions | None = None
+    sasl: dict[str, str] | None = field(default=None, repr=False)  # kazoo sasl_options
+    set_acl: bool = False  # Kafka's zookeeper.set.acl
+
+
+_security = ZkSecurity()
+
+
+def configure(security: ZkSecurity) -> ZkSecurity:
+    """Set the process-wide connection security; returns the previous one (to restore it)."""
+    global _security
+    if security.tls is not None:
+        security.tls.validate()
+    previous, _security = _security, security
+    return previous
+
+
+def current_security() -> ZkSecurity:
+    return _security
+
+
+# Kafka's ZkData.SensitiveRootPaths: SCRAM credentials, broker configs (password configs) and
+# delegation tokens are never world-readable when zookeeper.set.acl is on. A string prefix, as Kafka's.
+SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token/tokens")
+SECURE_ACL: list[ACL] = [*CREATOR_ALL_ACL, *READ_ACL_UNSAFE]  # creator-all + world-read
+SENSITIVE_ACL: list[ACL] = list(CREATOR_ALL_ACL)
+
+
+def is_sensitive(path: str) -> bool:
+    return path.startswith(SENSITIVE_ROOTS)
+
+
+def sensitive_acl(client: KazooClient) -> list[ACL] | None:
+    """The ACL for sensitive paths when this client was opened with --zk-set-acl, else None."""
+    return getattr(client, "zk2kraft_sensitive_acl", None)
+
+
+def acl_for(client: KazooClient, path: str) -> list[ACL]:
+    """Kafka's ZkData.defaultAcls for a znode this client creates."""
+    sensitive = sensitive_acl(client)
+    if sensitive is not None and is_sensitive(path):
+        return sensitive
+    return list(client.default_acl or OPEN_ACL_UNSAFE)
 
 
 def parse_auth(auth: Sequence[str]) -> list[tuple[str, str]]:
@@ -72,53 +139,84 @@ def parse_auth(auth: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
-def acls_for(set_acl: Sequence[str]) -> list[ACL] | None:
-    """ACLs for znodes zk2kraft creates, from `digest:user:password` entries (Kafka's zookeeper.set.acl)."""
-    acls = []
-    for scheme, cred in parse_auth(set_acl):
-        if scheme != "digest":
-            raise BadInputError(f"--zk-set-acl supports digest credentials, got scheme {scheme!r}")
-        user, _, password = cred.partition(":")
-        acls.append(make_digest_acl(user, password, all=True))
-    return acls or None
+_JAAS_SECTION = re.compile(r"(?s)\b(\w+)\s*\{(.*?)\}\s*;")
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def sasl_from_jaas(path: str, section: str = "Client") -> dict[str, str]:
+    """kazoo sasl_options from the JAAS file Kafka's brokers use for ZooKeeper (its `Client` section).
+
+    Only DigestLoginModule (DIGEST-MD5) maps onto kazoo without Kerberos libraries.
+    """
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise BadInputError(f"cannot read JAAS file {path}: {e.strerror}") from None
+    for name, body in _JAAS_SECTION.findall(text):
+        if name != section:
+            continue
+        if "DigestLoginModule" not in body:
+            raise BadInputError(
+                f"JAAS file {path}: section {section} uses no DigestLoginModule; zk2kraft supports "
+                "SASL DIGEST-MD5 to ZooKeeper"
+            )
+        opts = {k: v.replace('\\"', '"') for k, v in _JAAS_OPTION.findall(body)}
+        if "username" not in opts or "password" not in opts:
+            raise BadInputError(f"JAAS file {path}: section {section} needs username and password")
+        return {"mechanism": "DIGEST-MD5", "username": opts["username"], "password": opts["password"]}
+    raise BadInputError(f"JAAS file {path} has no {section} section")
 
 
 def connect(
     connect_string: str,
     auth: Sequence[str] = (),
     timeout: float = 10.0,
-    tls: TlsOptions | None = None,
-    sasl: dict[str, str] | None = None,
-    default_acl: Sequence[str] = (),
+    security: ZkSecurity | None = None,
     read_only: bool = False,
     require_chroot: bool = True,
     connection_tries: int = 3,
 ) -> KazooClient:
     """A started kazoo client; raises UnreachableError (exit 3) or BadInputError (exit 2).
 
-    `connection_tries` bounds kazoo's reconnection attempts after a lost connection; -1 keeps
-    reconnecting (a long-running controller outlives a ZooKeeper restart that way).
+    `security` defaults to the process-wide one (`configure`). `connection_tries` bounds kazoo's
+    reconnection attempts after a lost connection; -1 keeps reconnecting (a long-running controller
+    outlives a ZooKeeper restart that way).
     """
     spec = ConnectSpec.parse(connect_string)
+    sec = _security if security is None else security
     credentials = parse_auth(auth)
-    # kazoo turns `sasl:user:password` into a SASL login only at construction. Other schemes are added
-    # after the session starts, one synchronous addAuth each: connect-time auth is sent without waiting,
-    # and a refusal then surfaces as a session that vanishes mid-command instead of a clear error.
-    sasl_auth = [c for c in credentials if c[0] == "sasl"]
+    # `sasl:user:password` is a SASL DIGEST-MD5 login, given to kazoo at construction (sasl_options).
+    # Other schemes are added after the session starts, one synchronous addAuth each: connect-time auth
+    # is sent without waiting, and a refusal then surfaces as a session that vanishes mid-command.
+    sasl = dict(sec.sasl) if sec.sasl else None
+    for scheme, cred in credentials:
+        if scheme == "sasl":
+            user, colon, password = cred.partition(":")
+            if not colon or not user:
+                raise BadInputError("bad --zk-auth sasl value: expected sasl:USER:PASSWORD")
+            if sasl is not None and sasl.get("username") != user:
+                raise BadInputError("two SASL logins given (--zk-auth sasl:… and a JAAS file): keep one")
+            sasl = {"mechanism": "DIGEST-MD5", "username": user, "password": password}
     later_auth = [c for c in credentials if c[0] != "sasl"]
+    tls = sec.tls
+    if sec.set_acl and not (sasl or later_auth or (tls is not None and tls.certfile)):
+        raise BadInputError(
+            "--zk-set-acl needs an authenticated identity to own the znodes: --zk-auth digest:USER:PW, "
+            "a SASL login (--zk-auth sasl:USER:PW or --zk-jaas-config) or a TLS client certificate"
+        )
     kwargs: dict[str, object] = {
         "hosts": str(spec),
         "timeout": timeout,
-        "auth_data": sasl_auth or None,
-        "default_acl": acls_for(default_acl),
+        "default_acl": SECURE_ACL if sec.set_acl else None,
         "read_only": read_only,
         "connection_retry": {"max_tries": connection_tries, "delay": 0.2, "backoff": 2, "max_delay": 2},
         "command_retry": {"max_tries": 3, "delay": 0.2, "backoff": 2, "max_delay": 2},
         "logger": logging.getLogger("kazoo"),
     }
     if sasl:
-        kwargs["sasl_options"] = sasl
+        kwargs["sasl_options"] = {"service": "zookeeper", **sasl}
     if tls is not None:
+        tls.validate()
         kwargs.update(
             use_ssl=True,
             ca=tls.ca,
@@ -126,8 +224,11 @@ def connect(
             keyfile=tls.keyfile,
             keyfile_password=tls.keyfile_password,
             verify_certs=tls.verify_certs,
+            check_hostname=tls.check_hostname,
         )
     client = KazooClient(**kwargs)  # type: ignore[arg-type]
+    if sec.set_acl:
+        client.zk2kraft_sensitive_acl = SENSITIVE_ACL  # type: ignore[attr-defined]
     try:
         client.start(timeout=timeout)
         for scheme, credential in later_auth:
@@ -144,13 +245,20 @@ def connect(
         raise
     except AuthFailedError:
         close(client)
-        schemes = ", ".join(sorted({c[0] for c in credentials})) or "none"
+        schemes = ", ".join(sorted({c[0] for c in credentials} | ({"sasl"} if sasl else set()))) or "none"
         raise PermissionDeniedError(
-            f"ZooKeeper at {spec.hosts} refused the --zk-auth credentials (scheme {schemes})"
+            f"ZooKeeper at {spec.hosts} refused the {'SASL login or ' if sasl else ''}--zk-auth credentials "
+            f"(scheme {schemes})"
         ) from None
     except KazooTimeoutError:
         close(client)
-        raise UnreachableError(f"cannot reach ZooKeeper at {spec.hosts} within {timeout:g}s") from None
+        hint = " (is it a TLS port? check --zk-tls-*)" if tls is None else " (is TLS enabled on that port?)"
+        raise UnreachableError(f"cannot reach ZooKeeper at {spec.hosts} within {timeout:g}s{hint}") from None
+    except ssl.SSLError as e:
+        close(client)
+        raise UnreachableError(
+            f"TLS handshake with ZooKeeper at {spec.hosts} failed: {e.reason or e.__class__.__name__}"
+        ) from None
     except KazooException as e:
         close(client)
         raise UnreachableError(

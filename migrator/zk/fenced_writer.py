@@ -44,6 +44,7 @@ from migrator.model import MigrationZnode
 from migrator.zk import codec
 from migrator.zk import paths as P
 from migrator.zk.bulk_write import JUTE_MAXBUFFER, acl_request_bytes
+from migrator.zk.connection import is_sensitive, sensitive_acl
 
 if TYPE_CHECKING:
     from migrator.zk.leadership import Claim
@@ -288,8 +289,11 @@ class FencedZkWriter:
         # Called with the new /migration state after each multi lands (progress, lag waiters).
         self.listeners: list[Callable[[MigrationZnode], None]] = []
         self.chroot = client.chroot or ""
+        sensitive = sensitive_acl(client) if acl is None else None
         acl = list(acl if acl is not None else (client.default_acl or OPEN_ACL_UNSAFE))
         self._acl = _acl_blob(acl)
+        # --zk-set-acl: SCRAM credentials, broker configs and tokens are creator-only, as Kafka's.
+        self._sensitive_acl = _acl_blob(sensitive) if sensitive else None
         if len(self._acl) != acl_request_bytes(acl):
             raise AssertionError("ACL encoding disagrees with bulk_write's size")
         self._check = self._encode(ZkOp.check(P.CONTROLLER_EPOCH, claim.controller_epoch_zk_version))
@@ -307,9 +311,10 @@ class FencedZkWriter:
             return b"".join((_HEADS["set"], path, _INT.pack(len(op.data)), op.data, _INT.pack(op.version)))
         if kind == "create":
             flags = _SEQUENTIAL if op.sequential else 0
-            return b"".join(
-                (_HEADS["create"], path, _INT.pack(len(op.data)), op.data, self._acl, _INT.pack(flags))
-            )
+            acl = self._acl
+            if self._sensitive_acl is not None and is_sensitive(op.path):
+                acl = self._sensitive_acl
+            return b"".join((_HEADS["create"], path, _INT.pack(len(op.data)), op.data, acl, _INT.pack(flags)))
         if kind in ("delete", "check"):
             return _HEADS[kind] + path + _INT.pack(op.version)
         raise ValueError(f"unknown ZooKeeper op kind {kind!r}")

@@ -276,7 +276,9 @@ def supports_multi_read(client: KazooClient, timeout: float = 10.0, *, use_srvr:
     if cached is not None:
         return cached
     version = None
-    if use_srvr:
+    # kazoo 2.11's command() passes the port as the TLS server name (AttributeError in ssl), so a
+    # TLS session goes straight to the in-session probe.
+    if use_srvr and not client.use_ssl:
         try:
             version = parse_srvr_version(client.command(b"srvr"))
         except (OSError, KazooException):
