@@ -28,6 +28,7 @@ from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.errors import BadInputError
+from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AclSpec, AdminChange, ScramSpec, scram_credential
 from migrator.migration.driver import DEFAULT_BROKER_WAIT_SECONDS, DEFAULT_NODE_ID
 
@@ -63,7 +64,17 @@ def node_id_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def listen_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--listen, --broker-wait-timeout, --session-timeout-ms: the controller protocol listener."""
+    """--listen, --broker-wait-timeout, --session-timeout-ms: the controller protocol listener;
+    --metrics-listen: its Prometheus endpoint (kept in ctx.meta, read by run_migrate)."""
+    f = click.option(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        envvar="ZK2KRAFT_METRICS_LISTEN",
+        expose_value=False,
+        callback=lambda ctx, _p, v: ctx.meta.__setitem__("zk2kraft.metrics_listen", v),
+        help="Serve Prometheus metrics (Kafka's ZkMigrationState, ZkWriteBehindLag, ...) on "
+        "http://HOST:PORT/metrics while this runs, e.g. 127.0.0.1:9404.",
+    )(f)
     f = click.option(
         "--session-timeout-ms",
         type=click.IntRange(min=100),
@@ -87,6 +98,15 @@ def listen_options(f: Callable[..., Any]) -> Callable[..., Any]:
         envvar="ZK2KRAFT_LISTEN",
         help="Serve the KRaft controller protocol here (the address in the brokers' controller.quorum.voters).",
     )(f)
+
+
+@contextmanager
+def _closing(metrics: MigrationMetrics | None) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if metrics is not None:
+            metrics.close()
 
 
 @contextmanager
@@ -221,7 +241,13 @@ def run_migrate(
             return click.confirm(question, default=False, err=True)
 
     say = (lambda text: err.print(f"[dim]{escape(text)}[/dim]")) if interactive else None
-    with _progress(interactive) as progress, _stop_on_signals() as stop:
+    metrics_listen = click.get_current_context().meta.get("zk2kraft.metrics_listen")
+    metrics = MigrationMetrics() if metrics_listen else None
+    if metrics is not None:
+        host, port = metrics.serve(metrics_listen)
+        if interactive:
+            err.print(f"[dim]metrics on http://{escape(host)}:{port}/metrics[/dim]")
+    with _progress(interactive) as progress, _stop_on_signals() as stop, _closing(metrics):
         result = commands.migrate(
             zookeeper,
             log_dir,
@@ -238,6 +264,7 @@ def run_migrate(
             listen=listen,
             broker_wait_timeout=broker_wait_timeout,
             session_timeout_ms=session_timeout_ms,
+            metrics=metrics,
         )
     if as_json:
         _emit_json(result)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.controller.service import ControllerService
 from migrator.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, PermissionDeniedError, UnreachableError
+from migrator.metrics import MigrationMetrics
 from migrator.migration import checks, driver
 from migrator.migration.admin import AdminChange
 from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
@@ -225,6 +226,7 @@ def migrate(
     broker_wait_timeout: float = driver.DEFAULT_BROKER_WAIT_SECONDS,
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
     on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None,
+    metrics: MigrationMetrics | None = None,
 ) -> MigrateResult:
     """Run the migration from wherever it is to DualWriteMetadata; with `follow`, stay the controller
     until `stop` is set. With `listen` (HOST:PORT) the controller protocol is served there: brokers
@@ -232,6 +234,7 @@ def migrate(
     to the controller after it. Refusals raise RefusedError (1), bad input 2, unreachable 3,
     fenced/locked 4; brokers that never registered raise BrokersNotReadyError (1)."""
     opts = _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, say)
+    opts.metrics = metrics  # the controller's Prometheus gauges, updated by the driver
     return driver.migrate(
         opts,
         yes=yes,

@@ -44,6 +44,7 @@ from migrator.kraft.image import MIGRATION_STATES, ImageBuilder, OpenTransaction
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, record
+from migrator.metrics import MigrationMetrics
 from migrator.migration import checks
 from migrator.migration import copy as copy_mod
 from migrator.migration.admin import (
@@ -155,6 +156,7 @@ class DriverOptions:
     zk_timeout: float = 10.0
     node_id: int = DEFAULT_NODE_ID
     say: Say | None = None  # one-line progress notes (the CLI prints them on a terminal)
+    metrics: MigrationMetrics | None = None  # the controller's Prometheus gauges (--metrics-listen)
 
     def note(self, text: str) -> None:
         if self.say is not None:
@@ -372,6 +374,7 @@ class GuardedSyncer:
         self.log = log
         self.writer = inner.writer
         self._checked = checked_to
+        self.metrics: MigrationMetrics | None = None
 
     def _guard(self) -> None:
         for offset, _epoch, rec in self.log.read(self._checked):
@@ -388,11 +391,19 @@ class GuardedSyncer:
 
     def reconcile(self, image: ReplayResult | None = None) -> list[Repair]:
         self._guard()
-        return self.inner.reconcile(image)
+        t0 = time.perf_counter()
+        repairs = self.inner.reconcile(image)
+        if self.metrics is not None:
+            self.metrics.on_reconcile(time.perf_counter() - t0)
+        return repairs
 
     def sync(self) -> SyncReport:
         self._guard()
-        return self.inner.sync()
+        t0 = time.perf_counter()
+        report = self.inner.sync()
+        if self.metrics is not None:
+            self.metrics.on_sync(time.perf_counter() - t0, report.records, report.ops, report.lag)
+        return report
 
     def lag(self) -> int:
         return self.inner.lag()
@@ -458,6 +469,9 @@ def migrate(
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
         state = facts.derived.state
+        if opts.metrics is not None:
+            opts.metrics.on_state(facts.log.migration_code)
+            progress = opts.metrics.tee_progress(progress)
         result = MigrateResult(
             state_before=_public(state), state_after=_public(state), anomalies=list(facts.derived.anomalies)
         )
@@ -542,6 +556,8 @@ def migrate(
                     result.actions.append(f"serving the controller protocol on {runtime.describe()}")
                 result.state_after = _public(facts.derived.state)
                 result.kafka_code_after = _kafka_name(facts.log.migration_code)
+                if opts.metrics is not None:
+                    opts.metrics.on_state(facts.log.migration_code)
                 result.lag = facts.lag
                 result.log_end_offset = facts.log.end_offset
                 result.migration_offset = (
@@ -953,6 +969,7 @@ def _first_sync(
     opts.note("reconciling ZooKeeper with the log")
     t0 = time.perf_counter()
     syncer = _syncer(client, log, claim, migration, facts)
+    syncer.metrics = opts.metrics
     repairs = syncer.reconcile(_replay_of(facts))
     crash_point("sync.after-reconcile")
     result.repairs = [_jsonable(r) for r in repairs]
@@ -1137,6 +1154,11 @@ def _follow(
                 with exclusive():
                     if syncer.lag() > 0:
                         syncer.sync()
+                    if opts.metrics is not None:
+                        brokers = ctl.image.brokers.values()
+                        opts.metrics.on_follow(
+                            syncer.lag(), sum(1 for b in brokers if b.is_migrating_zk_broker)
+                        )
                 if service is not None and service.fenced:
                     raise FencedError("the controller was fenced by a newer one while serving brokers")
                 delay = poll_interval

@@ -1,0 +1,139 @@
+"""Prometheus metrics of the running controller, under Kafka's own migration metric names.
+
+Kafka exposes them as JMX MBeans `kafka.controller:type=KafkaController,name=<Name>`; the Prometheus
+JMX exporter's usual rule turns those into `kafka_controller_KafkaController_<Name>`-style names, so
+the names here keep Kafka's `<Name>` verbatim and a dashboard or alert written for a real KRaft
+controller in migration reads zk2kraft's too (see docs/metrics.md).
+
+The driver only calls the small `on_*` methods; everything Prometheus-specific stays here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from migrator.errors import BadInputError, UnreachableError
+
+PREFIX = "kafka_controller_KafkaController_"
+# Kafka's ZkMigrationState values (the ZkMigrationStateRecord codes, 4 for a ZooKeeper controller);
+# -1 until the controller has loaded the log, as Kafka's gauge before the first image.
+NOT_LOADED = -1
+_MS_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 120000)
+
+Progress = Callable[[int, int], None]
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    host, colon, port = listen.strip().rpartition(":")
+    if not colon or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise BadInputError(f"bad --metrics-listen {listen!r}: expected HOST:PORT, e.g. 127.0.0.1:9404")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class MigrationMetrics:
+    """The controller's gauges and histograms, on a registry of their own (one per controller)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.state = Gauge(
+            PREFIX + "ZkMigrationState",
+            "Kafka's ZkMigrationState: 0 NONE, 1 MIGRATION, 2 PRE_MIGRATION, 3 POST_MIGRATION; -1 before the log is loaded",
+            registry=r,
+        )
+        self.migrating_brokers = Gauge(
+            PREFIX + "MigratingZkBrokerCount",
+            "Brokers registered with the controller as migrating ZooKeeper brokers (isMigratingZkBroker)",
+            registry=r,
+        )
+        self.lag = Gauge(
+            PREFIX + "ZkWriteBehindLag",
+            "Records in the metadata log not yet written to ZooKeeper (last committed offset - /migration offset)",
+            registry=r,
+        )
+        self.snapshot_ms = Histogram(
+            PREFIX + "ZkWriteSnapshotTimeMs",
+            "Milliseconds to reconcile a full metadata image into ZooKeeper",
+            buckets=_MS_BUCKETS,
+            registry=r,
+        )
+        self.delta_ms = Histogram(
+            PREFIX + "ZkWriteDeltaTimeMs",
+            "Milliseconds to write a metadata delta to ZooKeeper (only deltas that wrote something)",
+            buckets=_MS_BUCKETS,
+            registry=r,
+        )
+        self.copy_done = Gauge(
+            "zk2kraft_copy_records_copied",
+            "Records of the ZooKeeper copy appended to the log so far",
+            registry=r,
+        )
+        self.copy_total = Gauge(
+            "zk2kraft_copy_records_total", "Records the ZooKeeper copy appends in all", registry=r
+        )
+        self.synced_records = Counter(
+            "zk2kraft_dual_write_records", "Log records written behind to ZooKeeper", registry=r
+        )
+        self.state.set(NOT_LOADED)
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.address: tuple[str, int] | None = None
+
+    # -- what the driver reports -------------------------------------------------------------------
+
+    def on_state(self, kafka_code: int | None) -> None:
+        """The log's last ZkMigrationStateRecord code (None: no record yet, Kafka's NONE)."""
+        self.state.set(0 if kafka_code is None else kafka_code)
+
+    def on_copy(self, done: int, total: int) -> None:
+        self.copy_done.set(done)
+        self.copy_total.set(total)
+
+    def tee_progress(self, progress: Progress | None) -> Progress:
+        """A copy-progress callback that feeds these gauges and then `progress` (the terminal bar)."""
+
+        def both(done: int, total: int) -> None:
+            self.on_copy(done, total)
+            if progress is not None:
+                progress(done, total)
+
+        return both
+
+    def on_reconcile(self, seconds: float) -> None:
+        self.snapshot_ms.observe(seconds * 1000.0)
+
+    def on_sync(self, seconds: float, records: int, ops: int, lag: int) -> None:
+        if ops > 0:
+            self.delta_ms.observe(seconds * 1000.0)
+        if records > 0:
+            self.synced_records.inc(records)
+        self.lag.set(max(lag, 0))
+
+    def on_follow(self, lag: int, migrating_brokers: int) -> None:
+        """Once per loop of the running controller."""
+        self.lag.set(max(lag, 0))
+        self.migrating_brokers.set(migrating_brokers)
+
+    # -- the HTTP endpoint -------------------------------------------------------------------------
+
+    def serve(self, listen: str) -> tuple[str, int]:
+        """Serve /metrics on HOST:PORT (port 0: any free one); returns the bound address."""
+        host, port = parse_listen(listen)
+        try:
+            self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
+        except OSError as e:
+            raise UnreachableError(f"cannot serve metrics on {listen}: {e.strerror or e}") from None
+        self.address = (host, int(self._server.server_port))
+        return self.address
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            if self._thread is not None:
+                self._thread.join(5)
+            self._server = None

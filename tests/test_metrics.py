@@ -1,0 +1,177 @@
+"""The controller's Prometheus endpoint, scraped over HTTP from a real `migrate --follow` process."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from migrate_helpers import ROOT, SPEC, ZK2KRAFT, cluster, run_cli
+from prometheus_client.parser import text_string_to_metric_families
+
+from migrator import commands
+from migrator.controller import core
+from migrator.controller.listener_runtime import IN_PROCESS
+from migrator.controller.service import ControllerService
+from migrator.errors import BadInputError
+from migrator.kraft.records import uuid_to_kafka
+from migrator.metrics import PREFIX, MigrationMetrics, parse_listen
+from zk_fixtures.generator import generate
+from zk_fixtures.server import free_port
+
+K = PREFIX  # kafka_controller_KafkaController_
+
+
+def _register(service: ControllerService, broker_id: int) -> None:
+    """A ZooKeeper broker registering with the KRaft controller as Kafka's brokers do in migration."""
+    reply = service.register(
+        core.Registration(
+            broker_id, service.core.config.cluster_id, uuid_to_kafka(uuid.uuid4()),
+            (core.Listener("PLAINTEXT", f"b{broker_id}", 9092),), {"metadata.version": (1, 21)},
+            is_migrating_zk_broker=True,
+        )
+    )  # fmt: skip
+    assert reply.error == 0, reply
+    assert service.heartbeat(core.Heartbeat(broker_id, reply.broker_epoch, service.log.end_offset)).error == 0
+
+
+def scrape(port: int) -> dict[str, float]:
+    """Every sample of the endpoint by name (histograms as _count/_sum/_bucket{le})."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            key = s.name + (f"{{le={s.labels['le']}}}" if "le" in s.labels else "")
+            out[key] = s.value
+    return out
+
+
+def wait_for(port: int, proc: subprocess.Popen[str], pred, timeout: float = 60.0) -> dict[str, float]:
+    deadline = time.monotonic() + timeout
+    last: dict[str, float] = {}
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1]
+        try:
+            last = scrape(port)
+        except OSError:
+            last = {}
+        if last and pred(last):
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"metrics never matched; last scrape {last}")
+
+
+@pytest.mark.zk
+def test_migrate_follow_serves_kafkas_migration_metrics(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "meta"
+    where = ["-z", zk_connect, "-l", str(log_dir)]
+    port = free_port()
+    with cluster(zk, zk_connect):
+        proc = subprocess.Popen(
+            [
+                *ZK2KRAFT,
+                "migrate",
+                "--yes",
+                "--brokers-from-zk",
+                "--follow",
+                "--json",
+                *where,
+                "--metrics-listen",
+                f"127.0.0.1:{port}",
+            ],  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            cwd=ROOT,
+        )
+        try:
+            # --brokers-from-zk: no broker registered with the KRaft controller, so Kafka's gauge is 0.
+            m = wait_for(port, proc, lambda m: m.get(K + "ZkMigrationState") == 1)
+            assert m[K + "MigratingZkBrokerCount"] == 0
+            # The copy: every record counted, and one full reconcile into ZooKeeper timed.
+            assert m["zk2kraft_copy_records_total"] > 0
+            assert m["zk2kraft_copy_records_copied"] == m["zk2kraft_copy_records_total"]
+            assert m[K + "ZkWriteSnapshotTimeMs_count"] == 1 and m[K + "ZkWriteSnapshotTimeMs_sum"] > 0
+            assert m[K + "ZkWriteBehindLag"] == 0
+            deltas = m[K + "ZkWriteDeltaTimeMs_count"]
+            written = m.get("zk2kraft_dual_write_records_total", 0.0)
+
+            # An admin change goes through the follower: records written behind, one more delta timed.
+            r = run_cli(["admin", "create-topic", "metered", "-p", "3", "--json", *where])
+            assert r.returncode == 0, r.stderr
+            records = json.loads(r.stdout)["records"]
+            m = wait_for(port, proc, lambda m: m[K + "ZkWriteDeltaTimeMs_count"] > deltas)
+            assert m["zk2kraft_dual_write_records_total"] == written + records
+            assert m[K + "ZkWriteBehindLag"] == 0
+            assert m[K + "ZkWriteDeltaTimeMs_sum"] > 0
+
+            proc.send_signal(signal.SIGTERM)
+            _out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0, err
+    with pytest.raises(OSError):
+        scrape(port)  # the endpoint ends with the controller
+
+
+@pytest.mark.zk
+def test_registered_brokers_are_counted_once_the_controller_follows(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """MigratingZkBrokerCount counts KRaft registrations with isMigratingZkBroker (Kafka's gauge)."""
+    metrics = MigrationMetrics()
+    _, port = metrics.serve("127.0.0.1:0")
+    try:
+        m = scrape(port)
+        assert m[K + "ZkMigrationState"] == -1  # nothing loaded yet, as Kafka's gauge
+        with cluster(zk, zk_connect):
+            expected = sorted(b.id for b in generate(SPEC).image.brokers.values())
+            running = commands.start_controller(
+                zk_connect, str(tmp_path / "meta"), listen=IN_PROCESS, yes=True, broker_wait_timeout=60,
+                session_timeout_ms=60_000, metrics=metrics,
+            )  # fmt: skip
+            try:
+                service = running.service
+                assert service is not None
+                assert scrape(port)[K + "ZkMigrationState"] == 0  # an empty log: Kafka's NONE
+                for broker_id in expected:
+                    _register(service, broker_id)
+                assert running.wait_until(lambda r: not service.soft_start, 60), running.error
+                deadline = time.monotonic() + 30
+                while scrape(port)[K + "MigratingZkBrokerCount"] != len(expected):
+                    assert time.monotonic() < deadline, scrape(port)
+                    time.sleep(0.05)
+                m = scrape(port)
+                assert m[K + "ZkMigrationState"] == 1 and m["zk2kraft_copy_records_total"] > 0
+            finally:
+                running.stop()
+    finally:
+        metrics.close()
+
+
+def test_metrics_listen_bad_address_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(BadInputError):
+        parse_listen("nonsense")
+    busy = MigrationMetrics()
+    host, port = busy.serve("127.0.0.1:0")
+    try:
+        r = run_cli(["migrate", "-z", "127.0.0.1:1", "-l", str(tmp_path / "l"), "--yes", "--brokers-from-zk",
+                     "--metrics-listen", f"{host}:{port}"])  # fmt: skip
+        assert r.returncode == 3 and r.stderr.strip().count("\n") == 0, r.stderr
+        assert "cannot serve metrics" in r.stderr
+        r = run_cli(["migrate", "-z", "127.0.0.1:1", "-l", str(tmp_path / "l"), "--metrics-listen", "x"])
+        assert r.returncode == 2 and "--metrics-listen" in r.stderr
+    finally:
+        busy.close()
