@@ -115,6 +115,24 @@ def test_soft_start_waits_for_every_broker_then_copies(
             )
             assert reply.topics[0].partitions[0].error == E.NONE
             assert service.flush(10)  # ZooKeeper is written behind the reply
+            # A KRaft broker may not take the id of a live ZooKeeper broker; a free id it may.
+            live = int(zk.get_children(P.BROKER_IDS)[0])
+            kraft = core.Registration(
+                live,
+                service.core.config.cluster_id,
+                uuid_to_kafka(uuid.uuid4()),
+                (),
+                {"metadata.version": (1, 21)},
+            )
+            assert service.register(kraft).error == E.DUPLICATE_BROKER_REGISTRATION
+            free = core.Registration(
+                999,
+                service.core.config.cluster_id,
+                uuid_to_kafka(uuid.uuid4()),
+                (),
+                {"metadata.version": (1, 21)},
+            )
+            assert service.register(free).error == E.NONE
             state = json.loads(zk.get(P.partition_state_path(topic.name, p.partition))[0])
             assert state["isr"] == [p.leader]
         finally:
@@ -127,7 +145,8 @@ def test_soft_start_waits_for_every_broker_then_copies(
             names = [(o, r.name) for o, _, r in log.read(0) if isinstance(r, MetadataRecord)]
         begin = next(o for o, n in names if n == "BeginTransactionRecord" and o > 3)
         registers = [o for o, n in names if n == "RegisterBrokerRecord"]
-        assert len(registers) == len(expected) and max(registers) < begin
+        assert len(registers) == len(expected) + 1  # the ZooKeeper brokers, then KRaft broker 999
+        assert max(registers[:-1]) < begin < registers[-1]
         assert result.manifest is not None and "RegisterBrokerRecord" not in result.manifest.records_by_type
         assert SPEC.topics == result.manifest.topics + SPEC.pending_deletions
 

@@ -1129,6 +1129,7 @@ def _follow(
     inbox.announce()
     started = time.perf_counter()
     delay = poll_interval
+    ids_read = time.monotonic()
     opts.note(f"following as the controller (pid {os.getpid()}); stop with SIGTERM or Ctrl-C")
     try:
         while not stop.is_set():
@@ -1161,6 +1162,10 @@ def _follow(
                         )
                 if service is not None and service.fenced:
                     raise FencedError("the controller was fenced by a newer one while serving brokers")
+                if service is not None and time.monotonic() - ids_read >= 2.0:
+                    # A ZooKeeper broker that stopped frees its id for a KRaft broker (the roll).
+                    service.core.zk_broker_ids = frozenset(gather_zk(client).registered_brokers)
+                    ids_read = time.monotonic()
                 delay = poll_interval
             except FencedError:
                 raise
