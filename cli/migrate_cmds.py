@@ -27,7 +27,7 @@ from rich.table import Table
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
-from migrator.errors import BadInputError
+from migrator.errors import BadInputError, UnreachableError
 from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AclSpec, AdminChange, ScramSpec, scram_credential
 from migrator.migration.driver import DEFAULT_BROKER_WAIT_SECONDS, DEFAULT_NODE_ID
@@ -348,6 +348,10 @@ def plan(zookeeper: str, zk_auth: tuple[str, ...], zk_timeout: float, log_dir: s
 
 
 def _render_status(s: commands.StatusResult, out: Console) -> None:
+    out.print(_status_table(s))
+
+
+def _status_table(s: commands.StatusResult) -> Table:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
@@ -381,6 +385,11 @@ def _render_status(s: commands.StatusResult, out: Console) -> None:
         table.add_row("open transaction", escape(s.open_transaction))
     table.add_row("write-behind lag", str(s.write_behind_lag))
     table.add_row("brokers in ZooKeeper", ", ".join(map(str, s.zk_registered_brokers)) or "none")
+    if s.kraft_registered_brokers:
+        table.add_row(
+            "brokers in KRaft",
+            f"{', '.join(map(str, s.kraft_registered_brokers))} ({len(s.migrating_zk_brokers)} migrating ZooKeeper brokers)",
+        )
     if s.last_transition is not None:
         t = s.last_transition
         table.add_row("last transition", f"{t.kafka_state} at offset {t.offset}, {t.time or 'time unknown'}")
@@ -390,7 +399,7 @@ def _render_status(s: commands.StatusResult, out: Console) -> None:
     for anomaly in s.anomalies:
         table.add_row("[yellow]note[/yellow]", escape(anomaly))
     table.add_row("next", f"[bold]{escape(s.next_action)}[/bold]")
-    out.print(table)
+    return table
 
 
 @click.command()
@@ -401,8 +410,24 @@ def _render_status(s: commands.StatusResult, out: Console) -> None:
     "watch",
     type=click.FloatRange(min=0.2),
     default=None,
+    is_flag=False,
+    flag_value=2.0,
+    metavar="[SECONDS]",
+    help="Refresh until Ctrl-C: a live view on a terminal, one snapshot per refresh otherwise "
+    "(every SECONDS, default 2, or --interval).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.2),
+    default=None,
     metavar="SECONDS",
-    help="Refresh every SECONDS until Ctrl-C.",
+    help="Seconds between refreshes with --watch.",
+)
+@click.option(
+    "--count",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --watch: stop after this many refreshes (scripts, CI).",
 )
 @json_option
 def status(
@@ -411,6 +436,8 @@ def status(
     zk_timeout: float,
     log_dir: str,
     watch: float | None,
+    interval: float | None,
+    count: int | None,
     as_json: bool,
 ) -> None:
     """Where the migration is and what to do next (reads only).
@@ -420,25 +447,70 @@ def status(
 
     \b
     Example:
-      zk2kraft status -z zk1:2181/kafka -l /var/lib/kraft/metadata --watch 2
+      zk2kraft status -z zk1:2181/kafka -l /var/lib/kraft/metadata --watch --interval 2
     """
-    while True:
+    if watch is None and interval is None and count is None:
         result = commands.status(zookeeper, log_dir, zk_auth=zk_auth, zk_timeout=zk_timeout)
-        if as_json and watch:
-            click.echo(json.dumps(result.model_dump(mode="json")))  # one line per refresh
-        elif as_json:
+        if as_json:
             _emit_json(result)
         else:
-            out = _out_console()
-            if watch and sys.stdout.isatty():
-                out.clear()
-            _render_status(result, out)
-        if not watch:
-            return
+            _render_status(result, _out_console())
+        return
+    every = interval or watch or 2.0
+    _watch_status(lambda: commands.status(zookeeper, log_dir, zk_auth=zk_auth, zk_timeout=zk_timeout),
+                  every, count, as_json)  # fmt: skip
+
+
+def _watch_status(
+    read: Callable[[], commands.StatusResult], every: float, count: int | None, as_json: bool
+) -> None:
+    """Refresh until Ctrl-C (or `count` refreshes). ZooKeeper going away mid-watch is shown and retried,
+    not fatal: the operator watching a migration wants to see it come back."""
+    from rich.console import Group
+    from rich.live import Live
+    from rich.text import Text
+
+    out = _out_console()
+    live_view = not as_json and sys.stdout.isatty()
+    shown = 0
+
+    def snapshot() -> tuple[commands.StatusResult | None, str | None]:
         try:
-            time.sleep(watch)
-        except KeyboardInterrupt:
-            return
+            return read(), None
+        except UnreachableError as e:
+            return None, str(e)
+
+    def view(result: commands.StatusResult | None, error: str | None) -> Group:
+        head = Text(f"{time.strftime('%H:%M:%S')} · every {every:g}s · Ctrl-C to stop", style="dim")
+        body = _status_table(result) if result is not None else Text(f"unavailable: {error}", style="red")
+        return Group(head, body)
+
+    live = Live(console=out, auto_refresh=False, transient=False) if live_view else None
+    try:
+        if live is not None:
+            live.start()
+        while True:
+            result, error = snapshot()
+            shown += 1
+            if as_json:
+                line = result.model_dump(mode="json") if result is not None else {"error": error}
+                click.echo(json.dumps(line))  # one line per refresh
+            elif live is not None:
+                live.update(view(result, error), refresh=True)
+            else:
+                out.print(view(result, error))
+                out.print()
+            sys.stdout.flush()
+            if count is not None and shown >= count:
+                if error is not None:
+                    raise UnreachableError(error)  # a script's last look failed: exit 3
+                return
+            time.sleep(every)
+    except KeyboardInterrupt:
+        return
+    finally:
+        if live is not None:
+            live.stop()
 
 
 # --- finalize / rollback ---------------------------------------------------------------------------

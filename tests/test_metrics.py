@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import signal
 import subprocess
 import time
@@ -175,3 +177,59 @@ def test_metrics_listen_bad_address_is_one_line(tmp_path: Path) -> None:
         assert r.returncode == 2 and "--metrics-listen" in r.stderr
     finally:
         busy.close()
+
+
+@pytest.mark.zk
+def test_status_watch_refreshes_without_a_terminal_and_on_one(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "meta"
+    where = ["-z", zk_connect, "-l", str(log_dir)]
+    with cluster(zk, zk_connect):
+        r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
+        assert r.returncode == 0, r.stderr
+    # No terminal: one snapshot per refresh, as a log would want them.
+    t0 = time.monotonic()
+    r = run_cli(["status", *where, "--watch", "--interval", "0.3", "--count", "3"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("Ctrl-C to stop") == 3 and r.stdout.count("DualWriteMetadata (3)") == 3
+    assert time.monotonic() - t0 >= 0.6
+    r = run_cli(["status", *where, "--watch", "0.2", "--count", "2", "--json"])
+    lines = r.stdout.strip().splitlines()
+    assert r.returncode == 0 and [json.loads(x)["state"] for x in lines] == ["DualWriteMetadata"] * 2
+    # ZooKeeper away: shown and retried, and the last look decides the exit code.
+    r = run_cli(["status", "-z", "127.0.0.1:1", "-l", str(log_dir), "--zk-timeout", "0.5", "--watch", "0.2",
+                 "--count", "2"])  # fmt: skip
+    assert r.returncode == 3 and r.stdout.count("unavailable: cannot reach ZooKeeper") == 2, r.stdout
+    # A terminal: rich's live view, redrawn in place, ended by the count (or Ctrl-C).
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*ZK2KRAFT, "status", *where, "--watch", "0.2", "--count", "3"],
+        stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, close_fds=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("ZK2KRAFT_")}, "TERM": "xterm", "COLUMNS": "120"},
+    )  # fmt: skip
+    os.close(slave)
+    seen = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert proc.wait(timeout=30) == 0
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    text = seen.decode(errors="replace")
+    assert "DualWriteMetadata (3)" in text and "\x1b[" in text  # cursor movement: redrawn in place
+    # Ctrl-C ends a watch cleanly.
+    proc = subprocess.Popen([*ZK2KRAFT, "status", *where, "--watch", "0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)  # fmt: skip
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "DualWriteMetadata" in out and "Traceback" not in err, err
