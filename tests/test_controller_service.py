@@ -228,3 +228,115 @@ def test_soft_start_refuses_all_but_registration(zk: KazooClient, zk_connect: st
                 p.leader, epochs[p.leader], core.EVENT_OFFLINE, "", ((topic.name, (p.partition,)),)
             )
             assert service.alter_replica_state(ars).error == E.NOT_CONTROLLER
+
+
+def test_handle_maps_wire_messages(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
+    """The server's entry point: messages in every version shape, through the service, and back."""
+    from migrator.controller import messages as M
+    from migrator.kraft.records import kafka_to_uuid
+
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        with dual_write_service(zk, log_dir, Clock()) as service:
+            versions = service.handle(M.API_VERSIONS, 3, M.ApiVersionsRequest(), "t")
+            assert {k.api_key for k in versions.api_keys} >= {56, 62, 63, M.ALTER_REPLICA_STATE}
+            ids = sorted(
+                {r for t in service.image.topics.values() for p in t.partitions.values() for r in p.replicas}
+            )
+            epochs = {}
+            for b in ids:
+                reg = M.BrokerRegistrationRequest(
+                    b,
+                    service.core.config.cluster_id,
+                    uuid.uuid4(),
+                    [M.Listener("PLAINTEXT", f"b{b}", 9092)],
+                    [M.Feature("metadata.version", 1, 21)],
+                    is_migrating_zk_broker=True,
+                )
+                reply = service.handle(M.BROKER_REGISTRATION, 3, reg, f"broker-{b}")
+                assert reply.error_code == E.NONE
+                epochs[b] = reply.broker_epoch
+                hb = service.handle(
+                    M.BROKER_HEARTBEAT, 1, M.BrokerHeartbeatRequest(b, epochs[b], service.log.end_offset), "x"
+                )
+                assert hb.error_code == E.NONE and not hb.is_fenced and hb.is_caught_up
+            bad = M.BrokerRegistrationRequest(ids[0], "wrong", uuid.uuid4())
+            assert service.handle(M.BROKER_REGISTRATION, 0, bad, "x").error_code == E.INCONSISTENT_CLUSTER_ID
+            topic, p = _a_partition(service)
+            # v1: by name, no member epochs.
+            v1 = M.AlterPartitionRequest(
+                p.leader,
+                epochs[p.leader],
+                [
+                    M.AlterPartitionTopic(
+                        topic.name,
+                        None,
+                        [
+                            M.AlterPartitionPartition(
+                                p.partition, p.leader_epoch, [M.BrokerState(p.leader)], p.partition_epoch
+                            )
+                        ],
+                    )
+                ],
+            )
+            out = service.handle(M.ALTER_PARTITION, 1, v1, "x")
+            res = out.topics[0].partitions[0]
+            assert (
+                out.topics[0].topic_name == topic.name and res.error_code == E.NONE and res.isr == [p.leader]
+            )
+            # v3: by id, with epochs; a stale member epoch is INELIGIBLE_REPLICA.
+            cur = service.image.topics[topic.name].partitions[p.partition]
+            other = next(b for b in p.isr if b != p.leader)
+            tid = kafka_to_uuid(topic.topic_id or "")
+            v3 = M.AlterPartitionRequest(
+                p.leader,
+                epochs[p.leader],
+                [
+                    M.AlterPartitionTopic(
+                        None,
+                        tid,
+                        [
+                            M.AlterPartitionPartition(
+                                p.partition,
+                                cur.leader_epoch,
+                                [
+                                    M.BrokerState(p.leader, epochs[p.leader]),
+                                    M.BrokerState(other, epochs[other] - 1),
+                                ],
+                                cur.partition_epoch,
+                            )
+                        ],
+                    )
+                ],
+            )
+            out = service.handle(M.ALTER_PARTITION, 3, v3, "x")
+            assert (
+                out.topics[0].topic_id == tid
+                and out.topics[0].partitions[0].error_code == E.INELIGIBLE_REPLICA
+            )
+            unknown = M.AlterPartitionRequest(
+                p.leader,
+                epochs[p.leader],
+                [M.AlterPartitionTopic(None, uuid.uuid4(), v3.topics[0].partitions)],
+            )
+            assert (
+                service.handle(M.ALTER_PARTITION, 2, unknown, "x").topics[0].partitions[0].error_code
+                == E.UNKNOWN_TOPIC_ID
+            )
+            ars = M.AlterReplicaStateRequest(
+                other,
+                epochs[other],
+                M.EVENT_OFFLINE,
+                "disk",
+                [M.AlterReplicaStateTopic(topic.name, [p.partition, 999])],
+            )
+            out = service.handle(M.ALTER_REPLICA_STATE, 0, ars, "x")
+            assert out.error_code == E.NONE
+            assert [(x.partition_index, x.error_code) for x in out.topics[0].partitions] == [
+                (p.partition, E.NONE),
+                (999, E.UNKNOWN_TOPIC_OR_PARTITION),
+            ]
+            ars.event_type = 7
+            assert service.handle(M.ALTER_REPLICA_STATE, 0, ars, "x").error_code == E.UNKNOWN_EVENT_TYPE
+        assert_consistent(zk, log_dir)

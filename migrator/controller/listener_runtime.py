@@ -74,6 +74,121 @@ class _Running:
                 return
 
 
+#: What this controller serves: apiKey -> (min, max) version.
+SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
+    18: (0, 3),  # ApiVersions
+    56: (0, 3),  # AlterPartition
+    62: (0, 3),  # BrokerRegistration
+    63: (0, 1),  # BrokerHeartbeat
+    10_001: (0, 0),  # AlterReplicaState (KIP-589; outside Kafka's range)
+}
+
+
 def dispatch(service: Any, api_key: int, api_version: int, request: Any, client_id: str | None) -> Any:
     """Wire request → core request → service → core reply → wire response."""
-    raise NotImplementedError("wired once migrator.controller.messages exists")
+    from migrator.controller import core
+    from migrator.controller import messages as M
+    from migrator.kraft.records import kafka_to_uuid, uuid_to_kafka
+
+    if api_key == M.API_VERSIONS:
+        return M.ApiVersionsResponse(
+            0, [M.ApiVersionRange(k, lo, hi) for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
+        )
+    if api_key == M.BROKER_REGISTRATION:
+        r = request
+        reg = service.register(
+            core.Registration(
+                broker_id=r.broker_id,
+                cluster_id=r.cluster_id,
+                incarnation_id=uuid_to_kafka(r.incarnation_id),
+                listeners=tuple(
+                    core.Listener(li.name, li.host, li.port, li.security_protocol) for li in r.listeners
+                ),
+                features={f.name: (f.min_supported_version, f.max_supported_version) for f in r.features},
+                rack=r.rack,
+                is_migrating_zk_broker=r.is_migrating_zk_broker,
+                log_dirs=tuple(uuid_to_kafka(d) for d in r.log_dirs),
+                previous_broker_epoch=r.previous_broker_epoch,
+            )
+        )
+        return M.BrokerRegistrationResponse(reg.error, reg.broker_epoch)
+    if api_key == M.BROKER_HEARTBEAT:
+        r = request
+        hb = service.heartbeat(
+            core.Heartbeat(
+                r.broker_id, r.broker_epoch, r.current_metadata_offset, r.want_fence, r.want_shut_down
+            )
+        )
+        return M.BrokerHeartbeatResponse(hb.error, hb.is_caught_up, hb.is_fenced, hb.should_shut_down)
+    if api_key == M.ALTER_PARTITION:
+        r = request
+        ap = service.alter_partition(
+            core.AlterPartition(
+                r.broker_id,
+                r.broker_epoch,
+                tuple(
+                    core.TopicAlter(
+                        t.topic_name,
+                        uuid_to_kafka(t.topic_id) if t.topic_id is not None else None,
+                        tuple(
+                            core.PartitionAlter(
+                                p.partition_index,
+                                p.leader_epoch,
+                                tuple(
+                                    core.IsrMember(b.broker_id, b.broker_epoch) for b in p.new_isr_with_epochs
+                                ),
+                                p.partition_epoch,
+                                p.leader_recovery_state,
+                            )
+                            for p in t.partitions
+                        ),
+                    )
+                    for t in r.topics
+                ),
+                api_version,
+            )
+        )
+        by_key = {(t.topic_name, t.topic_id): t for t in r.topics}
+        topics = []
+        for t in ap.topics:
+            asked = by_key.get((t.name, kafka_to_uuid(t.topic_id) if t.topic_id else None))
+            topics.append(
+                M.AlterPartitionTopicResponse(
+                    t.name if asked is None else asked.topic_name,
+                    kafka_to_uuid(t.topic_id) if t.topic_id else None,
+                    [
+                        M.AlterPartitionPartitionResponse(
+                            p.partition,
+                            p.error,
+                            p.leader,
+                            p.leader_epoch,
+                            list(p.isr),
+                            p.leader_recovery_state,
+                            p.partition_epoch,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+            )
+        return M.AlterPartitionResponse(ap.error, topics)
+    if api_key == M.ALTER_REPLICA_STATE:
+        r = request
+        ars = service.alter_replica_state(
+            core.AlterReplicaState(
+                r.broker_id,
+                r.broker_epoch,
+                r.event_type,
+                r.event_reason,
+                tuple((t.name, tuple(t.partitions)) for t in r.topics),
+            )
+        )
+        return M.AlterReplicaStateResponse(
+            ars.error,
+            [
+                M.AlterReplicaStateTopicResponse(
+                    name, [M.AlterReplicaStatePartitionResponse(pid, err) for pid, err in parts]
+                )
+                for name, parts in ars.topics
+            ],
+        )
+    raise ValueError(f"apiKey {api_key} is not served by the controller")
