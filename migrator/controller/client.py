@@ -1,0 +1,155 @@
+"""A blocking Kafka-protocol client for the controller: what brokers (and the simulator) send.
+
+It negotiates versions with ApiVersions on connect and then uses, per API, the highest version both
+sides serve unless the caller asks for one. One request at a time per client (a lock makes concurrent
+use safe but serial); open several clients for requests in flight together.
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+import threading
+from typing import Any
+
+from migrator.controller import messages as M
+from migrator.controller import wire
+from migrator.errors import UnreachableError
+
+__all__ = ["ControllerClient", "ControllerUnreachable"]
+
+_SIZE = struct.Struct(">i")
+
+
+class ControllerUnreachable(UnreachableError):
+    """The controller cannot be reached, closed the connection, or did not answer in time."""
+
+
+class ControllerClient:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str = "zk2kraft",
+        timeout_s: float = 5.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._sock: socket.socket | None = None
+        self.versions: dict[int, tuple[int, int]] = {}
+        self._connect()
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        try:
+            self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as e:
+            self._sock = None
+            raise ControllerUnreachable(
+                f"cannot reach the controller at {self.host}:{self.port}: {e.strerror or e}"
+            ) from None
+        resp = self._call(M.API_VERSIONS, 3, M.ApiVersionsRequest("zk2kraft", "1"))
+        if resp.error_code != 0:
+            resp = self._call(M.API_VERSIONS, 0, M.ApiVersionsRequest())
+        self.versions = {
+            a.api_key: (a.min_version, a.max_version) for a in resp.api_keys if a.api_key in wire.SUPPORTED
+        }
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> ControllerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def version_for(self, api_key: int, wanted: int | None = None) -> int:
+        """``wanted``, or the highest version both sides serve; ValueError if there is none."""
+        ours = wire.SUPPORTED[api_key]
+        theirs = self.versions.get(api_key)
+        if theirs is None:
+            raise ValueError(f"the controller does not serve {wire.NAMES[api_key]}")
+        lo, hi = max(ours[0], theirs[0]), min(ours[1], theirs[1])
+        if wanted is not None:
+            if not lo <= wanted <= hi:
+                raise ValueError(f"{wire.NAMES[api_key]} v{wanted} is not served (both sides: {lo}-{hi})")
+            return wanted
+        if lo > hi:
+            raise ValueError(f"no {wire.NAMES[api_key]} version both sides serve")
+        return hi
+
+    def _call(self, api_key: int, version: int, request: Any) -> Any:
+        with self._lock:
+            sock = self._sock
+            if sock is None:
+                raise ControllerUnreachable(f"the connection to {self.host}:{self.port} is closed")
+            cid = next(self._ids)
+            data = wire.encode_request(api_key, version, cid, self.client_id, request)
+            try:
+                sock.sendall(data)
+                head = _recv(sock, 4)
+                (size,) = _SIZE.unpack(head)
+                if size < 4 or size > wire.MAX_FRAME_BYTES:
+                    raise wire.WireError(f"a response frame of {size} bytes")
+                body = _recv(sock, size)
+                got, response = wire.decode_response(api_key, version, body)
+            except (OSError, EOFError, wire.WireError) as e:
+                self.close()
+                what = "no answer in time" if isinstance(e, TimeoutError) else str(e) or type(e).__name__
+                raise ControllerUnreachable(
+                    f"{wire.NAMES[api_key]} to {self.host}:{self.port} failed: {what}"
+                ) from None
+            if got != cid:
+                self.close()
+                raise ControllerUnreachable(f"response for correlation id {got}, expected {cid}")
+            return response
+
+    # -- the APIs -------------------------------------------------------------------------------
+
+    def api_versions(self) -> M.ApiVersionsResponse:
+        return self._call(
+            M.API_VERSIONS, self.version_for(M.API_VERSIONS), M.ApiVersionsRequest("zk2kraft", "1")
+        )
+
+    def register_broker(
+        self, req: M.BrokerRegistrationRequest, version: int | None = None
+    ) -> M.BrokerRegistrationResponse:
+        return self._call(M.BROKER_REGISTRATION, self.version_for(M.BROKER_REGISTRATION, version), req)
+
+    def heartbeat(
+        self, req: M.BrokerHeartbeatRequest, version: int | None = None
+    ) -> M.BrokerHeartbeatResponse:
+        return self._call(M.BROKER_HEARTBEAT, self.version_for(M.BROKER_HEARTBEAT, version), req)
+
+    def alter_partition(
+        self, req: M.AlterPartitionRequest, version: int | None = None
+    ) -> M.AlterPartitionResponse:
+        return self._call(M.ALTER_PARTITION, self.version_for(M.ALTER_PARTITION, version), req)
+
+    def alter_replica_state(
+        self, req: M.AlterReplicaStateRequest, version: int | None = None
+    ) -> M.AlterReplicaStateResponse:
+        return self._call(M.ALTER_REPLICA_STATE, self.version_for(M.ALTER_REPLICA_STATE, version), req)
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError("the controller closed the connection")
+        buf += chunk
+    return bytes(buf)

@@ -1,0 +1,226 @@
+"""The controller's Kafka-protocol listener: TCP, size-prefixed frames, one thread per connection.
+
+Each connection has its own thread, so a slow or hostile client (half a frame, then silence) holds up
+only itself; the handler serialises the requests that reach it. Responses go back in request order on
+each connection, as Kafka's clients expect. What the listener cannot answer it closes, as Kafka's
+SocketServer does: an unknown apiKey, an unsupported version (except ApiVersions, which gets
+UNSUPPORTED_VERSION and the supported ranges, KIP-511), a frame over the size limit, a malformed header
+or body. A handler that raises gets UNKNOWN_SERVER_ERROR and one log line; the listener goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import threading
+from typing import Any, Protocol
+
+from migrator.controller import kafka_errors as E
+from migrator.controller import messages as M
+from migrator.controller import wire
+
+__all__ = ["ControllerServer", "RequestHandler"]
+
+log = logging.getLogger("zk2kraft.controller.server")
+
+_SIZE = struct.Struct(">i")
+
+
+class RequestHandler(Protocol):
+    def handle(self, api_key: int, api_version: int, request: Any, client_id: str | None) -> Any: ...
+
+
+class ControllerServer:
+    """Serve ``handler`` on ``host:port`` (port 0: a free one; see ``address`` once started)."""
+
+    def __init__(
+        self,
+        handler: RequestHandler,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_request_bytes: int = wire.MAX_FRAME_BYTES,
+        max_connections: int = 256,
+        idle_timeout_s: float = 600.0,
+    ) -> None:
+        self.handler = handler
+        self.max_request_bytes = max_request_bytes
+        self.max_connections = max_connections
+        self.idle_timeout_s = idle_timeout_s
+        self._sock = socket.create_server((host, port), family=_family(host), backlog=128)
+        self.address: tuple[str, int] = self._sock.getsockname()[:2]
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._conns: dict[socket.socket, threading.Thread] = {}
+        self._acceptor: threading.Thread | None = None
+        self.served = 0
+        self.closed_for_errors = 0
+        self.supported = _supported_by(handler)
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> ControllerServer:
+        self._acceptor = threading.Thread(target=self._accept_loop, name="zk2kraft-listener", daemon=True)
+        self._acceptor.start()
+        return self
+
+    def close(self) -> None:
+        self._stopping.set()
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        with self._lock:
+            conns = list(self._conns.items())
+        for conn, _ in conns:
+            _shutdown(conn)
+        for _, thread in conns:
+            thread.join(timeout=5)
+        if self._acceptor is not None:
+            self._acceptor.join(timeout=5)
+
+    stop = close
+
+    def __enter__(self) -> ControllerServer:
+        return self.start() if self._acceptor is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return  # closed
+            with self._lock:
+                if len(self._conns) >= self.max_connections:
+                    log.warning("refusing a connection: %d already open", len(self._conns))
+                    _shutdown(conn)
+                    continue
+                thread = threading.Thread(target=self._serve, args=(conn,), name="zk2kraft-conn", daemon=True)
+                self._conns[conn] = thread
+            thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(self.idle_timeout_s)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while not self._stopping.is_set():
+                head = _recv_exactly(conn, 4)
+                if head is None:
+                    return
+                (size,) = _SIZE.unpack(head)
+                if size < 8 or size > self.max_request_bytes:
+                    self._close_for(f"a request frame of {size} bytes (limit {self.max_request_bytes})")
+                    return
+                body = _recv_exactly(conn, size)
+                if body is None:
+                    return
+                answer = self._answer(body)
+                if answer is None:
+                    return
+                conn.sendall(answer)
+        except (OSError, TimeoutError):
+            return
+        finally:
+            _shutdown(conn)
+            with self._lock:
+                self._conns.pop(conn, None)
+
+    def _close_for(self, why: str) -> None:
+        self.closed_for_errors += 1
+        log.info("closing a controller connection: %s", why)
+
+    def _answer(self, frame_bytes: bytes) -> bytes | None:
+        """The response frame for one request, or None to close the connection."""
+        try:
+            header, pos = wire.decode_request_header(frame_bytes)
+        except wire.WireError as e:
+            self._close_for(str(e))
+            return None
+        served = self.supported.get(header.api_key)
+        if served is None:
+            self._close_for(f"unknown apiKey {header.api_key}")
+            return None
+        if not served[0] <= header.api_version <= served[1]:
+            if header.api_key == M.API_VERSIONS:
+                header.api_version = 0  # KIP-511: answer as v0 with the ranges we do serve
+                return wire.encode_response(
+                    header,
+                    M.ApiVersionsResponse(E.UNSUPPORTED_VERSION, wire.supported_ranges(self.supported)),
+                )
+            self._close_for(f"{wire.NAMES[header.api_key]} v{header.api_version} is not supported")
+            return None
+        try:
+            _, request = wire.decode_request(frame_bytes)
+        except wire.WireError as e:
+            self._close_for(str(e))
+            return None
+        self.served += 1
+        if header.api_key == M.API_VERSIONS:
+            return wire.encode_response(
+                header, M.ApiVersionsResponse(E.NONE, wire.supported_ranges(self.supported))
+            )
+        try:
+            response = self.handler.handle(header.api_key, header.api_version, request, header.client_id)
+        except Exception as e:  # a bug in a decision must not take the listener down
+            log.error(
+                "controller handler failed on %s v%d: %s: %s",
+                wire.NAMES[header.api_key],
+                header.api_version,
+                type(e).__name__,
+                e,
+            )
+            response = wire.error_response(header, E.UNKNOWN_SERVER_ERROR, request)
+        try:
+            return wire.encode_response(header, response)
+        except Exception as e:
+            log.error(
+                "cannot encode the answer to %s: %s: %s", wire.NAMES[header.api_key], type(e).__name__, e
+            )
+            return wire.encode_response(header, wire.error_response(header, E.UNKNOWN_SERVER_ERROR, request))
+
+
+def _supported_by(handler: Any) -> dict[int, tuple[int, int]]:
+    """The listener's version table, narrowed by the handler's own `supported_apis()` if it has one."""
+    table = dict(wire.SUPPORTED)
+    narrow = getattr(handler, "supported_apis", None)
+    if callable(narrow):
+        theirs: dict[int, tuple[int, int]] = narrow()
+        table = {
+            k: (max(lo, theirs[k][0]), min(hi, theirs[k][1]))
+            for k, (lo, hi) in table.items()
+            if k == M.API_VERSIONS or k in theirs
+        }
+        table = {k: v for k, v in table.items() if v[0] <= v[1]}
+    return table
+
+
+def _recv_exactly(conn: socket.socket, n: int) -> bytes | None:
+    """n bytes, or None when the peer closes first."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = conn.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _shutdown(conn: socket.socket) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    try:
+        conn.close()
+    except OSError:
+        pass
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
