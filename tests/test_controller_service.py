@@ -340,3 +340,76 @@ def test_handle_maps_wire_messages(zk: KazooClient, zk_connect: str, tmp_path: P
             ars.event_type = 7
             assert service.handle(M.ALTER_REPLICA_STATE, 0, ars, "x").error_code == E.UNKNOWN_EVENT_TYPE
         assert_consistent(zk, log_dir)
+
+
+def test_concurrent_alter_partitions_on_one_epoch_one_wins(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """KIP-497's race through the service's lock: requests built on one partition epoch, sent at once."""
+    import threading
+
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        with dual_write_service(zk, log_dir, Clock()) as service:
+            epochs = _register_all(service)
+            topic, p = _a_partition(service, min_isr=3)
+            others = [b for b in p.isr if b != p.leader]
+            # Expansions keep the leader epoch, so only the partition epoch tells the requests apart.
+            shrink = core.AlterPartition(
+                p.leader,
+                epochs[p.leader],
+                (
+                    core.TopicAlter(
+                        None,
+                        topic.topic_id,
+                        (
+                            core.PartitionAlter(
+                                p.partition,
+                                p.leader_epoch,
+                                (core.IsrMember(p.leader, epochs[p.leader]),),
+                                p.partition_epoch,
+                            ),
+                        ),
+                    ),
+                ),
+            )
+            assert service.alter_partition(shrink).topics[0].partitions[0].error == E.NONE
+            cur = service.image.topics[topic.name].partitions[p.partition].model_copy()
+            barrier = threading.Barrier(len(others))
+            errors: dict[int, int] = {}
+
+            def grow(b: int) -> None:
+                members = (core.IsrMember(p.leader, epochs[p.leader]), core.IsrMember(b, epochs[b]))
+                req = core.AlterPartition(
+                    p.leader,
+                    epochs[p.leader],
+                    (
+                        core.TopicAlter(
+                            None,
+                            topic.topic_id,
+                            (
+                                core.PartitionAlter(
+                                    p.partition, cur.leader_epoch, members, cur.partition_epoch
+                                ),
+                            ),
+                        ),
+                    ),
+                )
+                barrier.wait()
+                errors[b] = service.alter_partition(req).topics[0].partitions[0].error
+
+            threads = [threading.Thread(target=grow, args=(b,)) for b in others]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert sorted(errors.values()) == sorted(
+                [E.NONE] + [E.INVALID_UPDATE_VERSION] * (len(others) - 1)
+            )
+            winner = next(b for b, e in errors.items() if e == E.NONE)
+            after = service.image.topics[topic.name].partitions[p.partition]
+            assert after.isr == [p.leader, winner] and after.partition_epoch == cur.partition_epoch + 1
+            state, _ = _zk_state(zk, topic.name, p.partition)
+            assert state["isr"] == [p.leader, winner]
+        assert_consistent(zk, log_dir)
