@@ -67,10 +67,7 @@ class ControllerServer:
 
     def close(self) -> None:
         self._stopping.set()
-        try:
-            self._sock.close()
-        except OSError:
-            pass
+        _shutdown(self._sock)  # shutdown, not just close: it is what wakes a thread blocked in accept()
         with self._lock:
             conns = list(self._conns.items())
         for conn, _ in conns:

@@ -1,0 +1,404 @@
+"""The controller protocol: every message at every version, exact bytes, and the listener's bad inputs."""
+
+from __future__ import annotations
+
+import random
+import socket
+import struct
+import threading
+import time
+import uuid
+
+import pytest
+from kafka.protocol.metadata.api_versions import ApiVersionsResponse as KpApiVersionsResponse
+
+from migrator.controller import messages as M
+from migrator.controller import wire
+from migrator.controller.client import ControllerClient, ControllerUnreachable
+from migrator.controller.server import ControllerServer
+
+TID = uuid.UUID("5b1c8e4a-7f3d-4c2a-9e61-0d9a3b2c1f00")
+INC = uuid.UUID("0f0e0d0c-0b0a-0908-0706-050403020100")
+DIR = uuid.UUID("11111111-2222-3333-4444-555555555555")
+
+
+def registration(version: int) -> M.BrokerRegistrationRequest:
+    return M.BrokerRegistrationRequest(
+        broker_id=3,
+        cluster_id="IkVxGlLZRmuXqG3Cw8RQ3w",
+        incarnation_id=INC,
+        listeners=[M.Listener("PLAINTEXT", "broker-3", 9092, 0), M.Listener("SSL", "broker-3", 9093, 1)],
+        features=[M.Feature("metadata.version", 1, 21)],
+        rack="rack-a" if version % 2 else None,
+        is_migrating_zk_broker=version >= 1,
+        log_dirs=[DIR] if version >= 2 else [],
+        previous_broker_epoch=17 if version >= 3 else -1,
+    )
+
+
+def alter_partition(version: int) -> M.AlterPartitionRequest:
+    epochs = version >= 3
+    isr = [M.BrokerState(1, 101 if epochs else -1), M.BrokerState(2, 202 if epochs else -1)]
+    topic = M.AlterPartitionTopic(
+        "orders" if version <= 1 else None,
+        TID if version >= 2 else None,
+        [M.AlterPartitionPartition(4, 7, isr, 12, 1 if version >= 1 else 0)],
+    )
+    return M.AlterPartitionRequest(1, 101, [topic])
+
+
+def alter_partition_response(version: int) -> M.AlterPartitionResponse:
+    part = M.AlterPartitionPartitionResponse(4, 0, 1, 7, [1, 2], 1 if version >= 1 else 0, 13)
+    bad = M.AlterPartitionPartitionResponse(5, 107 if version >= 2 else 95, -1, -1, [], 0, -1)
+    topic = M.AlterPartitionTopicResponse(
+        "orders" if version <= 1 else None, TID if version >= 2 else None, [part, bad]
+    )
+    return M.AlterPartitionResponse(0, [topic])
+
+
+REQUESTS = [
+    (M.API_VERSIONS, v, M.ApiVersionsRequest("zk2kraft", "1") if v >= 3 else M.ApiVersionsRequest())
+    for v in range(4)
+]
+REQUESTS += [(M.BROKER_REGISTRATION, v, registration(v)) for v in range(4)]
+REQUESTS += [
+    (M.BROKER_HEARTBEAT, v, M.BrokerHeartbeatRequest(3, 55, 1234, False, True, [DIR] if v else []))
+    for v in range(2)
+]
+REQUESTS += [(M.ALTER_PARTITION, v, alter_partition(v)) for v in range(4)]
+REQUESTS += [
+    (
+        M.ALTER_REPLICA_STATE,
+        0,
+        M.AlterReplicaStateRequest(
+            3, 55, 1, "disk /data/2 failed", [M.AlterReplicaStateTopic("orders", [0, 4])]
+        ),
+    )
+]
+
+RESPONSES = [(M.API_VERSIONS, v, M.ApiVersionsResponse(0, wire.supported_ranges())) for v in range(4)]
+RESPONSES += [(M.BROKER_REGISTRATION, v, M.BrokerRegistrationResponse(0, 88)) for v in range(4)]
+RESPONSES += [(M.BROKER_HEARTBEAT, v, M.BrokerHeartbeatResponse(0, True, False, True)) for v in range(2)]
+RESPONSES += [(M.ALTER_PARTITION, v, alter_partition_response(v)) for v in range(4)]
+RESPONSES += [
+    (
+        M.ALTER_REPLICA_STATE,
+        0,
+        M.AlterReplicaStateResponse(
+            0,
+            [M.AlterReplicaStateTopicResponse("orders", [M.AlterReplicaStatePartitionResponse(0, 0)])],
+        ),
+    )
+]
+
+
+@pytest.mark.parametrize(("api_key", "version", "request_"), REQUESTS, ids=lambda x: str(x)[:30])
+def test_every_request_version_round_trips(api_key, version, request_):
+    data = wire.encode_request(api_key, version, 77, "broker-3", request_)
+    (size,) = struct.unpack_from(">i", data)
+    assert size == len(data) - 4
+    header, back = wire.decode_request(data[4:])
+    assert (header.api_key, header.api_version, header.correlation_id, header.client_id) == (
+        api_key,
+        version,
+        77,
+        "broker-3",
+    )
+    assert back == request_
+
+
+@pytest.mark.parametrize(("api_key", "version", "response"), RESPONSES, ids=lambda x: str(x)[:30])
+def test_every_response_version_round_trips(api_key, version, response):
+    header = wire.RequestHeader(api_key, version, 5, None)
+    data = wire.encode_response(header, response)
+    cid, back = wire.decode_response(api_key, version, data[4:])
+    assert cid == 5
+    assert back == response
+
+
+def test_alter_partition_v0_bytes_follow_kafkas_schema():
+    """AlterPartitionRequest v0 (flexible, header v2), written out by hand from Kafka 3.9's JSON schema."""
+    req = M.AlterPartitionRequest(
+        1,
+        5,
+        [
+            M.AlterPartitionTopic(
+                "t", None, [M.AlterPartitionPartition(0, 2, [M.BrokerState(1), M.BrokerState(2)], 3)]
+            )
+        ],
+    )
+    data = wire.encode_request(M.ALTER_PARTITION, 0, 9, "c", req)
+    expected_header = bytes.fromhex("0038 0000 00000009 0001 63 00")  # key 56, v0, cid 9, client "c", no tags
+    expected_body = bytes.fromhex(
+        "00000001"  # BrokerId
+        "0000000000000005"  # BrokerEpoch
+        "02"  # Topics: compact array of 1
+        "0274"  # TopicName "t"
+        "02"  # Partitions: 1
+        "00000000"  # PartitionIndex
+        "00000002"  # LeaderEpoch
+        "03"
+        "00000001"
+        "00000002"  # NewIsr [1, 2]
+        "00000003"  # PartitionEpoch
+        "00"
+        "00"
+        "00"  # tagged fields: partition, topic, request
+    )
+    assert (
+        data == struct.pack(">i", len(expected_header) + len(expected_body)) + expected_header + expected_body
+    )
+
+
+def test_alter_partition_v3_carries_broker_epochs_and_topic_ids():
+    data = wire.encode_request(M.ALTER_PARTITION, 3, 1, None, alter_partition(3))
+    assert TID.bytes in data
+    assert struct.pack(">iq", 2, 202) in data  # BrokerState(2, 202)
+    _, back = wire.decode_request(data[4:])
+    assert [b.broker_epoch for b in back.topics[0].partitions[0].new_isr_with_epochs] == [101, 202]
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_api_versions_response_reads_with_kafka_python(version):
+    header = wire.RequestHeader(M.API_VERSIONS, version, 42, None)
+    data = wire.encode_response(header, M.ApiVersionsResponse(0, wire.supported_ranges()))
+    parsed = KpApiVersionsResponse.decode(data, version=version, header=True, framed=True)
+    got = {(k.api_key, k.min_version, k.max_version) for k in parsed.api_keys}
+    assert got == {(k, lo, hi) for k, (lo, hi) in wire.SUPPORTED.items()}
+    assert parsed.error_code == 0
+
+
+def test_a_topic_without_the_versions_key_is_refused_before_sending():
+    with pytest.raises(wire.WireError, match="topic_id is missing"):
+        wire.encode_request(M.ALTER_PARTITION, 2, 1, None, alter_partition(0))
+    with pytest.raises(wire.WireError, match="topic_name is missing"):
+        wire.encode_request(M.ALTER_PARTITION, 0, 1, None, alter_partition(2))
+
+
+def test_decoders_raise_only_wire_error_on_random_damage():
+    rng = random.Random(866)
+    frames = [wire.encode_request(k, v, 1, "x", r)[4:] for k, v, r in REQUESTS]
+    for _ in range(3000):
+        data = bytearray(rng.choice(frames))
+        for _ in range(rng.randint(1, 4)):
+            action = rng.random()
+            if action < 0.4 and data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            elif action < 0.7:
+                del data[rng.randrange(len(data) + 1) :]
+            else:
+                data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        try:
+            wire.decode_request(bytes(data))
+        except wire.WireError:
+            pass
+
+
+# --- the listener -------------------------------------------------------------------------------
+
+
+class Echo:
+    """A handler that answers from the request alone (the controller's logic is tested elsewhere)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int, str | None]] = []
+        self.fail = False
+
+    def handle(self, api_key, api_version, request, client_id):
+        self.seen.append((api_key, api_version, client_id))
+        if self.fail:
+            raise RuntimeError("boom")
+        if api_key == M.BROKER_REGISTRATION:
+            return M.BrokerRegistrationResponse(0, 100 + request.broker_id)
+        if api_key == M.BROKER_HEARTBEAT:
+            return M.BrokerHeartbeatResponse(0, True, request.want_fence, request.want_shut_down)
+        if api_key == M.ALTER_PARTITION:
+            return M.AlterPartitionResponse(
+                0,
+                [
+                    M.AlterPartitionTopicResponse(
+                        t.topic_name,
+                        t.topic_id,
+                        [
+                            M.AlterPartitionPartitionResponse(
+                                p.partition_index,
+                                0,
+                                request.broker_id,
+                                p.leader_epoch,
+                                p.new_isr,
+                                0,
+                                p.partition_epoch + 1,
+                            )
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in request.topics
+                ],
+            )
+        return M.AlterReplicaStateResponse(0, [])
+
+
+@pytest.fixture
+def listener():
+    handler = Echo()
+    with ControllerServer(handler, "127.0.0.1", 0) as server:
+        yield server, handler
+
+
+def raw(server: ControllerServer) -> socket.socket:
+    s = socket.create_connection(server.address, timeout=5)
+    return s
+
+
+def read_frame(s: socket.socket) -> bytes:
+    head = b""
+    while len(head) < 4:
+        chunk = s.recv(4 - len(head))
+        if not chunk:
+            raise EOFError
+        head += chunk
+    (size,) = struct.unpack(">i", head)
+    body = b""
+    while len(body) < size:
+        chunk = s.recv(size - len(body))
+        if not chunk:
+            raise EOFError
+        body += chunk
+    return body
+
+
+def closed(s: socket.socket) -> bool:
+    s.settimeout(5)
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def test_client_negotiates_and_calls_each_api(listener):
+    server, handler = listener
+    with ControllerClient(*server.address, client_id="broker-3") as c:
+        assert c.versions == wire.SUPPORTED
+        assert c.register_broker(registration(3)).broker_epoch == 103
+        assert c.register_broker(registration(0), version=0).broker_epoch == 103
+        hb = c.heartbeat(M.BrokerHeartbeatRequest(3, 103, 5, True, False))
+        assert (hb.error_code, hb.is_fenced) == (0, True)
+        for v in range(4):
+            got = c.alter_partition(alter_partition(v), version=v)
+            assert got.topics[0].partitions[0].partition_epoch == 13
+        assert c.alter_replica_state(REQUESTS[-1][2]).error_code == 0
+    assert (M.ALTER_PARTITION, 0, "broker-3") in handler.seen
+
+
+def test_api_versions_of_an_unknown_version_gets_unsupported_version_as_v0(listener):
+    server, _ = listener
+    with raw(server) as s:
+        header = struct.pack(">hhi", M.API_VERSIONS, 9, 31) + b"\x00\x01x" + b"\x00"
+        s.sendall(struct.pack(">i", len(header) + 1) + header + b"\x00")
+        body = read_frame(s)
+        cid, resp = wire.decode_response(M.API_VERSIONS, 9 if False else 0, body)
+        assert cid == 31
+        assert resp.error_code == 35
+        assert {(a.api_key, a.min_version, a.max_version) for a in resp.api_keys} >= {(56, 0, 3)}
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        struct.pack(">hhi", 999, 0, 1) + b"\xff\xff",  # unknown apiKey
+        struct.pack(">hhi", M.ALTER_PARTITION, 9, 1) + b"\xff\xff\x00",  # unsupported version
+        struct.pack(">hhi", M.BROKER_HEARTBEAT, 0, 1) + b"\xff\xff\x00" + b"\x01\x02",  # truncated body
+        b"\x00\x01",  # shorter than a header
+    ],
+    ids=["unknown-api", "unknown-version", "truncated-body", "short"],
+)
+def test_bad_requests_close_the_connection_and_the_listener_goes_on(listener, payload):
+    server, _ = listener
+    with raw(server) as s:
+        s.sendall(struct.pack(">i", len(payload)) + payload)
+        assert closed(s)
+    with ControllerClient(*server.address) as c:
+        assert c.register_broker(registration(1)).error_code == 0
+    assert server.closed_for_errors >= 1
+
+
+@pytest.mark.parametrize("size", [-1, 0, wire.MAX_FRAME_BYTES + 1, 2**31 - 1])
+def test_oversized_or_negative_frames_are_closed_without_reading_them(listener, size):
+    server, _ = listener
+    with raw(server) as s:
+        s.sendall(struct.pack(">i", size))
+        assert closed(s)
+
+
+def test_a_handler_error_is_unknown_server_error_not_a_crash(listener):
+    server, handler = listener
+    handler.fail = True
+    with ControllerClient(*server.address) as c:
+        got = c.alter_partition(alter_partition(3))
+        assert got.error_code == -1
+        assert got.topics[0].partitions[0].error_code == -1
+        handler.fail = False
+        assert c.register_broker(registration(2)).error_code == 0
+
+
+def test_a_stalled_client_does_not_hold_up_others(listener):
+    server, _ = listener
+    stalled = [raw(server) for _ in range(5)]
+    for s in stalled:
+        s.sendall(struct.pack(">i", 100) + b"\x00\x3f")  # half a header of a 100-byte frame, then silence
+    started = time.monotonic()
+    with ControllerClient(*server.address) as c:
+        for _ in range(20):
+            assert c.heartbeat(M.BrokerHeartbeatRequest(1, 2, 3, False, False)).error_code == 0
+    assert time.monotonic() - started < 5
+    for s in stalled:
+        s.close()
+
+
+def test_many_connections_at_once(listener):
+    server, _ = listener
+    errors: list[BaseException] = []
+
+    def one(i: int) -> None:
+        try:
+            with ControllerClient(*server.address, client_id=f"b{i}") as c:
+                for _ in range(5):
+                    assert c.register_broker(registration(3)).broker_epoch == 103
+        except BaseException as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors
+
+
+def test_requests_are_answered_in_order_on_one_connection(listener):
+    server, _ = listener
+    with raw(server) as s:
+        frames = [
+            wire.encode_request(M.BROKER_REGISTRATION, 3, cid, "p", registration(3)) for cid in range(10)
+        ]
+        s.sendall(b"".join(frames))  # pipelined
+        cids = [wire.decode_response(M.BROKER_REGISTRATION, 3, read_frame(s))[0] for _ in range(10)]
+    assert cids == list(range(10))
+
+
+def test_client_reports_an_unreachable_controller_in_one_line():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ControllerUnreachable, match=f"cannot reach the controller at 127.0.0.1:{port}"):
+        ControllerClient("127.0.0.1", port, timeout_s=1)
+
+
+def test_close_stops_every_connection_thread():
+    server = ControllerServer(Echo()).start()
+    clients = [ControllerClient(*server.address) for _ in range(3)]
+    server.close()
+    for c in clients:
+        with pytest.raises(ControllerUnreachable):
+            c.heartbeat(M.BrokerHeartbeatRequest(1, 2, 3, False, False))
+    assert not [t for t in threading.enumerate() if t.name in ("zk2kraft-conn", "zk2kraft-listener")]
