@@ -23,6 +23,25 @@ from migrator.errors import BadInputError, PermissionDeniedError, UnreachableErr
 log = logging.getLogger(__name__)
 
 
+class _RedactKazooPayloads(logging.Filter):
+    """kazoo's debug log prints whole requests and replies: znode data (SCRAM keys, password configs),
+    addAuth credentials, session passwords. With -v zk2kraft keeps the line, but only the types."""
+
+    _PAYLOAD_LINES = ("Sending request", "Received response", "Read response", "Received error")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.msg
+        if isinstance(msg, str) and (msg.startswith(self._PAYLOAD_LINES) or "session_passwd" in msg):
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            record.args = tuple(a if isinstance(a, int) else f"<{type(a).__name__}>" for a in args)
+            record.msg = msg.replace("%r", "%s")
+        return True
+
+
+KAZOO_LOG = logging.getLogger("kazoo")
+KAZOO_LOG.addFilter(_RedactKazooPayloads())
+
+
 @dataclass(frozen=True)
 class ConnectSpec:
     """A parsed `host:port[,host:port…][/chroot]`."""
@@ -211,7 +230,7 @@ def connect(
         "read_only": read_only,
         "connection_retry": {"max_tries": connection_tries, "delay": 0.2, "backoff": 2, "max_delay": 2},
         "command_retry": {"max_tries": 3, "delay": 0.2, "backoff": 2, "max_delay": 2},
-        "logger": logging.getLogger("kazoo"),
+        "logger": KAZOO_LOG,
     }
     if sasl:
         kwargs["sasl_options"] = {"service": "zookeeper", **sasl}
