@@ -1,0 +1,226 @@
+"""Simulated ZooKeeper-mode brokers against the real controller over TCP, on a real ZooKeeper.
+
+The seeds' races over the protocol: KIP-903's six steps (a stale AlterPartition naming a rebooted
+broker's old epoch is refused with INELIGIBLE_REPLICA; the same change with current epochs is accepted),
+a SIGKILLed broker process fenced after the session timeout and gone from every ISR, a lost log
+directory moving leadership away (KIP-589), and a broker cut off from the controller fencing itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from migrate_helpers import ROOT, cluster
+
+from migrator import commands
+from migrator.controller import kafka_errors as E
+from migrator.zk import paths as P
+from zk_fixtures.broker_sim import BrokerSimulator, PartitionView
+
+pytestmark = [pytest.mark.zk, pytest.mark.slow]
+
+SESSION_MS = 3000
+
+
+def zk_state(zk: KazooClient, view: PartitionView) -> dict:
+    return json.loads(zk.get(P.partition_state_path(view.topic, view.partition))[0])
+
+
+@contextmanager
+def migrated(
+    zk: KazooClient, zk_connect: str, tmp_path: Path, process_brokers: tuple[int, ...] = ()
+) -> Iterator[tuple[commands.RunningController, BrokerSimulator, list[int], subprocess.Popen | None]]:
+    """A generated cluster, a controller listening on TCP, its brokers simulated and migrated.
+
+    Brokers in ``process_brokers`` run in a separate simulator process (so a test can SIGKILL them).
+    """
+    with cluster(zk, zk_connect) as generated:
+        ids = sorted(generated.image.brokers)
+        running = commands.start_controller(
+            zk_connect,
+            str(tmp_path / "meta"),
+            listen="127.0.0.1:0",
+            yes=True,
+            broker_wait_timeout=60,
+            session_timeout_ms=SESSION_MS,
+        )
+        proc: subprocess.Popen | None = None
+        sim = BrokerSimulator(
+            running.address,
+            zk_connect,
+            generated.image.cluster_id or "",
+            [b for b in ids if b not in process_brokers],
+            interval_s=0.3,
+            own_timeout_s=2.0,
+        )
+        try:
+            if process_brokers:
+                proc = subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "zk_fixtures.broker_sim",
+                        "--controller",
+                        running.connect,
+                        "--zookeeper",
+                        zk_connect,
+                        "--cluster-id",
+                        generated.image.cluster_id or "",
+                        "--brokers",
+                        ",".join(map(str, process_brokers)),
+                        "--interval",
+                        "0.3",
+                    ],
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT)},
+                )
+                assert proc.stdout is not None
+                assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
+            sim.start()
+            service = running.service
+            assert service is not None
+            assert running.wait_until(lambda r: not service.soft_start, 90), running.error
+            yield running, sim, ids, proc
+        finally:
+            sim.stop()
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                proc.wait(10)
+            running.stop()
+
+
+def settle(running: commands.RunningController) -> None:
+    assert running.service is not None and running.service.flush(20)
+
+
+def test_kip_903_stale_alter_partition_after_an_empty_disk_reboot(zk, zk_connect, tmp_path):
+    with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
+        sim._stop.set()  # drive the rounds by hand from here: the race needs exact timing
+        sim._thread.join(5)  # type: ignore[union-attr]
+        view = next(v for v in sim.refresh().values() if len(v.replicas) >= 2 and v.leader == v.replicas[0])
+        a, b = sim.brokers[view.leader], sim.brokers[view.replicas[1]]
+        for sim_broker in sim.brokers.values():
+            sim_broker.heartbeat()
+        # 1. A leads with ISR {A}.
+        resp = a.send_alter_partition(a.isr_request(view, [a.broker_id]))
+        assert resp is not None and resp.topics[0].partitions[0].error_code == E.NONE
+        part = resp.topics[0].partitions[0]
+        view.isr, view.leader_epoch, view.partition_epoch = part.isr, part.leader_epoch, part.partition_epoch
+        assert view.isr == [a.broker_id]
+        # 2. B catches up: its fetches carry its epoch; the second one shows A that B has everything.
+        a.produce(view.key, 10)
+        old_epoch = b.epoch
+        assert b.fetch_from(a, view.key) and not a.caught_up(view.key, b.broker_id)
+        assert b.fetch_from(a, view.key) and a.caught_up(view.key, b.broker_id)
+        # 3. A's AlterPartition adding B is delayed (built now, sent later).
+        stale = a.isr_request(view, [a.broker_id, b.broker_id])
+        assert [m.broker_epoch for m in stale.topics[0].partitions[0].new_isr_with_epochs] == [
+            a.epoch,
+            old_epoch,
+        ]
+        # 4. B fails hard and comes back with an empty disk: a new incarnation, a new broker epoch.
+        assert b.reboot(empty_disk=True) == E.NONE
+        assert b.epoch > old_epoch and b.log_end == {}
+        assert b.heartbeat() is not None
+        # 5. The stale request arrives: B is not in sync with anything; the controller refuses it.
+        resp = a.send_alter_partition(stale)
+        assert resp is not None
+        assert resp.topics[0].partitions[0].error_code == E.INELIGIBLE_REPLICA
+        settle(running)
+        assert zk_state(zk, view)["isr"] == [a.broker_id]
+        # 6. B catches up again under its new epoch: the same change is accepted.
+        assert b.fetch_from(a, view.key) and b.fetch_from(a, view.key)
+        resp = a.send_alter_partition(a.isr_request(view, [a.broker_id, b.broker_id]))
+        assert resp is not None and resp.topics[0].partitions[0].error_code == E.NONE
+        settle(running)
+        assert zk_state(zk, view)["isr"] == [a.broker_id, b.broker_id]
+
+
+def test_isrs_grow_back_through_rounds(zk, zk_connect, tmp_path):
+    with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
+        view = next(v for v in sim.refresh().values() if len(v.isr) >= 2)
+        leader = sim.brokers[view.leader]
+        resp = leader.send_alter_partition(leader.isr_request(view, [leader.broker_id]))
+        assert resp is not None and resp.topics[0].partitions[0].error_code == E.NONE
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            settle(running)
+            if sorted(zk_state(zk, view)["isr"]) == sorted(view.replicas):
+                break
+            time.sleep(0.3)
+        assert sorted(zk_state(zk, view)["isr"]) == sorted(view.replicas)
+        assert sim.isr_changes >= 1
+
+
+def test_a_sigkilled_broker_is_fenced_and_leaves_every_isr(zk, zk_connect, tmp_path):
+    victim = 1
+    with migrated(zk, zk_connect, tmp_path, process_brokers=(victim,)) as (running, sim, _, proc):
+        assert proc is not None
+        service = running.service
+        assert service is not None
+        assert running.wait_until(lambda r: not service.image.brokers[victim].fenced, 20)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert running.wait_until(lambda r: service.image.brokers[victim].fenced, SESSION_MS / 1000 + 15)
+        settle(running)
+        for view in sim.refresh().values():
+            state = zk_state(zk, view)
+            if victim in state["isr"]:
+                assert state["isr"] == [victim], (view.key, state)  # KIP-903: the last ISR member stays
+            else:
+                assert state["leader"] != victim
+
+
+def test_a_lost_log_directory_moves_leadership_away(zk, zk_connect, tmp_path):
+    with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
+        views = list(sim.refresh().values())
+        broker = next(sim.brokers[v.leader] for v in views if len(v.isr) >= 2 and v.leader in sim.brokers)
+        led = [v for v in views if v.leader == broker.broker_id and len(v.isr) >= 2]
+        index = broker.dir_of(led[0].key)
+        on_dir = [v for v in led if broker.dir_of(v.key) == index]
+        resp = broker.lose_log_dir(index, views)
+        assert resp is not None and resp.error_code == E.NONE
+        assert all(p.error_code == E.NONE for t in resp.topics for p in t.partitions)
+        settle(running)
+        for view in on_dir:
+            state = zk_state(zk, view)
+            assert state["leader"] != broker.broker_id
+            assert broker.broker_id not in state["isr"]
+        again = broker.lose_log_dir(index, views)  # brokers retry: handling is idempotent
+        assert again is not None and again.error_code == E.NONE
+
+
+def test_a_broker_cut_off_from_the_controller_fences_itself(zk, zk_connect, tmp_path):
+    with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
+        broker = next(iter(sim.brokers.values()))
+        assert broker.serving
+        real = broker.controller
+        broker.controller = ("127.0.0.1", 1)  # nothing listens there
+        broker.close()
+        deadline = time.monotonic() + broker.own_timeout_s + 5
+        while broker.serving and time.monotonic() < deadline:
+            broker.heartbeat()
+            time.sleep(0.2)
+        assert not broker.serving and broker.self_fenced
+        view = next(v for v in sim.refresh().values() if broker.broker_id in v.replicas)
+        other = next(
+            (sim.brokers[r] for r in view.replicas if r != broker.broker_id and r in sim.brokers), None
+        )
+        if other is not None:
+            assert not broker.fetch_from(other, view.key)  # a self-fenced broker serves nothing
+        broker.controller = real
+        assert broker.heartbeat() is not None
+        assert broker.serving

@@ -1,0 +1,483 @@
+"""Simulated ZooKeeper-mode Kafka brokers that talk to the controller over Kafka's protocol.
+
+What a migrating broker does to its controller, and only that: it registers (incarnation id, features
+with its metadata.version range, `is_migrating_zk_broker`, listeners, rack, log directories), it
+heartbeats, and for the partitions it holds it behaves as a leader or a follower. Followers fetch
+from their leader, each fetch carrying the follower's broker epoch (KIP-903); a leader adds a
+follower that has caught up to the ISR and drops one that stops fetching, with AlterPartition v3
+(ISR members with the epochs their fetches carried). A broker can crash, reboot with an empty disk
+(a new incarnation, so a new broker epoch, and nothing on disk to be in sync with), or lose a log
+directory (AlterReplicaState: its replicas there go offline).
+
+The heartbeat design's self-fencing: a broker that has not reached the controller for longer than
+its own timeout stops serving (no fetches answered, no leadership exercised) until a heartbeat
+succeeds again.
+
+Partition state is learned from ZooKeeper's partition state znodes, which the controller keeps
+current through its dual writes; that is where a ZooKeeper-mode broker's view comes from too (via the
+controller's LeaderAndIsr, which this simulator does not model).
+
+In process: `BrokerSimulator(...).start()`, `step()` for a deterministic round. As a process:
+`python -m zk_fixtures.broker_sim --controller HOST:PORT --zookeeper CONNECT --cluster-id ID --brokers 1,2,3`
+(prints ``ready`` once every broker is registered; SIGKILL it to crash them all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from types import FrameType
+
+from kazoo.client import KazooClient
+
+from migrator.controller import messages as M
+from migrator.controller.client import ControllerClient, ControllerUnreachable
+from migrator.errors import ZkKraftError
+from migrator.kraft.records import kafka_to_uuid
+from migrator.zk.connection import close, connect
+from migrator.zk.reader import read_cluster
+
+__all__ = ["BrokerSimulator", "PartitionView", "SimBroker", "read_partitions"]
+
+log = logging.getLogger("zk2kraft.broker_sim")
+
+Key = tuple[str, int]
+READY = "ready"
+#: Kafka 3.9's metadata.version range for a ZooKeeper-mode broker at IBP 3.9 (3.0-IV1 .. 3.9-IV0).
+DEFAULT_MV_RANGE = (1, 21)
+DUPLICATE_BROKER_REGISTRATION = 101
+
+
+@dataclass
+class PartitionView:
+    topic: str
+    topic_id: uuid.UUID
+    partition: int
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+    @property
+    def key(self) -> Key:
+        return (self.topic, self.partition)
+
+
+def read_partitions(client: KazooClient) -> dict[Key, PartitionView]:
+    """Every partition's assignment and state as ZooKeeper holds them (topics with an id only)."""
+    image = read_cluster(client, strict=False).image
+    out: dict[Key, PartitionView] = {}
+    for topic in image.topics.values():
+        if topic.topic_id is None:
+            continue
+        tid = kafka_to_uuid(topic.topic_id)
+        for p in topic.partitions.values():
+            out[(topic.name, p.partition)] = PartitionView(
+                topic.name,
+                tid,
+                p.partition,
+                list(p.replicas),
+                list(p.isr),
+                p.leader,
+                p.leader_epoch,
+                p.partition_epoch,
+            )
+    return out
+
+
+@dataclass
+class _Follower:
+    epoch: int
+    position: int
+    round: int
+
+
+@dataclass
+class SimBroker:
+    """One simulated broker: its registration, session, logs and replica states."""
+
+    broker_id: int
+    controller: tuple[str, int]
+    cluster_id: str
+    rack: str | None = None
+    log_dirs: int = 2
+    own_timeout_s: float = 6.0
+    mv_range: tuple[int, int] = DEFAULT_MV_RANGE
+    clock: Callable[[], float] = time.monotonic
+    incarnation_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    dir_ids: list[uuid.UUID] = field(default_factory=list)
+    epoch: int = -1
+    alive: bool = True
+    fenced_by_controller: bool = True
+    last_contact: float = float("-inf")
+    offline_dirs: set[int] = field(default_factory=set)
+    log_end: dict[Key, int] = field(default_factory=dict)
+    #: as a leader: what each follower's last fetch said (its broker epoch and position)
+    followers: dict[Key, dict[int, _Follower]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    _client: ControllerClient | None = None
+
+    def __post_init__(self) -> None:
+        if not self.dir_ids:
+            self.dir_ids = [uuid.uuid4() for _ in range(self.log_dirs)]
+
+    # -- the controller session -----------------------------------------------------------------
+
+    def _call(self, fn: Callable[[ControllerClient], object]) -> object | None:
+        """One request; None when the controller cannot be reached (the session then ages)."""
+        try:
+            if self._client is None:
+                self._client = ControllerClient(
+                    *self.controller, client_id=f"broker-{self.broker_id}", timeout_s=3
+                )
+            result = fn(self._client)
+        except ControllerUnreachable as e:
+            self.errors.append(str(e))
+            if self._client is not None:
+                self._client.close()
+            self._client = None
+            return None
+        self.last_contact = self.clock()
+        return result
+
+    def registration(self) -> M.BrokerRegistrationRequest:
+        return M.BrokerRegistrationRequest(
+            broker_id=self.broker_id,
+            cluster_id=self.cluster_id,
+            incarnation_id=self.incarnation_id,
+            listeners=[M.Listener("PLAINTEXT", f"broker-{self.broker_id}.sim", 9092, 0)],
+            features=[M.Feature("metadata.version", *self.mv_range)],
+            rack=self.rack,
+            is_migrating_zk_broker=True,
+            log_dirs=[d for i, d in enumerate(self.dir_ids) if i not in self.offline_dirs],
+        )
+
+    def register(self) -> int:
+        """Register this incarnation; returns Kafka's error code (-1 when unreachable)."""
+        resp = self._call(lambda c: c.register_broker(self.registration()))
+        if resp is None:
+            return -1
+        assert isinstance(resp, M.BrokerRegistrationResponse)
+        if resp.error_code == 0:
+            self.epoch = resp.broker_epoch
+        return resp.error_code
+
+    def heartbeat(self, want_shut_down: bool = False) -> M.BrokerHeartbeatResponse | None:
+        if not self.alive or self.epoch < 0:
+            return None
+        req = M.BrokerHeartbeatRequest(
+            self.broker_id,
+            self.epoch,
+            current_metadata_offset=self.epoch,  # replayed at least up to its own registration
+            want_fence=False,
+            want_shut_down=want_shut_down,
+            offline_log_dirs=[self.dir_ids[i] for i in sorted(self.offline_dirs)],
+        )
+        resp = self._call(lambda c: c.heartbeat(req))
+        if isinstance(resp, M.BrokerHeartbeatResponse):
+            if resp.error_code == 0:
+                self.fenced_by_controller = resp.is_fenced
+            return resp
+        return None
+
+    @property
+    def self_fenced(self) -> bool:
+        """The heartbeat design: out of touch with the controller past its own timeout."""
+        return self.clock() - self.last_contact > self.own_timeout_s
+
+    @property
+    def serving(self) -> bool:
+        return self.alive and self.epoch >= 0 and not self.self_fenced
+
+    # -- crashes ----------------------------------------------------------------------------------
+
+    def crash(self) -> None:
+        self.alive = False
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def reboot(self, empty_disk: bool = True, wait_s: float = 30.0) -> int:
+        """Start again as a new incarnation; with ``empty_disk`` nothing of the logs survives.
+
+        As a Kafka broker does, it retries registration while the controller still holds the old
+        incarnation's session (DUPLICATE_BROKER_REGISTRATION until that session times out).
+        """
+        self.crash()
+        self.alive = True
+        self.incarnation_id = uuid.uuid4()
+        self.epoch = -1
+        self.fenced_by_controller = True
+        self.followers.clear()
+        if empty_disk:
+            self.log_end.clear()
+            self.offline_dirs.clear()
+        deadline = self.clock() + wait_s
+        while True:
+            code = self.register()
+            if code != DUPLICATE_BROKER_REGISTRATION or self.clock() > deadline:
+                return code
+            time.sleep(0.2)
+
+    def dir_of(self, key: Key) -> int:
+        return hash(key) % len(self.dir_ids)
+
+    def online(self, key: Key) -> bool:
+        return self.dir_of(key) not in self.offline_dirs
+
+    def lose_log_dir(
+        self, index: int, partitions: Iterable[PartitionView]
+    ) -> M.AlterReplicaStateResponse | None:
+        """A failed log directory: its replicas go offline, reported with AlterReplicaState (KIP-589)."""
+        self.offline_dirs.add(index)
+        by_topic: dict[str, list[int]] = {}
+        for p in partitions:
+            if self.broker_id in p.replicas and self.dir_of(p.key) == index:
+                by_topic.setdefault(p.topic, []).append(p.partition)
+                self.log_end.pop(p.key, None)
+        req = M.AlterReplicaStateRequest(
+            self.broker_id,
+            self.epoch,
+            M.EVENT_OFFLINE,
+            f"log directory {self.dir_ids[index]} failed",
+            [M.AlterReplicaStateTopic(t, sorted(ps)) for t, ps in sorted(by_topic.items())],
+        )
+        resp = self._call(lambda c: c.alter_replica_state(req))
+        return resp if isinstance(resp, M.AlterReplicaStateResponse) else None
+
+    # -- the data plane --------------------------------------------------------------------------
+
+    def produce(self, key: Key, records: int = 1) -> None:
+        self.log_end[key] = self.log_end.get(key, 0) + records
+
+    def fetch_from(self, leader: SimBroker, key: Key, round_no: int = 0) -> bool:
+        """One fetch: carries this broker's epoch; the follower then holds what the leader has."""
+        if not (self.serving and leader.serving and self.online(key) and leader.online(key)):
+            return False
+        leader.followers.setdefault(key, {})[self.broker_id] = _Follower(
+            self.epoch, self.log_end.get(key, 0), round_no
+        )
+        self.log_end[key] = leader.log_end.get(key, 0)
+        return True
+
+    def caught_up(self, key: Key, follower: int) -> bool:
+        f = self.followers.get(key, {}).get(follower)
+        return f is not None and f.position >= self.log_end.get(key, 0)
+
+    def isr_request(self, view: PartitionView, new_isr: Sequence[int]) -> M.AlterPartitionRequest:
+        """AlterPartition v3 for one partition: each ISR member with the epoch its fetches carried."""
+        members = []
+        for b in new_isr:
+            if b == self.broker_id:
+                members.append(M.BrokerState(b, self.epoch))
+            else:
+                f = self.followers.get(view.key, {}).get(b)
+                members.append(M.BrokerState(b, f.epoch if f else -1))
+        part = M.AlterPartitionPartition(view.partition, view.leader_epoch, members, view.partition_epoch)
+        return M.AlterPartitionRequest(
+            self.broker_id, self.epoch, [M.AlterPartitionTopic(None, view.topic_id, [part])]
+        )
+
+    def send_alter_partition(self, req: M.AlterPartitionRequest) -> M.AlterPartitionResponse | None:
+        resp = self._call(lambda c: c.alter_partition(req, version=3))
+        return resp if isinstance(resp, M.AlterPartitionResponse) else None
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+class BrokerSimulator:
+    """A set of simulated brokers and the rounds that drive them (heartbeats, fetches, ISR changes)."""
+
+    def __init__(
+        self,
+        controller: tuple[str, int],
+        zookeeper: str,
+        cluster_id: str,
+        broker_ids: Sequence[int],
+        *,
+        racks: dict[int, str | None] | None = None,
+        interval_s: float = 0.5,
+        own_timeout_s: float = 6.0,
+        lag_rounds: int = 6,
+        zk_auth: str | None = None,
+    ) -> None:
+        self.controller = controller
+        self.zookeeper = zookeeper
+        self.zk_auth = zk_auth
+        self.interval_s = interval_s
+        self.lag_rounds = lag_rounds
+        self.brokers = {
+            b: SimBroker(b, controller, cluster_id, rack=(racks or {}).get(b), own_timeout_s=own_timeout_s)
+            for b in broker_ids
+        }
+        self.partitions: dict[Key, PartitionView] = {}
+        self.round = 0
+        self.isr_changes = 0
+        self.refusals: dict[int, int] = {}
+        self._zk: KazooClient | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    def refresh(self) -> dict[Key, PartitionView]:
+        if self._zk is None:
+            self._zk = connect(self.zookeeper, auth=[self.zk_auth] if self.zk_auth else ())
+        self.partitions = read_partitions(self._zk)
+        return self.partitions
+
+    def register_all(self) -> dict[int, int]:
+        codes = {b: sim.register() for b, sim in self.brokers.items()}
+        for sim in self.brokers.values():
+            sim.heartbeat()
+        return codes
+
+    def start(self) -> BrokerSimulator:
+        self.register_all()
+        self._thread = threading.Thread(target=self._loop, name="zk2kraft-broker-sim", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.step()
+            except ZkKraftError as e:  # ZooKeeper away for a moment: the next round retries
+                log.warning("simulator round failed: %s", e)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        for sim in self.brokers.values():
+            sim.close()
+        if self._zk is not None:
+            close(self._zk)
+            self._zk = None
+
+    def __enter__(self) -> BrokerSimulator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- one round -----------------------------------------------------------------------------
+
+    def step(self, produce: int = 1) -> None:
+        """Heartbeats; leaders take writes; followers fetch; leaders grow and shrink their ISRs."""
+        with self._lock:
+            self.round += 1
+            for sim in self.brokers.values():
+                if sim.alive and sim.epoch < 0:
+                    sim.register()
+                sim.heartbeat()
+            for view in self.refresh().values():
+                self._partition_round(view, produce)
+
+    def _partition_round(self, view: PartitionView, produce: int) -> None:
+        """Followers fetch (each fetch offset tells the leader where they are), the leader adjusts the
+        ISR, then takes this round's writes, which the followers fetch next round."""
+        leader = self.brokers.get(view.leader)
+        if leader is None or not leader.serving or not leader.online(view.key):
+            return
+        for r in view.replicas:
+            follower = self.brokers.get(r)
+            if follower is not None and r != leader.broker_id:
+                follower.fetch_from(leader, view.key, self.round)
+        wanted = [
+            r
+            for r in view.replicas
+            if r == leader.broker_id
+            or (r in view.isr and self._fetching(leader, view.key, r))
+            or (r not in view.isr and leader.caught_up(view.key, r) and self._fetching(leader, view.key, r))
+        ]
+        if set(wanted) != set(view.isr) and wanted:
+            self._alter(leader, view, wanted)
+        if produce:
+            leader.produce(view.key, produce)
+
+    def _fetching(self, leader: SimBroker, key: Key, follower: int) -> bool:
+        f = leader.followers.get(key, {}).get(follower)
+        return f is not None and self.round - f.round < self.lag_rounds
+
+    def _alter(self, leader: SimBroker, view: PartitionView, new_isr: list[int]) -> None:
+        resp = leader.send_alter_partition(leader.isr_request(view, new_isr))
+        if resp is None:
+            return
+        code = resp.error_code
+        if code == 0 and resp.topics and resp.topics[0].partitions:
+            part = resp.topics[0].partitions[0]
+            code = part.error_code
+            if code == 0:
+                view.isr, view.leader_epoch, view.partition_epoch = (
+                    part.isr,
+                    part.leader_epoch,
+                    part.partition_epoch,
+                )
+                self.isr_changes += 1
+        if code:
+            self.refusals[code] = self.refusals.get(code, 0) + 1
+
+
+# --- as a process ----------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m zk_fixtures.broker_sim", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--controller", required=True, help="HOST:PORT of the controller listener")
+    parser.add_argument("--zookeeper", required=True, help="ZooKeeper connect string with the chroot")
+    parser.add_argument("--cluster-id", required=True)
+    parser.add_argument("--brokers", required=True, help="comma-separated broker ids")
+    parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--own-timeout", type=float, default=6.0)
+    args = parser.parse_args(argv)
+    host, _, port = args.controller.rpartition(":")
+    ids = [int(b) for b in args.brokers.split(",") if b]
+    sim = BrokerSimulator(
+        (host.strip("[]"), int(port)),
+        args.zookeeper,
+        args.cluster_id,
+        ids,
+        interval_s=args.interval,
+        own_timeout_s=args.own_timeout,
+    )
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        codes = sim.register_all()
+        bad = {b: c for b, c in codes.items() if c != 0}
+        if bad:
+            print(f"registration refused: {bad}", file=sys.stderr, flush=True)
+            return 1
+        sim.start()
+        print(READY, flush=True)
+        done.wait()
+    except ZkKraftError as e:
+        print(f"broker simulator: {e}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        sim.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
