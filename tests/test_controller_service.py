@@ -413,3 +413,29 @@ def test_concurrent_alter_partitions_on_one_epoch_one_wins(
             state, _ = _zk_state(zk, topic.name, p.partition)
             assert state["isr"] == [p.leader, winner]
         assert_consistent(zk, log_dir)
+
+
+def test_a_log_written_in_a_newer_epoch_stops_the_service(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """Records decided but not appended (a newer leader epoch in the log) are never acknowledged, and the
+    service answers nothing after: its image is ahead of its log."""
+    from migrator.errors import FencedError
+    from migrator.kraft.records import record
+
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        with dual_write_service(zk, log_dir, Clock()) as service:
+            epochs = _register_all(service)
+            service.log.append([record("NoOpRecord", 0)], service.epoch + 1)  # a newer writer's epoch
+            b = next(iter(epochs))
+            hb = service.heartbeat(core.Heartbeat(b, epochs[b], service.log.end_offset, want_fence=True))
+            assert hb.error == E.NOT_CONTROLLER
+            assert service.fenced and isinstance(service.failure, FencedError)
+            assert (
+                service.register(
+                    core.Registration(b, service.core.config.cluster_id, uuid_to_kafka(uuid.uuid4()))
+                ).error
+                == E.NOT_CONTROLLER
+            )

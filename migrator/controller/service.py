@@ -86,6 +86,13 @@ class ControllerService:
         self.write_behind = write_behind
         self._dirty = threading.Event()
         self._syncer_thread: threading.Thread | None = None
+        # Group commit: decisions are replayed and staged under `lock`; one thread at a time appends
+        # everything staged with one fsync under `_commit_lock` (taken before `lock`, never after).
+        self._commit_lock = threading.Lock()
+        self._staged: list[MetadataRecord] = []
+        self._next = self._log_next()
+        self._durable_next = self._next
+        self.failure: ZkKraftError | None = None  # why the service stopped serving
         self.core.activate(self.image, clock())  # registered brokers get a fresh session
         if syncer is not None:
             self.core.active = True
@@ -106,16 +113,24 @@ class ControllerService:
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
-        """Hold off every request and the timer while the caller writes the log (the copy, admin)."""
-        with self.lock:
-            yield
+        """Hold off every request and the timer while the caller writes the log (the copy, admin,
+        a sync): what is staged is appended first, and the caller's appends are counted after."""
+        with self._commit_lock, self.lock:
+            self._append_staged()
+            try:
+                yield
+            finally:
+                if not self._staged:
+                    self._next = self._durable_next = self._log_next()
 
     def activate(self, builder: ImageBuilder, syncer: Syncer, epoch: int) -> None:
         """End of soft start: the copy is committed and ZooKeeper reconciled; serve everything."""
-        with self.lock:
+        with self._commit_lock, self.lock:
+            self._append_staged()
             self.builder = builder
             self.syncer = syncer
             self.epoch = epoch
+            self._next = self._durable_next = self._log_next()
             self.core.active = True
             self.core.activate(self.image, self.clock())
             self._changed.notify_all()
@@ -133,27 +148,74 @@ class ControllerService:
 
     # -- the commit path -----------------------------------------------------------------------
 
-    def next_offset(self) -> int:
-        """Where the next record lands: a new epoch's first append is preceded by a LeaderChange."""
+    def _log_next(self) -> int:
         return self.log.end_offset + (1 if self.epoch > self.log.latest_epoch else 0)
 
-    def _commit(self, records: list[MetadataRecord]) -> None:
-        if not records:
+    def next_offset(self) -> int:
+        """Where the next staged record lands (a broker epoch handed out now): after the log's end, a
+        new epoch's LeaderChange, and what is staged already."""
+        return self._next
+
+    def _commit(self, records: list[MetadataRecord]) -> int:
+        """Under `lock`: replay `records` at the offsets they will get and stage them; returns the
+        offset that must be durable before anyone is told (see `_wait_durable`)."""
+        if records:
+            first = self._next
+            for i, rec in enumerate(records):
+                self.builder.replay(first + i, rec)
+            self.builder.finish()
+            self._staged.extend(records)
+            self._next += len(records)
+            self.stats.records += len(records)
+        return self._next
+
+    def _append_staged(self) -> None:
+        """Under `_commit_lock` and `lock`: append everything staged (one fsync)."""
+        if not self._staged:
             return
-        expected = self.next_offset()
-        first, _ = self.log.append(records, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS)
-        if first != expected:  # the broker epoch handed out would be wrong: never carry on
-            raise RuntimeError(f"records landed at offset {first}, expected {expected}")
-        for i, rec in enumerate(records):
-            self.builder.replay(first + i, rec)
-        self.builder.finish()
-        self.stats.records += len(records)
-        self._changed.notify_all()
-        if self.syncer is not None:
-            if self.write_behind and self._syncer_thread is not None:
-                self._dirty.set()
-            else:
-                self._sync_now()
+        batch, self._staged = self._staged, []
+        self._write(batch, self._next - len(batch))
+
+    def _write(self, batch: list[MetadataRecord], first: int) -> None:
+        try:
+            got, _ = self.log.append(batch, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS)
+            if got != first:  # the broker epochs handed out would be wrong: never carry on
+                raise FencedError(f"records landed at offset {got}, expected {first}: another writer?")
+        except Exception as e:
+            # The image holds records the log does not: this controller may not answer again.
+            failure = e if isinstance(e, ZkKraftError) else UnreachableError(f"cannot append to the log: {e}")
+            self.fenced = True
+            self.failure = failure
+            self._note(f"controller stopped serving: {failure}")
+            raise failure from None
+        with self.lock:
+            self._durable_next = first + len(batch)
+            self._changed.notify_all()
+            if self.syncer is not None:
+                if self.write_behind and self._syncer_thread is not None:
+                    self._dirty.set()
+                else:
+                    self._sync_now()
+
+    def _wait_durable(self, target: int) -> bool:
+        """Outside `lock`: return once the log holds every offset below `target`, appending what is
+        staged (others' records too: they share the fsync) if no one else is; False if it failed."""
+        while True:
+            with self._commit_lock:
+                if self._durable_next >= target:
+                    return True
+                if self.failure is not None:
+                    return False
+                with self.lock:
+                    batch, self._staged = self._staged, []
+                    first = self._next - len(batch)
+                if not batch:
+                    return self._durable_next >= target
+                # Appended outside `lock`: requests keep deciding and staging meanwhile.
+                try:
+                    self._write(batch, first)
+                except ZkKraftError:
+                    return False
 
     def _sync_now(self) -> bool:
         """One sync under the lock; False if it failed. A lost ZooKeeper is counted and retried later
@@ -176,7 +238,8 @@ class ControllerService:
         """Wait until ZooKeeper covers every record appended so far (write-behind lag 0)."""
         deadline = time.monotonic() + timeout
         while True:
-            with self.lock:
+            with self._commit_lock, self.lock:
+                self._append_staged()
                 if self.syncer is None or self.syncer.lag() == 0:
                     return True
                 if self._syncer_thread is None:
@@ -193,15 +256,12 @@ class ControllerService:
             if self.fenced:
                 return refused
             decision = decide()
-            try:
-                self._commit(decision.records)
-            except FencedError as e:
-                self.fenced = True
-                self._note(f"controller fenced: {e}")
-                return refused
-            for note in decision.notes:
-                self._note(note)
-            return decision.reply
+            target = self._commit(decision.records)
+        if not self._wait_durable(target):
+            return refused
+        for note in decision.notes:
+            self._note(note)
+        return decision.reply
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -253,21 +313,21 @@ class ControllerService:
         """Fence every broker silent past the session timeout, one at a time (each against the image
         with the previous one applied); returns the ids fenced."""
         fenced: list[int] = []
+        notes: list[str] = []
         with self.lock:
             if self.fenced:
                 return fenced
+            target = self._next
             for broker_id in self.core.expired_brokers(self.image, self.clock()):
                 decision = self.core.fence(self.image, broker_id)
-                try:
-                    self._commit(decision.records)
-                except FencedError as e:
-                    self.fenced = True
-                    self._note(f"controller fenced: {e}")
-                    break
+                target = self._commit(decision.records)
                 fenced.append(broker_id)
-                self.stats.fenced_by_timeout += 1
-                for note in decision.notes:
-                    self._note(note)
+                notes += decision.notes
+        if not self._wait_durable(target):
+            return []
+        self.stats.fenced_by_timeout += len(fenced)
+        for note in notes:
+            self._note(note)
         return fenced
 
     def start_timer(self, interval: float | None = None) -> None:
@@ -297,7 +357,9 @@ class ControllerService:
                 continue
             time.sleep(linger)
             self._dirty.clear()
-            with self.lock:
+            # Only the commit lock: no append while the syncer reads the log, but requests go on
+            # deciding and staging meanwhile, and the next append takes all of them at once.
+            with self._commit_lock:
                 ok = self.fenced or self._sync_now()
             if not ok:
                 self._stop.wait(0.5)  # ZooKeeper is away: do not spin
@@ -308,5 +370,10 @@ class ControllerService:
             if thread is not None:
                 thread.join(timeout=5)
         self._timer = self._syncer_thread = None
-        with self.lock:
-            self._sync_now()  # leave ZooKeeper covering what was answered, if it can
+        with self._commit_lock, self.lock:
+            if self.failure is None:
+                try:
+                    self._append_staged()
+                except ZkKraftError:
+                    return
+                self._sync_now()  # leave ZooKeeper covering what was answered, if it can

@@ -1133,6 +1133,10 @@ def _follow(
     opts.note(f"following as the controller (pid {os.getpid()}); stop with SIGTERM or Ctrl-C")
     try:
         while not stop.is_set():
+            if service is not None and service.fenced:  # outside the retry: it cannot serve again
+                raise service.failure or FencedError(
+                    "the controller was fenced by a newer one while serving brokers"
+                )
             try:
                 for path in inbox.pending():
                     rid, change, error = inbox.take(path)
@@ -1160,8 +1164,6 @@ def _follow(
                         opts.metrics.on_follow(
                             syncer.lag(), sum(1 for b in brokers if b.is_migrating_zk_broker)
                         )
-                if service is not None and service.fenced:
-                    raise FencedError("the controller was fenced by a newer one while serving brokers")
                 if service is not None and time.monotonic() - ids_read >= 2.0:
                     # A ZooKeeper broker that stopped frees its id for a KRaft broker (the roll).
                     service.core.zk_broker_ids = frozenset(gather_zk(client).registered_brokers)
