@@ -439,3 +439,18 @@ def test_a_log_written_in_a_newer_epoch_stops_the_service(
                 ).error
                 == E.NOT_CONTROLLER
             )
+
+
+def test_activate_catches_up_with_requests_served_after_the_callers_read(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        with dual_write_service(zk, log_dir, Clock()) as service:
+            stale = ImageBuilder(driver._replay_of(driver.gather(zk, str(log_dir))))
+            epochs = _register_all(service)  # served after the read above
+            assert service.syncer is not None
+            service.activate(stale, service.syncer, service.epoch)
+            assert {b: service.image.brokers[b].broker_epoch for b in epochs} == epochs
+            assert all(not service.image.brokers[b].fenced for b in epochs)

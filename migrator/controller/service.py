@@ -127,6 +127,10 @@ class ControllerService:
         """End of soft start: the copy is committed and ZooKeeper reconciled; serve everything."""
         with self._commit_lock, self.lock:
             self._append_staged()
+            # Requests served between the caller's read of the log and now: replay them too.
+            for offset, _epoch, rec in self.log.read(builder.finish().last_offset + 1):
+                builder.replay(offset, rec)
+            builder.finish()
             self.builder = builder
             self.syncer = syncer
             self.epoch = epoch
