@@ -540,6 +540,10 @@ def migrate(
                     )
                     with hold:  # brokers wait while the copy writes the log
                         syncer = _claim_and_copy(client, log, facts, opts, result, timings, progress)
+                        if runtime is not None and result.claim is not None:
+                            # the claim started a new epoch in the log: what the service appends from
+                            # here to its activation (registrations, heartbeats) belongs to it
+                            runtime.service.epoch = result.claim.kraft_epoch
                 facts = gather(client, opts.log_dir, log)
                 if listen is not None:
                     assert result.claim is not None
