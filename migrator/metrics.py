@@ -79,6 +79,7 @@ class MigrationMetrics:
             "zk2kraft_dual_write_records", "Log records written behind to ZooKeeper", registry=r
         )
         self.state.set(NOT_LOADED)
+        self._lag_tracked = False
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.address: tuple[str, int] | None = None
@@ -113,9 +114,16 @@ class MigrationMetrics:
             self.synced_records.inc(records)
         self.lag.set(max(lag, 0))
 
+    def track_lag(self, lag: Callable[[], int]) -> None:
+        """Read the lag at each scrape (lock-free in the syncer): a sync blocked on a ZooKeeper
+        outage cannot update a gauge, and the lag that outage builds up is the alert."""
+        self._lag_tracked = True
+        self.lag.set_function(lambda: max(lag(), 0))
+
     def on_follow(self, lag: int, migrating_brokers: int) -> None:
         """Once per loop of the running controller."""
-        self.lag.set(max(lag, 0))
+        if not self._lag_tracked:
+            self.lag.set(max(lag, 0))
         self.migrating_brokers.set(migrating_brokers)
 
     # -- the HTTP endpoint -------------------------------------------------------------------------

@@ -24,8 +24,9 @@ from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.records import uuid_to_kafka
 from migrator.metrics import PREFIX, MigrationMetrics, parse_listen
+from migrator.zk.connection import close, connect
 from zk_fixtures.generator import generate
-from zk_fixtures.server import free_port
+from zk_fixtures.server import ZkServer, free_port
 
 K = PREFIX  # kafka_controller_KafkaController_
 
@@ -233,3 +234,55 @@ def test_status_watch_refreshes_without_a_terminal_and_on_one(
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "DualWriteMetadata" in out and "Traceback" not in err, err
+
+
+@pytest.mark.zk
+@pytest.mark.slow
+def test_write_behind_lag_builds_up_while_zookeeper_is_down(tmp_path: Path) -> None:
+    """The lag gauge is the alert: records the controller appends while ZooKeeper is gone show up in
+    it, and it returns to 0 once ZooKeeper is back and the syncer caught up."""
+    server = ZkServer(tmp_path / "zk").start()
+    client = connect(server.connect_string)
+    metrics = MigrationMetrics()
+    _, port = metrics.serve("127.0.0.1:0")
+    try:
+        with cluster(client, server.connect_string):
+            expected = sorted(b.id for b in generate(SPEC).image.brokers.values())
+            running = commands.start_controller(
+                server.connect_string, str(tmp_path / "meta"), listen=IN_PROCESS, yes=True,
+                broker_wait_timeout=60, session_timeout_ms=600_000, metrics=metrics,
+            )  # fmt: skip
+            try:
+                service = running.service
+                assert service is not None
+                for broker_id in expected:
+                    _register(service, broker_id)
+                assert running.wait_until(lambda r: not service.soft_start, 60), running.error
+                _wait_metric(port, K + "ZkMigrationState", lambda v: v == 1)
+                # set by the follow loop: the controller is following, the first sync is done
+                _wait_metric(port, K + "MigratingZkBrokerCount", lambda v: v == len(expected))
+                _wait_metric(port, K + "ZkWriteBehindLag", lambda v: v == 0)
+                server.kill()
+                # A new broker registers: a record in the log that ZooKeeper cannot get.
+                _register(service, max(expected) + 100)
+                lag = _wait_metric(port, K + "ZkWriteBehindLag", lambda v: v > 0)
+                assert lag >= 1
+                server.start()
+                _wait_metric(port, K + "ZkWriteBehindLag", lambda v: v == 0, timeout=90)
+            finally:
+                running.stop()
+    finally:
+        metrics.close()
+        close(client)
+        server.stop()
+
+
+def _wait_metric(port: int, name: str, pred, timeout: float = 30.0) -> float:
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = scrape(port).get(name)
+        if value is not None and pred(value):
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"{name} stayed at {value}")

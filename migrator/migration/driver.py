@@ -1129,6 +1129,8 @@ def _follow(
     def exclusive() -> AbstractContextManager[None]:
         return service.exclusive() if service is not None else nullcontext()
 
+    if opts.metrics is not None:
+        opts.metrics.track_lag(syncer.lag)  # read at each scrape, so a sync stuck on ZooKeeper shows
     inbox = Inbox(opts.log_dir)
     inbox.announce()
     started = time.perf_counter()
