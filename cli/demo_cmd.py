@@ -19,9 +19,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from migrator import commands
+from migrator.controller import kafka_errors
+from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import ClusterSpec, GeneratedCluster, load_cluster
 from zk_fixtures.server import ZkServer
+
+#: Short, so the demo shows a crashed broker fenced within seconds (Kafka's default is 9 s).
+SESSION_TIMEOUT_MS = 3000
 
 # A cluster that a ZK-mode Kafka 3.x would leave behind: eligible, with every kind of metadata and the
 # leftovers that deserve a warning (a pending topic deletion) but no blockers.
@@ -58,6 +63,8 @@ class DemoContext:
     connect: str = ""
     cluster: GeneratedCluster | None = None
     brokers: BrokerSessions | None = None
+    controller: commands.RunningController | None = None
+    simulator: BrokerSimulator | None = None
     failures: list[str] = field(default_factory=list)
 
 
@@ -140,29 +147,124 @@ def run_plan(ctx: DemoContext) -> None:
 
 
 def run_migrate(ctx: DemoContext) -> None:
-    result = commands.migrate(
+    assert ctx.cluster is not None
+    running = commands.start_controller(
         ctx.connect,
         _log_dir(ctx),
+        listen="127.0.0.1:0",
         yes=True,
-        brokers_from_zk=True,
+        broker_wait_timeout=60,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
         say=lambda line: ctx.console.print(f"  {line}"),
     )
-    m = result.manifest
+    ctx.controller = running
+    service = running.service
+    assert service is not None
     ctx.console.print(
-        f"{result.state_before} → [bold]{result.state_after}[/bold] ({result.kafka_code_after}). "
+        f"The KRaft controller listens on [bold]{running.connect}[/bold] (Kafka's protocol) in soft start: "
+        "it answers broker registrations and heartbeats, nothing else, and waits for every broker."
+    )
+    ids = sorted(ctx.cluster.image.brokers)
+    listeners, racks = listeners_of(ctx.cluster.image)
+    sim = BrokerSimulator(
+        running.address,
+        ctx.connect,
+        ctx.cluster.image.cluster_id or "",
+        ids,
+        racks=racks,
+        listeners=listeners,
+        interval_s=0.5,
+        own_timeout_s=6.0,
+    )
+    ctx.simulator = sim
+    sim.start()
+    epochs = ", ".join(f"{b}@{sim.brokers[b].epoch}" for b in ids)
+    ctx.console.print(
+        f"{len(ids)} simulated ZK-mode brokers registered over the protocol (id@broker epoch: {epochs})."
+    )
+    if not running.wait_until(lambda r: not service.soft_start, 120):
+        ctx.failures.append(f"the copy did not start: {running.error}")
+        return
+    service.flush(30)
+    st = commands.status(ctx.connect, _log_dir(ctx))
+    m = st.manifest
+    covered = (st.migration_znode or {}).get("kraft_metadata_offset")
+    ctx.console.print(
+        f"Every broker registered, so the copy ran: state [bold]{st.state}[/bold] ({st.kafka_state}). "
         + (
             f"Copied {m.records} records in {m.batches} batches ({m.bytes:,} bytes) in {m.duration_seconds:.2f}s; "
             if m
             else ""
         )
-        + f"/migration covers offset {result.migration_offset}, write-behind lag {result.lag}."
+        + f"log end offset {st.log_end_offset}, /migration covers offset {covered}, "
+        f"write-behind lag {st.write_behind_lag}."
     )
     ctx.console.print(
         "ZooKeeper is now the write-behind copy of the log: /controller is held by the KRaft controller "
         "(persistent, kraftControllerEpoch set), and every later change reaches ZooKeeper in fenced multis."
     )
-    if result.state_after != "DualWriteMetadata":
-        ctx.failures.append(f"migrate ended in {result.state_after}")
+    if st.state != "DualWriteMetadata":
+        ctx.failures.append(f"migrate ended in {st.state}")
+
+
+def run_broker_traffic(ctx: DemoContext) -> None:
+    """The seeds in action: a broker dies hard, is fenced, reboots with an empty disk and rejoins."""
+    sim, running = ctx.simulator, ctx.controller
+    if sim is None or running is None or running.service is None:
+        ctx.failures.append("no controller or simulated brokers to drive")
+        return
+    service = running.service
+    views = sim.refresh()
+    victim = max(sim.brokers, key=lambda b: sum(b in v.isr for v in views.values()))
+    in_isr = sum(victim in v.isr for v in views.values())
+    broker = sim.brokers[victim]
+    broker.crash()
+    ctx.console.print(f"Broker {victim} (in {in_isr} ISRs) crashed hard: no more heartbeats, no fetches.")
+    t0 = time.perf_counter()
+    if not running.wait_until(lambda r: service.image.brokers[victim].fenced, SESSION_TIMEOUT_MS / 1000 + 20):
+        ctx.failures.append(f"broker {victim} was not fenced")
+        return
+    service.flush(30)
+    left = sum(victim in v.isr and len(v.isr) > 1 for v in sim.refresh().values())
+    ctx.console.print(
+        f"After {time.perf_counter() - t0:.1f}s without a heartbeat the controller fenced it (FenceBrokerRecord) "
+        f"and took it out of every ISR it shared; ZooKeeper's state znodes followed ({left} left)."
+    )
+    old_epoch = broker.epoch
+    code = broker.reboot(empty_disk=True)
+    ctx.console.print(
+        f"It rebooted with an empty disk: new incarnation, broker epoch {old_epoch} → {broker.epoch} "
+        f"({kafka_errors.name_of(code)}); it must catch up before any leader may add it back (KIP-903)."
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        service.flush(30)
+        back = sum(victim in v.isr for v in sim.refresh().values())
+        if back >= in_isr:
+            break
+        time.sleep(0.5)
+    ctx.console.print(
+        f"Followers fetched with their epochs and leaders sent AlterPartition v3: broker {victim} is back in "
+        f"{back} ISRs ({sim.isr_changes} ISR changes accepted so far"
+        + (
+            f", refusals {sorted((kafka_errors.name_of(c), n) for c, n in sim.refusals.items())}"
+            if sim.refusals
+            else ""
+        )
+        + ")."
+    )
+    if back < in_isr:
+        ctx.failures.append(f"broker {victim} rejoined only {back} of {in_isr} ISRs")
+
+
+def stop_controller(ctx: DemoContext) -> None:
+    """The brokers move on (KRaft mode after finalize, ZooKeeper mode after a rollback): stop both."""
+    if ctx.controller is not None:
+        ctx.controller.stop()
+        ctx.controller = None
+    if ctx.simulator is not None:
+        ctx.simulator.stop()
+        ctx.simulator = None
 
 
 def run_admin(ctx: DemoContext) -> None:
@@ -241,6 +343,7 @@ def run_audit(ctx: DemoContext) -> None:
 
 
 def run_finalize(ctx: DemoContext) -> None:
+    stop_controller(ctx)
     if ctx.brokers is not None:
         ctx.brokers.close()
         ctx.brokers = None
@@ -252,6 +355,7 @@ def run_finalize(ctx: DemoContext) -> None:
 
 
 def run_rollback(ctx: DemoContext) -> None:
+    stop_controller(ctx)
     result = commands.rollback(ctx.connect, _log_dir(ctx), yes=True)
     ctx.console.print(
         f"{result.state_before} → [bold]{result.state_after}[/bold]: /controller and /migration removed, "
@@ -289,6 +393,10 @@ def verify_zookeeper_intact(ctx: DemoContext) -> None:
 
 
 def cleanup(ctx: DemoContext, keep: bool) -> None:
+    try:
+        stop_controller(ctx)
+    except Exception as e:  # the demo's verdict is already made; report and go on cleaning up
+        ctx.console.print(f"[yellow]stopping the controller: {escape(str(e))}")
     if ctx.brokers is not None:
         ctx.brokers.close()
     if keep:
@@ -307,7 +415,8 @@ COMMON: list[tuple[str, Callable[[DemoContext], None]]] = [
     ("Generate a Kafka cluster in ZooKeeper", generate_cluster),
     ("Pre-flight check", run_check),
     ("Plan the copy (dry run)", run_plan),
-    ("Migrate: claim ZooKeeper, copy into the log, first sync", run_migrate),
+    ("Migrate: brokers register, claim ZooKeeper, copy into the log, first sync", run_migrate),
+    ("Broker traffic during dual-write: a crash, fencing, an empty-disk reboot", run_broker_traffic),
     ("Admin changes during dual-write", run_admin),
     ("Status", run_status),
     ("Audit: ZooKeeper against the log", run_audit),
@@ -336,7 +445,8 @@ ROLLBACK: list[tuple[str, Callable[[DemoContext], None]]] = [
 def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, workdir: str | None) -> None:
     """Run the whole story on an embedded default: local ZooKeeper, generated cluster, migration.
 
-    check → plan → migrate → admin changes in dual-write → status → audit → finalize → audit;
+    check → plan → migrate (brokers simulated over Kafka's protocol) → broker traffic and admin changes
+    in dual-write → status → audit → finalize → audit;
     with --rollback: … → audit → rollback → ZooKeeper verified intact. Exits 0 when every phase did
     what it should.
 

@@ -41,10 +41,11 @@ from migrator.controller import messages as M
 from migrator.controller.client import ControllerClient, ControllerUnreachable
 from migrator.errors import ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
+from migrator.model import ClusterImage
 from migrator.zk.connection import close, connect
 from migrator.zk.reader import read_cluster
 
-__all__ = ["BrokerSimulator", "PartitionView", "SimBroker", "read_partitions"]
+__all__ = ["BrokerSimulator", "PartitionView", "SimBroker", "listeners_of", "read_partitions"]
 
 log = logging.getLogger("zk2kraft.broker_sim")
 
@@ -69,6 +70,21 @@ class PartitionView:
     @property
     def key(self) -> Key:
         return (self.topic, self.partition)
+
+
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+def listeners_of(image: ClusterImage) -> tuple[dict[int, list[M.Listener]], dict[int, str | None]]:
+    """Each broker's endpoints and rack as its ZooKeeper registration has them (what it registers)."""
+    listeners = {
+        b.id: [
+            M.Listener(e.listener, e.host, e.port, SECURITY_PROTOCOLS.get(e.security_protocol, 0))
+            for e in b.endpoints
+        ]
+        for b in image.brokers.values()
+    }
+    return listeners, {b.id: b.rack for b in image.brokers.values()}
 
 
 def read_partitions(client: KazooClient) -> dict[Key, PartitionView]:
@@ -114,6 +130,9 @@ class SimBroker:
     clock: Callable[[], float] = time.monotonic
     incarnation_id: uuid.UUID = field(default_factory=uuid.uuid4)
     dir_ids: list[uuid.UUID] = field(default_factory=list)
+    #: the endpoints it registers; default one PLAINTEXT listener. A migrating broker registers the
+    #: same endpoints it holds in /brokers/ids (the audit compares the two).
+    listeners: list[M.Listener] = field(default_factory=list)
     epoch: int = -1
     alive: bool = True
     fenced_by_controller: bool = True
@@ -123,7 +142,10 @@ class SimBroker:
     #: as a leader: what each follower's last fetch said (its broker epoch and position)
     followers: dict[Key, dict[int, _Follower]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    #: two connections, as a Kafka broker has: the lifecycle channel (registration, heartbeats) and the
+    #: data plane's (AlterPartition, AlterReplicaState), so a long ISR update never delays a heartbeat
     _client: ControllerClient | None = None
+    _life: ControllerClient | None = None
 
     def __post_init__(self) -> None:
         if not self.dir_ids:
@@ -131,21 +153,24 @@ class SimBroker:
 
     # -- the controller session -----------------------------------------------------------------
 
-    def _call(self, fn: Callable[[ControllerClient], object]) -> object | None:
+    def _call(self, fn: Callable[[ControllerClient], object], lifecycle: bool = False) -> object | None:
         """One request; None when the controller cannot be reached (the session then ages)."""
+        attr = "_life" if lifecycle else "_client"
+        client = getattr(self, attr)
         try:
-            if self._client is None:
-                self._client = ControllerClient(
-                    *self.controller, client_id=f"broker-{self.broker_id}", timeout_s=3
-                )
-            result = fn(self._client)
+            if client is None:
+                client = ControllerClient(*self.controller, client_id=f"broker-{self.broker_id}", timeout_s=5)
+                setattr(self, attr, client)
+            result = fn(client)
         except ControllerUnreachable as e:
             self.errors.append(str(e))
-            if self._client is not None:
-                self._client.close()
-            self._client = None
+            del self.errors[:-20]
+            if client is not None:
+                client.close()
+            setattr(self, attr, None)
             return None
-        self.last_contact = self.clock()
+        if lifecycle:
+            self.last_contact = self.clock()
         return result
 
     def registration(self) -> M.BrokerRegistrationRequest:
@@ -153,7 +178,7 @@ class SimBroker:
             broker_id=self.broker_id,
             cluster_id=self.cluster_id,
             incarnation_id=self.incarnation_id,
-            listeners=[M.Listener("PLAINTEXT", f"broker-{self.broker_id}.sim", 9092, 0)],
+            listeners=self.listeners or [M.Listener("PLAINTEXT", f"broker-{self.broker_id}.sim", 9092, 0)],
             features=[M.Feature("metadata.version", *self.mv_range)],
             rack=self.rack,
             is_migrating_zk_broker=True,
@@ -162,7 +187,7 @@ class SimBroker:
 
     def register(self) -> int:
         """Register this incarnation; returns Kafka's error code (-1 when unreachable)."""
-        resp = self._call(lambda c: c.register_broker(self.registration()))
+        resp = self._call(lambda c: c.register_broker(self.registration()), lifecycle=True)
         if resp is None:
             return -1
         assert isinstance(resp, M.BrokerRegistrationResponse)
@@ -181,7 +206,7 @@ class SimBroker:
             want_shut_down=want_shut_down,
             offline_log_dirs=[self.dir_ids[i] for i in sorted(self.offline_dirs)],
         )
-        resp = self._call(lambda c: c.heartbeat(req))
+        resp = self._call(lambda c: c.heartbeat(req), lifecycle=True)
         if isinstance(resp, M.BrokerHeartbeatResponse):
             if resp.error_code == 0:
                 self.fenced_by_controller = resp.is_fenced
@@ -201,9 +226,7 @@ class SimBroker:
 
     def crash(self) -> None:
         self.alive = False
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self.close()
 
     def reboot(self, empty_disk: bool = True, wait_s: float = 30.0) -> int:
         """Start again as a new incarnation; with ``empty_disk`` nothing of the logs survives.
@@ -259,13 +282,17 @@ class SimBroker:
         self.log_end[key] = self.log_end.get(key, 0) + records
 
     def fetch_from(self, leader: SimBroker, key: Key, round_no: int = 0) -> bool:
-        """One fetch: carries this broker's epoch; the follower then holds what the leader has."""
+        """One fetch: carries this broker's epoch and copies what the leader has.
+
+        The leader learns the follower's new position at once (a real follower's next fetch would tell
+        it), so a follower that fetched since the leader's last write counts as caught up.
+        """
         if not (self.serving and leader.serving and self.online(key) and leader.online(key)):
             return False
-        leader.followers.setdefault(key, {})[self.broker_id] = _Follower(
-            self.epoch, self.log_end.get(key, 0), round_no
-        )
         self.log_end[key] = leader.log_end.get(key, 0)
+        leader.followers.setdefault(key, {})[self.broker_id] = _Follower(
+            self.epoch, self.log_end[key], round_no
+        )
         return True
 
     def caught_up(self, key: Key, follower: int) -> bool:
@@ -274,26 +301,35 @@ class SimBroker:
 
     def isr_request(self, view: PartitionView, new_isr: Sequence[int]) -> M.AlterPartitionRequest:
         """AlterPartition v3 for one partition: each ISR member with the epoch its fetches carried."""
-        members = []
-        for b in new_isr:
-            if b == self.broker_id:
-                members.append(M.BrokerState(b, self.epoch))
-            else:
-                f = self.followers.get(view.key, {}).get(b)
-                members.append(M.BrokerState(b, f.epoch if f else -1))
-        part = M.AlterPartitionPartition(view.partition, view.leader_epoch, members, view.partition_epoch)
-        return M.AlterPartitionRequest(
-            self.broker_id, self.epoch, [M.AlterPartitionTopic(None, view.topic_id, [part])]
-        )
+        return self.isr_requests([(view, new_isr)])
+
+    def isr_requests(self, changes: Sequence[tuple[PartitionView, Sequence[int]]]) -> M.AlterPartitionRequest:
+        """One AlterPartition v3 for many partitions, as a leader batches its pending ISR changes."""
+        topics: dict[uuid.UUID, M.AlterPartitionTopic] = {}
+        for view, new_isr in changes:
+            members = []
+            for b in new_isr:
+                if b == self.broker_id:
+                    members.append(M.BrokerState(b, self.epoch))
+                else:
+                    f = self.followers.get(view.key, {}).get(b)
+                    members.append(M.BrokerState(b, f.epoch if f else -1))
+            part = M.AlterPartitionPartition(view.partition, view.leader_epoch, members, view.partition_epoch)
+            topics.setdefault(
+                view.topic_id, M.AlterPartitionTopic(None, view.topic_id, [])
+            ).partitions.append(part)
+        return M.AlterPartitionRequest(self.broker_id, self.epoch, list(topics.values()))
 
     def send_alter_partition(self, req: M.AlterPartitionRequest) -> M.AlterPartitionResponse | None:
         resp = self._call(lambda c: c.alter_partition(req, version=3))
         return resp if isinstance(resp, M.AlterPartitionResponse) else None
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        for attr in ("_client", "_life"):
+            client = getattr(self, attr)
+            if client is not None:
+                client.close()
+                setattr(self, attr, None)
 
 
 class BrokerSimulator:
@@ -307,6 +343,7 @@ class BrokerSimulator:
         broker_ids: Sequence[int],
         *,
         racks: dict[int, str | None] | None = None,
+        listeners: dict[int, list[M.Listener]] | None = None,
         interval_s: float = 0.5,
         own_timeout_s: float = 6.0,
         lag_rounds: int = 6,
@@ -318,16 +355,27 @@ class BrokerSimulator:
         self.interval_s = interval_s
         self.lag_rounds = lag_rounds
         self.brokers = {
-            b: SimBroker(b, controller, cluster_id, rack=(racks or {}).get(b), own_timeout_s=own_timeout_s)
+            b: SimBroker(
+                b,
+                controller,
+                cluster_id,
+                rack=(racks or {}).get(b),
+                own_timeout_s=own_timeout_s,
+                listeners=list((listeners or {}).get(b, [])),
+            )
             for b in broker_ids
         }
         self.partitions: dict[Key, PartitionView] = {}
+        #: the newest (partition epoch, leader, leader epoch, ISR) each partition was seen with: ZooKeeper
+        #: is written behind the controller's replies, so an AlterPartition's answer can be newer
+        self._known: dict[Key, tuple[int, int, int, list[int]]] = {}
         self.round = 0
         self.isr_changes = 0
         self.refusals: dict[int, int] = {}
         self._zk: KazooClient | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._hb_thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -335,7 +383,17 @@ class BrokerSimulator:
     def refresh(self) -> dict[Key, PartitionView]:
         if self._zk is None:
             self._zk = connect(self.zookeeper, auth=[self.zk_auth] if self.zk_auth else ())
-        self.partitions = read_partitions(self._zk)
+        fresh = read_partitions(self._zk)
+        for key, view in fresh.items():
+            known = self._known.get(key)
+            if known is not None and known[0] > view.partition_epoch:
+                view.partition_epoch, view.leader, view.leader_epoch, view.isr = (
+                    known[0],
+                    known[1],
+                    known[2],
+                    list(known[3]),
+                )
+        self.partitions = fresh
         return self.partitions
 
     def register_all(self) -> dict[int, int]:
@@ -348,19 +406,35 @@ class BrokerSimulator:
         self.register_all()
         self._thread = threading.Thread(target=self._loop, name="zk2kraft-broker-sim", daemon=True)
         self._thread.start()
+        self._hb_thread = threading.Thread(
+            target=self._heartbeat_loop, name="zk2kraft-broker-hb", daemon=True
+        )
+        self._hb_thread.start()
         return self
+
+    def heartbeats(self) -> None:
+        """Each live broker's lifecycle round: (re-)register when it has no epoch, then heartbeat."""
+        for sim in list(self.brokers.values()):
+            if sim.alive and sim.epoch < 0:
+                sim.register()
+            sim.heartbeat()
+
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(min(self.interval_s, 1.0)):
+            self.heartbeats()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                self.step()
+                self.step(heartbeat=False)
             except ZkKraftError as e:  # ZooKeeper away for a moment: the next round retries
                 log.warning("simulator round failed: %s", e)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        for thread in (self._thread, self._hb_thread):
+            if thread is not None:
+                thread.join(10)
         for sim in self.brokers.values():
             sim.close()
         if self._zk is not None:
@@ -375,23 +449,27 @@ class BrokerSimulator:
 
     # -- one round -----------------------------------------------------------------------------
 
-    def step(self, produce: int = 1) -> None:
-        """Heartbeats; leaders take writes; followers fetch; leaders grow and shrink their ISRs."""
+    def step(self, produce: int = 1, heartbeat: bool = True) -> None:
+        """One round: heartbeats (unless a thread does them), followers fetch, leaders send their ISR
+        changes (one batched AlterPartition each) and take new writes."""
         with self._lock:
             self.round += 1
-            for sim in self.brokers.values():
-                if sim.alive and sim.epoch < 0:
-                    sim.register()
-                sim.heartbeat()
+            if heartbeat:
+                self.heartbeats()
+            pending: dict[int, list[tuple[PartitionView, list[int]]]] = {}
             for view in self.refresh().values():
-                self._partition_round(view, produce)
+                wanted = self._partition_round(view, produce)
+                if wanted is not None:
+                    pending.setdefault(view.leader, []).append((view, wanted))
+            for leader_id, changes in pending.items():
+                self._alter(self.brokers[leader_id], changes)
 
-    def _partition_round(self, view: PartitionView, produce: int) -> None:
-        """Followers fetch (each fetch offset tells the leader where they are), the leader adjusts the
-        ISR, then takes this round's writes, which the followers fetch next round."""
+    def _partition_round(self, view: PartitionView, produce: int) -> list[int] | None:
+        """Followers fetch (each fetch offset tells the leader where they are); the ISR the leader
+        wants now, if it differs; then the leader takes this round's writes, fetched next round."""
         leader = self.brokers.get(view.leader)
         if leader is None or not leader.serving or not leader.online(view.key):
-            return
+            return None
         for r in view.replicas:
             follower = self.brokers.get(r)
             if follower is not None and r != leader.broker_id:
@@ -403,32 +481,42 @@ class BrokerSimulator:
             or (r in view.isr and self._fetching(leader, view.key, r))
             or (r not in view.isr and leader.caught_up(view.key, r) and self._fetching(leader, view.key, r))
         ]
-        if set(wanted) != set(view.isr) and wanted:
-            self._alter(leader, view, wanted)
         if produce:
             leader.produce(view.key, produce)
+        return wanted if wanted and set(wanted) != set(view.isr) else None
 
     def _fetching(self, leader: SimBroker, key: Key, follower: int) -> bool:
         f = leader.followers.get(key, {}).get(follower)
         return f is not None and self.round - f.round < self.lag_rounds
 
-    def _alter(self, leader: SimBroker, view: PartitionView, new_isr: list[int]) -> None:
-        resp = leader.send_alter_partition(leader.isr_request(view, new_isr))
+    def _alter(self, leader: SimBroker, changes: list[tuple[PartitionView, list[int]]]) -> None:
+        resp = leader.send_alter_partition(leader.isr_requests(changes))
         if resp is None:
             return
-        code = resp.error_code
-        if code == 0 and resp.topics and resp.topics[0].partitions:
-            part = resp.topics[0].partitions[0]
-            code = part.error_code
-            if code == 0:
+        if resp.error_code:
+            self.refusals[resp.error_code] = self.refusals.get(resp.error_code, 0) + 1
+            return
+        views = {(v.topic_id, v.partition): v for v, _ in changes}
+        for topic in resp.topics:
+            for part in topic.partitions:
+                view = views.get((topic.topic_id, part.partition_index))  # type: ignore[arg-type]
+                if view is None:
+                    continue
+                if part.error_code:
+                    self.refusals[part.error_code] = self.refusals.get(part.error_code, 0) + 1
+                    continue
                 view.isr, view.leader_epoch, view.partition_epoch = (
                     part.isr,
                     part.leader_epoch,
                     part.partition_epoch,
                 )
+                self._known[view.key] = (
+                    part.partition_epoch,
+                    part.leader_id,
+                    part.leader_epoch,
+                    list(part.isr),
+                )
                 self.isr_changes += 1
-        if code:
-            self.refusals[code] = self.refusals.get(code, 0) + 1
 
 
 # --- as a process ----------------------------------------------------------------------------------
@@ -447,11 +535,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     host, _, port = args.controller.rpartition(":")
     ids = [int(b) for b in args.brokers.split(",") if b]
+    client = connect(args.zookeeper)
+    try:
+        listeners, racks = listeners_of(read_cluster(client, strict=False).image)
+    finally:
+        close(client)
     sim = BrokerSimulator(
         (host.strip("[]"), int(port)),
         args.zookeeper,
         args.cluster_id,
         ids,
+        racks=racks,
+        listeners=listeners,
         interval_s=args.interval,
         own_timeout_s=args.own_timeout,
     )
