@@ -190,3 +190,74 @@ def brokers(
             "Ctrl-C or SIGTERM to stop"
         )
     hold_until_signal(sessions, on_ready=ready)
+
+
+@fixtures.command("simulate-brokers")
+@zookeeper_options
+@click.option(
+    "--controller",
+    "controller",
+    required=True,
+    metavar="HOST:PORT",
+    help="The controller's --listen address.",
+)
+@click.option(
+    "--brokers",
+    "broker_ids",
+    default=None,
+    metavar="IDS",
+    help="Comma-separated ids (default: every broker in ZooKeeper).",
+)
+@click.option("--interval", type=float, default=0.5, show_default=True, help="Seconds between rounds.")
+@click.option(
+    "--own-timeout",
+    type=float,
+    default=6.0,
+    show_default=True,
+    help="Seconds without reaching the controller before a broker fences itself.",
+)
+def simulate_brokers(
+    zookeeper: str,
+    zk_auth: tuple[str, ...],
+    zk_timeout: float,
+    controller: str,
+    broker_ids: str | None,
+    interval: float,
+    own_timeout: float,
+) -> None:
+    """Simulated ZK-mode brokers that register with and heartbeat to the controller, until Ctrl-C/SIGTERM.
+
+    They hold the cluster's replicas as leaders and followers: followers fetch with their broker
+    epochs, leaders grow and shrink ISRs with AlterPartition v3 (docs/controller-protocol.md). Each
+    registers the endpoints and rack of its /brokers/ids entry. Prints `ready` once all registered.
+
+    \b
+    Example:
+      zk2kraft controller --listen 127.0.0.1:9093 --zookeeper localhost:2181/kafka &
+      zk2kraft fixtures simulate-brokers --controller 127.0.0.1:9093 --zookeeper localhost:2181/kafka
+    """
+    from migrator.errors import BadInputError
+    from migrator.zk.connection import close, connect
+    from migrator.zk.reader import read_cluster
+    from zk_fixtures.broker_sim import run_simulator
+
+    host, sep, port = controller.rpartition(":")
+    if not sep or not port.isdigit():
+        raise BadInputError(f"--controller {controller!r}: expected HOST:PORT")
+    client = connect(zookeeper, auth=zk_auth, timeout=zk_timeout)
+    try:
+        image = read_cluster(client, strict=False).image
+    finally:
+        close(client)
+    ids = [int(b) for b in broker_ids.split(",") if b.strip()] if broker_ids else sorted(image.brokers)
+    if not ids:
+        raise BadInputError("no brokers to simulate: ZooKeeper has none registered and --brokers is empty")
+    run_simulator(
+        (host.strip("[]"), int(port)),
+        zookeeper,
+        image,
+        ids,
+        interval=interval,
+        own_timeout=own_timeout,
+        auth=zk_auth,
+    )

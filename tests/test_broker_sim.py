@@ -77,8 +77,6 @@ def migrated(
                         running.connect,
                         "--zookeeper",
                         zk_connect,
-                        "--cluster-id",
-                        generated.image.cluster_id or "",
                         "--brokers",
                         ",".join(map(str, process_brokers)),
                         "--interval",
@@ -230,3 +228,18 @@ def test_a_broker_cut_off_from_the_controller_fences_itself(zk, zk_connect, tmp_
         broker.controller = real
         assert broker.heartbeat() is not None
         assert broker.serving
+
+
+def test_simulate_brokers_cli_bad_inputs_get_one_line(zk, zk_connect):
+    from migrate_helpers import run_cli
+
+    with cluster(zk, zk_connect):
+        bad = run_cli(["fixtures", "simulate-brokers", "--controller", "nowhere", "--zookeeper", zk_connect])
+        assert bad.returncode == 2, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and "HOST:PORT" in bad.stderr
+        gone = run_cli(
+            ["fixtures", "simulate-brokers", "--controller", "127.0.0.1:1", "--zookeeper", zk_connect]
+        )
+        assert gone.returncode == 3, gone.stderr
+        assert len(gone.stderr.strip().splitlines()) == 1 and "cannot reach the controller" in gone.stderr
+        assert "Traceback" not in gone.stderr + bad.stderr

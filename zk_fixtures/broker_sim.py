@@ -39,7 +39,8 @@ from kazoo.client import KazooClient
 
 from migrator.controller import messages as M
 from migrator.controller.client import ControllerClient, ControllerUnreachable
-from migrator.errors import ZkKraftError
+from migrator.controller.kafka_errors import name_of
+from migrator.errors import BadInputError, UnreachableError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
 from migrator.model import ClusterImage
 from migrator.zk.connection import close, connect
@@ -522,33 +523,32 @@ class BrokerSimulator:
 # --- as a process ----------------------------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m zk_fixtures.broker_sim", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("--controller", required=True, help="HOST:PORT of the controller listener")
-    parser.add_argument("--zookeeper", required=True, help="ZooKeeper connect string with the chroot")
-    parser.add_argument("--cluster-id", required=True)
-    parser.add_argument("--brokers", required=True, help="comma-separated broker ids")
-    parser.add_argument("--interval", type=float, default=0.5)
-    parser.add_argument("--own-timeout", type=float, default=6.0)
-    args = parser.parse_args(argv)
-    host, _, port = args.controller.rpartition(":")
-    ids = [int(b) for b in args.brokers.split(",") if b]
-    client = connect(args.zookeeper)
-    try:
-        listeners, racks = listeners_of(read_cluster(client, strict=False).image)
-    finally:
-        close(client)
+def run_simulator(
+    controller: tuple[str, int],
+    zookeeper: str,
+    image: ClusterImage,
+    broker_ids: Sequence[int],
+    *,
+    interval: float = 0.5,
+    own_timeout: float = 6.0,
+    auth: Sequence[str] = (),
+) -> None:
+    """Register ``broker_ids`` and drive them until SIGTERM/SIGINT; prints ``ready`` once registered.
+
+    Raises BadInputError (exit 2) when the controller refuses a registration, UnreachableError (3)
+    when it cannot be reached.
+    """
+    listeners, racks = listeners_of(image)
     sim = BrokerSimulator(
-        (host.strip("[]"), int(port)),
-        args.zookeeper,
-        args.cluster_id,
-        ids,
+        controller,
+        zookeeper,
+        image.cluster_id or "",
+        list(broker_ids),
         racks=racks,
         listeners=listeners,
-        interval_s=args.interval,
-        own_timeout_s=args.own_timeout,
+        interval_s=interval,
+        own_timeout_s=own_timeout,
+        zk_auth=auth[0] if auth else None,
     )
     done = threading.Event()
 
@@ -559,18 +559,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         codes = sim.register_all()
-        bad = {b: c for b, c in codes.items() if c != 0}
+        if all(c == -1 for c in codes.values()):
+            raise UnreachableError(f"cannot reach the controller at {controller[0]}:{controller[1]}")
+        bad = {b: name_of(c) for b, c in codes.items() if c != 0}
         if bad:
-            print(f"registration refused: {bad}", file=sys.stderr, flush=True)
-            return 1
+            raise BadInputError(f"the controller refused registrations: {bad}")
         sim.start()
         print(READY, flush=True)
         done.wait()
-    except ZkKraftError as e:
-        print(f"broker simulator: {e}", file=sys.stderr, flush=True)
-        return 1
     finally:
         sim.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m zk_fixtures.broker_sim", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--controller", required=True, help="HOST:PORT of the controller listener")
+    parser.add_argument("--zookeeper", required=True, help="ZooKeeper connect string with the chroot")
+    parser.add_argument(
+        "--brokers", default="", help="comma-separated broker ids (default: all in ZooKeeper)"
+    )
+    parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--own-timeout", type=float, default=6.0)
+    args = parser.parse_args(argv)
+    host, _, port = args.controller.rpartition(":")
+    try:
+        client = connect(args.zookeeper)
+        try:
+            image = read_cluster(client, strict=False).image
+        finally:
+            close(client)
+        ids = [int(b) for b in args.brokers.split(",") if b] or sorted(image.brokers)
+        run_simulator(
+            (host.strip("[]"), int(port)),
+            args.zookeeper,
+            image,
+            ids,
+            interval=args.interval,
+            own_timeout=args.own_timeout,
+        )
+    except ZkKraftError as e:
+        print(f"broker simulator: {e}", file=sys.stderr, flush=True)
+        return e.exit_code
     return 0
 
 
