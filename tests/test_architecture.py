@@ -1,0 +1,64 @@
+"""docs/architecture.md matches the code: every module is listed, and imports only point down."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ["migrator", "state_machine", "spark_audit", "zk_fixtures", "cli"]
+
+#: lowest first; a module may import from its own layer and those below (docs/architecture.md)
+LAYERS: list[list[str]] = [
+    ["migrator.errors", "migrator.model", "migrator.properties"],
+    ["migrator.kraft", "migrator.zk", "state_machine"],
+    ["migrator.migration", "migrator.controller", "migrator.metrics"],
+    ["spark_audit", "zk_fixtures"],
+    ["migrator.commands"],
+    ["cli"],
+]
+
+
+def layer_of(module: str) -> int | None:
+    best: tuple[int, int] | None = None
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > best[1]):
+                best = (i, len(p))
+    return None if best is None else best[0]
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for f in (ROOT / pkg).rglob("*.py"):
+            name = ".".join(f.relative_to(ROOT).with_suffix("").parts)
+            if name.endswith(".__init__"):
+                continue
+            out[name] = f
+    return out
+
+
+def test_every_module_is_in_a_layer_and_imports_point_down():
+    upward = []
+    for name, path in modules().items():
+        own = layer_of(name)
+        assert own is not None, f"{name} belongs to no layer: add it to docs/architecture.md and LAYERS"
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module]
+            else:
+                continue
+            for target in targets:
+                theirs = layer_of(target)
+                if theirs is not None and theirs > own:
+                    upward.append(f"{name} imports {target}")
+    assert not upward, "imports against the layering in docs/architecture.md:\n" + "\n".join(upward)
+
+
+def test_architecture_doc_lists_every_module():
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    missing = [name for name in modules() if f"`{name}`" not in doc]
+    assert not missing, f"docs/architecture.md does not list: {missing}"
