@@ -104,6 +104,10 @@ def load(
 
     Broker registrations and the ZK controller are ephemeral: hold them with `fixtures brokers` and the
     same spec flags.
+
+    \b
+    Example:
+      zk2kraft fixtures load -z 127.0.0.1:2181 --brokers 6 --topics 1000 --partitions 12
     """
     cluster_spec = _spec(spec)
     client = connect(zookeeper, auth=zk_auth, timeout=zk_timeout)
@@ -171,6 +175,10 @@ def brokers(
     """Hold the generated brokers' ephemeral registrations (and the ZK controller) until Ctrl-C/SIGTERM.
 
     One ZooKeeper session per broker, as real brokers have. Use the same spec flags as `fixtures load`.
+
+    \b
+    Example:
+      zk2kraft fixtures brokers -z 127.0.0.1:2181 --brokers 6 --topics 1000 --partitions 12 &
     """
     from zk_fixtures.brokers import BrokerSessions, hold_until_signal
     from zk_fixtures.generator import generate

@@ -199,6 +199,10 @@ def dump(log_dir: str, as_json: bool, from_offset: int, limit: int | None) -> No
 
     Like Kafka's `kafka-dump-log --cluster-metadata-decoder`. Pass a `.checkpoint` file to dump a
     snapshot (its offsets restart at 0).
+
+    \b
+    Example:
+      zk2kraft log dump -l /var/lib/kraft/metadata --json | head
     """
     path = _resolve(log_dir)
     console = _console() if _use_rich(as_json) else None
@@ -248,6 +252,10 @@ def verify(log_dir: str, as_json: bool) -> None:
     """Check CRC and framing of every batch in every segment and snapshot (exit 1 on damage).
 
     Each damaged place is named by file and byte offset. Nothing is modified.
+
+    \b
+    Example:
+      zk2kraft log verify -l /var/lib/kraft/metadata
     """
     report = verify_log(_resolve(log_dir))
     if as_json:
@@ -361,6 +369,10 @@ def image(log_dir: str, as_json: bool) -> None:
 
     Shows counts per kind, the migration state (Kafka's ZkMigrationState code and name), any open
     metadata transaction and the end offset.
+
+    \b
+    Example:
+      zk2kraft log image -l /var/lib/kraft/metadata
     """
     loaded, log_start, torn = _load_any(_resolve(log_dir))
     summary = _image_summary(loaded, log_start, torn)
@@ -429,6 +441,10 @@ def snapshot(log_dir: str, as_json: bool) -> None:
 
     With a metadata transaction still open, the snapshot ends where it began, so the transaction's
     records stay in the log after it.
+
+    \b
+    Example:
+      zk2kraft log snapshot -l /var/lib/kraft/metadata
     """
     path = _resolve(log_dir)
     if path.suffix in (".log", ".checkpoint") or path.is_file():

@@ -33,7 +33,12 @@ def zk() -> None:
 @_DATA_DIR
 @click.option("--port", type=int, default=None, help="Client port (default: a free one).")
 def start(data_dir: str, port: int | None) -> None:
-    """Start a standalone server on 127.0.0.1 and print its connect string."""
+    """Start a standalone server on 127.0.0.1 and print its connect string.
+
+    \b
+    Example:
+      export ZK2KRAFT_ZOOKEEPER=$(zk2kraft zk start)
+    """
     info = start_detached(data_dir, port=port)
     click.echo(info.connect_string)
 
@@ -41,7 +46,12 @@ def start(data_dir: str, port: int | None) -> None:
 @zk.command()
 @_DATA_DIR
 def stop(data_dir: str) -> None:
-    """Stop the server started with `zk start`."""
+    """Stop the server started with `zk start`.
+
+    \b
+    Example:
+      zk2kraft zk stop
+    """
     if stop_detached(data_dir):
         click.echo("stopped")
     else:
@@ -52,7 +62,12 @@ def stop(data_dir: str) -> None:
 @_DATA_DIR
 @json_option
 def status(data_dir: str, as_json: bool) -> None:
-    """Show whether the local server runs and what it reports (exit 3 when it does not)."""
+    """Show whether the local server runs and what it reports (exit 3 when it does not).
+
+    \b
+    Example:
+      zk2kraft zk status
+    """
     info = read_state(data_dir)
     srvr = four_letter(info.host, info.port, "srvr") if info else ""
     result = {
