@@ -1,0 +1,69 @@
+"""Every `zk2kraft ...` line in the runbook and the README names a real command and real options."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import click
+import pytest
+
+from cli.main import _register
+from cli.main import main as root
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ["docs/runbook.md", "README.md", "docs/ci.md", "docs/controller-protocol.md"]
+
+
+def command_lines(text: str) -> list[str]:
+    lines = []
+    for block in re.findall(r"```(?:sh|bash)?\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            line = line.split(" #")[0].strip().rstrip("&").strip()
+            if line.startswith("zk2kraft "):
+                lines.append(line)
+    return lines
+
+
+def options_of(cmd: click.Command) -> set[str]:
+    names = {"--help", "-h"}
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            names.update(p.opts)
+            names.update(p.secondary_opts)
+    return names
+
+
+def resolve(args: list[str]) -> tuple[click.Command, list[str], str]:
+    cmd: click.Command = root
+    path = "zk2kraft"
+    rest = list(args)
+    while isinstance(cmd, click.Group) and rest and not rest[0].startswith("-"):
+        sub = cmd.get_command(click.Context(cmd), rest[0])
+        assert sub is not None, f"`{path} {rest[0]}` is not a command"
+        path += f" {rest.pop(0)}"
+        cmd = sub
+    return cmd, rest, path
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_documented_command_lines_exist(doc):
+    _register()
+    lines = command_lines((ROOT / doc).read_text())
+    if doc == "docs/runbook.md":
+        assert len(lines) >= 15
+    for line in lines:
+        tokens = shlex.split(line.replace("$SPEC", "--brokers 6"))[1:]
+        cmd, rest, path = resolve(tokens)
+        known = options_of(cmd) | options_of(root)
+        for tok in rest:
+            if tok.startswith("-") and tok != "-":
+                name = tok.split("=", 1)[0]
+                assert name in known, f"{doc}: `{line}`: {path} has no option {name}"
+
+
+def test_a_wrong_option_is_caught():
+    _register()
+    cmd, rest, _ = resolve(["status", "--no-such-option"])
+    assert "--no-such-option" not in options_of(cmd)
