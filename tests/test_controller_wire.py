@@ -402,3 +402,57 @@ def test_close_stops_every_connection_thread():
         with pytest.raises(ControllerUnreachable):
             c.heartbeat(M.BrokerHeartbeatRequest(1, 2, 3, False, False))
     assert not [t for t in threading.enumerate() if t.name in ("zk2kraft-conn", "zk2kraft-listener")]
+
+
+def test_alter_replica_state_v0_bytes_follow_the_documented_schema():
+    """AlterReplicaState v0 as docs/controller-protocol.md documents it, written out by hand."""
+    req = M.AlterReplicaStateRequest(3, 55, 1, "io", [M.AlterReplicaStateTopic("t", [0, 4])])
+    data = wire.encode_request(M.ALTER_REPLICA_STATE, 0, 9, None, req)
+    expected = bytes.fromhex(
+        "2711 0000 00000009 ffff 00"  # apiKey 10001, v0, cid 9, null client id, header tags
+        "00000003"  # BrokerId
+        "0000000000000037"  # BrokerEpoch 55
+        "01"  # EventType offline
+        "03696f"  # EventReason "io"
+        "02"  # Topics: 1
+        "0274"  # Name "t"
+        "03"
+        "00000000"
+        "00000004"  # Partitions [0, 4]
+        "00"
+        "00"  # tagged fields: topic, request
+    )
+    assert data == struct.pack(">i", len(expected)) + expected
+    resp = M.AlterReplicaStateResponse(
+        0, [M.AlterReplicaStateTopicResponse("t", [M.AlterReplicaStatePartitionResponse(4, 3)])]
+    )
+    out = wire.encode_response(wire.RequestHeader(M.ALTER_REPLICA_STATE, 0, 9, None), resp)
+    expected = bytes.fromhex(
+        "00000009 00"  # response header v1: cid, tags
+        "00000000"  # ThrottleTimeMs
+        "0000"  # ErrorCode
+        "02"
+        "0274"  # Topics: 1, Name "t"
+        "02"
+        "00000004"
+        "0003"
+        "00"  # Partitions: (4, UNKNOWN_TOPIC_OR_PARTITION), tags
+        "00"
+        "00"  # tagged fields: topic, response
+    )
+    assert out == struct.pack(">i", len(expected)) + expected
+
+
+def test_stalled_half_frames_are_closed_and_free_their_slots():
+    """A slow-loris that fills every connection slot is cut off after request_timeout_s."""
+    with ControllerServer(Echo(), max_connections=4, request_timeout_s=0.5) as server:
+        stalled = [raw(server) for _ in range(4)]
+        for s in stalled:
+            s.sendall(b"\x00\x00")  # half a size prefix, then silence
+        time.sleep(0.2)
+        assert all(closed(s) for s in stalled)  # within the request timeout, not the idle timeout
+        assert server.closed_for_errors >= 4
+        with ControllerClient(*server.address, timeout_s=2) as c:
+            assert c.heartbeat(M.BrokerHeartbeatRequest(1, 2, 3, False, False)).error_code == 0
+        for s in stalled:
+            s.close()

@@ -1,7 +1,9 @@
 """The controller's Kafka-protocol listener: TCP, size-prefixed frames, one thread per connection.
 
 Each connection has its own thread, so a slow or hostile client (half a frame, then silence) holds up
-only itself; the handler serialises the requests that reach it. Responses go back in request order on
+only itself; once a frame has begun, the rest of it must arrive within ``request_timeout_s``, so stalled
+half-frames cannot hold connection slots for the (long) idle timeout. The handler serialises the
+requests that reach it. Responses go back in request order on
 each connection, as Kafka's clients expect. What the listener cannot answer it closes, as Kafka's
 SocketServer does: an unknown apiKey, an unsupported version (except ApiVersions, which gets
 UNSUPPORTED_VERSION and the supported ranges, KIP-511), a frame over the size limit, a malformed header
@@ -14,6 +16,7 @@ import logging
 import socket
 import struct
 import threading
+import time
 from typing import Any, Protocol
 
 from migrator.controller import kafka_errors as E
@@ -43,11 +46,13 @@ class ControllerServer:
         max_request_bytes: int = wire.MAX_FRAME_BYTES,
         max_connections: int = 256,
         idle_timeout_s: float = 600.0,
+        request_timeout_s: float = 30.0,
     ) -> None:
         self.handler = handler
         self.max_request_bytes = max_request_bytes
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
+        self.request_timeout_s = request_timeout_s
         self._sock = socket.create_server((host, port), family=_family(host), backlog=128)
         self.address: tuple[str, int] = self._sock.getsockname()[:2]
         self._stopping = threading.Event()
@@ -104,24 +109,28 @@ class ControllerServer:
 
     def _serve(self, conn: socket.socket) -> None:
         try:
-            conn.settimeout(self.idle_timeout_s)
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             while not self._stopping.is_set():
-                head = _recv_exactly(conn, 4)
-                if head is None:
+                conn.settimeout(self.idle_timeout_s)  # between requests: Kafka's connections.max.idle.ms
+                first = conn.recv(4)
+                if not first:
                     return
+                deadline = time.monotonic() + self.request_timeout_s
+                head = first + _recv_by(conn, 4 - len(first), deadline)
                 (size,) = _SIZE.unpack(head)
                 if size < 8 or size > self.max_request_bytes:
                     self._close_for(f"a request frame of {size} bytes (limit {self.max_request_bytes})")
                     return
-                body = _recv_exactly(conn, size)
-                if body is None:
-                    return
+                body = _recv_by(conn, size, deadline)
                 answer = self._answer(body)
                 if answer is None:
                     return
+                conn.settimeout(self.idle_timeout_s)  # a reader that never reads holds up only itself
                 conn.sendall(answer)
-        except (OSError, TimeoutError):
+        except TimeoutError:
+            self._close_for(f"a request frame not completed within {self.request_timeout_s}s, or idle")
+            return
+        except (OSError, EOFError):
             return
         finally:
             _shutdown(conn)
@@ -197,13 +206,17 @@ def _supported_by(handler: Any) -> dict[int, tuple[int, int]]:
     return table
 
 
-def _recv_exactly(conn: socket.socket, n: int) -> bytes | None:
-    """n bytes, or None when the peer closes first."""
+def _recv_by(conn: socket.socket, n: int, deadline: float) -> bytes:
+    """n bytes before ``deadline``; EOFError when the peer closes first, TimeoutError when late."""
     buf = bytearray()
     while len(buf) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        conn.settimeout(left)
         chunk = conn.recv(min(n - len(buf), 1 << 20))
         if not chunk:
-            return None
+            raise EOFError
         buf += chunk
     return bytes(buf)
 
