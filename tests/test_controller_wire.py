@@ -456,3 +456,44 @@ def test_stalled_half_frames_are_closed_and_free_their_slots():
             assert c.heartbeat(M.BrokerHeartbeatRequest(1, 2, 3, False, False)).error_code == 0
         for s in stalled:
             s.close()
+
+
+def test_error_numbers_are_kafkas():
+    """Every Kafka code the controller uses has the number kio generated from Kafka's Errors.java."""
+    from kio.schema.errors import ErrorCode
+
+    from migrator.controller import kafka_errors as E
+
+    ours = {name: code for code, name in E.NAMES.items() if name != "UNKNOWN_EVENT_TYPE"}
+    assert ours, "no codes found"
+    for name, code in ours.items():
+        assert ErrorCode[name.lower()].value == code, name
+    assert E.UNKNOWN_EVENT_TYPE not in {e.value for e in ErrorCode}  # outside Kafka's numbers
+
+
+def test_unknown_event_type_survives_the_wire():
+    """KIP-589's own error code (not a Kafka one) reaches the broker as itself, not as UNKNOWN_SERVER_ERROR."""
+    from migrator.controller import kafka_errors as E
+
+    resp = M.AlterReplicaStateResponse(E.UNKNOWN_EVENT_TYPE, [])
+    data = wire.encode_response(wire.RequestHeader(M.ALTER_REPLICA_STATE, 0, 1, None), resp)
+    assert wire.decode_response(M.ALTER_REPLICA_STATE, 0, data[4:])[1].error_code == E.UNKNOWN_EVENT_TYPE
+
+
+@pytest.mark.parametrize("dirs", [[], [DIR]])
+def test_broker_heartbeat_v1_bytes_follow_kafkas_schema(dirs):
+    """BrokerHeartbeatRequest v1 by hand from Kafka's JSON: OfflineLogDirs is tagged field 0, absent when empty."""
+    data = wire.encode_request(
+        M.BROKER_HEARTBEAT, 1, 2, "b", M.BrokerHeartbeatRequest(3, 55, 1234, False, True, dirs)
+    )
+    tags = "00" if not dirs else "01001102" + DIR.hex  # 1 tag: tag 0, 17 bytes, array of 1 uuid
+    expected = bytes.fromhex(
+        "003f 0001 00000002 0001 62 00"  # apiKey 63, v1, cid 2, client "b", header tags
+        "00000003"  # BrokerId
+        "0000000000000037"  # BrokerEpoch 55
+        "00000000000004d2"  # CurrentMetadataOffset 1234
+        "00"
+        "01" + tags  # WantFence, WantShutDown
+    )
+    assert data == struct.pack(">i", len(expected)) + expected
+    assert wire.decode_request(data[4:])[1].offline_log_dirs == dirs
