@@ -497,3 +497,62 @@ def test_broker_heartbeat_v1_bytes_follow_kafkas_schema(dirs):
     )
     assert data == struct.pack(">i", len(expected)) + expected
     assert wire.decode_request(data[4:])[1].offline_log_dirs == dirs
+
+
+def test_response_decoders_raise_only_wire_error_on_random_damage():
+    """The client decodes what a controller sends; a damaged answer is a WireError, nothing else."""
+    rng = random.Random(589)
+    frames = [(k, v, wire.encode_response(wire.RequestHeader(k, v, 1, None), r)[4:]) for k, v, r in RESPONSES]
+    failures = 0
+    for _ in range(3000):
+        k, v, good = rng.choice(frames)
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            action = rng.random()
+            if action < 0.4 and data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            elif action < 0.7:
+                del data[rng.randrange(len(data) + 1) :]
+            else:
+                data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        try:
+            wire.decode_response(k, v, bytes(data))
+        except wire.WireError:
+            failures += 1
+    assert failures > 100  # the damage was real
+
+
+# Frames found by fuzzing: each claims an array far longer than the frame. kio's native reader
+# allocates the claimed length first (hundreds of GB) and aborts the process; wire must refuse them.
+HUGE_ARRAY_FRAMES = [
+    "003800030000000100017800000000010000000000000065025b1c8e4a7f3d4c2a9e610d9a3b2c1f001e00000004"
+    "0000000703000000010000000000000065000000000200000000000000ca00010000000c000000ee7177d82d6a98d6aa8a0df62c",
+    "003e000000000001000178000000000317496b5678476c4c5a526d7558714733437738525133770f0e0d0c0b0a09080706"
+    "050403020100cbfd8fc7716935d3f83a7efa",
+]
+
+
+@pytest.mark.parametrize("hex_frame", HUGE_ARRAY_FRAMES)
+def test_a_huge_claimed_length_is_a_wire_error_not_an_abort(hex_frame):
+    import subprocess
+    import sys
+
+    code = (
+        "from migrator.controller import wire\n"
+        f"try:\n    wire.decode_request(bytes.fromhex({hex_frame!r}))\n"
+        "except wire.WireError as e:\n    print('WireError', e)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.startswith("WireError")
+
+
+def test_the_listener_survives_a_huge_claimed_length(listener):
+    server, _ = listener
+    for hex_frame in HUGE_ARRAY_FRAMES:
+        payload = bytes.fromhex(hex_frame)
+        with raw(server) as s:
+            s.sendall(struct.pack(">i", len(payload)) + payload)
+            assert closed(s)
+    with ControllerClient(*server.address) as c:
+        assert c.register_broker(registration(3)).error_code == 0

@@ -11,10 +11,13 @@ answers with header v0 so that a client of any version can read the error in it 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib
 import io
 import struct
+import types
+import typing
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,6 +136,140 @@ def _write(cls: type, obj: Any) -> bytes:
     return buf.getvalue()
 
 
+# --- bounds check before kio reads ---------------------------------------------------------------
+#
+# kio's native reader allocates an array's claimed length before it looks at the bytes: one damaged
+# length (a few bytes on the wire) makes it ask for hundreds of GB and abort the whole process, which
+# no `except` can catch. So every frame is walked here first, following the same entity classes, and
+# any length that cannot fit in the bytes left is a WireError before kio sees it.
+
+_FIXED = {
+    "int8": 1,
+    "bool": 1,
+    "int16": 2,
+    "uint16": 2,
+    "error_code": 2,
+    "int32": 4,
+    "uint32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "float64": 8,
+    "uuid": 16,
+}
+
+
+class _Cursor:
+    __slots__ = ("data", "end", "pos")
+
+    def __init__(self, data: bytes | memoryview, pos: int, end: int) -> None:
+        self.data, self.pos, self.end = data, pos, end
+
+    def take(self, n: int) -> int:
+        if n < 0 or self.pos + n > self.end:
+            raise WireError(f"a field of {n} bytes at offset {self.pos} runs past the frame ({self.end})")
+        at = self.pos
+        self.pos += n
+        return at
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        for _ in range(5):
+            (byte,) = struct.unpack_from(">B", self.data, self.take(1))
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+        raise WireError(f"a varint at offset {self.pos} is longer than 5 bytes")
+
+    def int16(self) -> int:
+        return int(struct.unpack_from(">h", self.data, self.take(2))[0])
+
+    def int32(self) -> int:
+        return int(struct.unpack_from(">i", self.data, self.take(4))[0])
+
+    def length(self, flexible: bool, wide: bool) -> int:
+        """A string's or array's length (-1 for null), checked to fit in what is left."""
+        n = self.uvarint() - 1 if flexible else (self.int32() if wide else self.int16())
+        if n < -1 or n > self.end - self.pos:
+            raise WireError(f"a length of {n} at offset {self.pos} does not fit in the frame")
+        return n
+
+    def tagged_fields(self, on_tag: Callable[[int, _Cursor], None] | None = None) -> None:
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            at = self.take(size)
+            if on_tag is not None:
+                on_tag(tag, _Cursor(self.data, at, at + size))
+
+
+def _unwrap(tp: Any) -> tuple[Any, bool]:
+    """The type inside ``X | None``, and whether None was allowed (Kafka's nullableVersions)."""
+    if typing.get_origin(tp) in (types.UnionType, typing.Union):
+        return next(a for a in typing.get_args(tp) if a is not type(None)), True
+    return tp, False
+
+
+def _scan_value(cur: _Cursor, tp: Any, kafka_type: str | None, flexible: bool) -> None:
+    tp, nullable = _unwrap(tp)
+
+    def length(wide: bool) -> int:
+        n = cur.length(flexible, wide)
+        if n == -1 and not nullable:
+            raise WireError(f"a null at offset {cur.pos} where the schema allows none")
+        return max(n, 0)
+
+    if typing.get_origin(tp) is tuple:
+        inner = typing.get_args(tp)[0]
+        for _ in range(length(wide=True)):
+            _scan_value(cur, inner, kafka_type, flexible)
+    elif dataclasses.is_dataclass(tp):
+        if nullable:  # a nullable struct: an int8 marker, -1 for null
+            (marker,) = struct.unpack_from(">b", cur.data, cur.take(1))
+            if marker < 0:
+                return
+        _scan_entity(cur, tp)
+    elif kafka_type in _FIXED:
+        cur.take(_FIXED[kafka_type])
+    elif kafka_type == "string":
+        cur.take(length(wide=False))
+    elif kafka_type in ("bytes", "records"):
+        cur.take(length(wide=True))
+    else:
+        raise WireError(f"cannot check a field of Kafka type {kafka_type!r}")
+
+
+def _scan_entity(cur: _Cursor, cls: Any) -> None:
+    flexible = bool(cls.__flexible__)
+    tagged: dict[int, dataclasses.Field[Any]] = {}
+    for f in dataclasses.fields(cls):
+        if "tag" in f.metadata:
+            tagged[int(f.metadata["tag"])] = f
+        else:
+            _scan_value(cur, f.type, f.metadata.get("kafka_type"), flexible)
+    if flexible:
+
+        def on_tag(tag: int, sub: _Cursor) -> None:
+            f = tagged.get(tag)
+            if f is not None:
+                _scan_value(sub, f.type, f.metadata.get("kafka_type"), flexible)
+
+        cur.tagged_fields(on_tag)
+
+
+def _check_request_header(data: bytes | memoryview, flexible: bool) -> None:
+    cur = _Cursor(data, 0, len(data))
+    cur.take(8)  # apiKey, apiVersion, correlationId
+    cur.take(max(cur.length(False, wide=False), 0))  # ClientId: a legacy string even in header v2
+    if flexible:
+        cur.tagged_fields()
+
+
+def _check_body(cls: Any, data: bytes | memoryview, pos: int) -> None:
+    _scan_entity(_Cursor(data, pos, len(data)), cls)
+
+
 # --- headers ---------------------------------------------------------------------------------------
 
 
@@ -157,6 +294,7 @@ def decode_request_header(frame: bytes | memoryview) -> tuple[RequestHeader, int
     served = SUPPORTED.get(api_key)
     flexible = served is not None and served[0] <= version <= served[1] and is_flexible(api_key, version)
     cls = RequestHeaderV2 if flexible else RequestHeaderV1
+    _check_request_header(frame, flexible)
     header, size = _read(cls, frame, 0)
     return RequestHeader(api_key, version, int(header.correlation_id), header.client_id), size
 
@@ -196,6 +334,7 @@ def decode_request(frame_bytes: bytes | memoryview) -> tuple[RequestHeader, Any]
     if not served[0] <= header.api_version <= served[1]:
         raise WireError(f"{NAMES[header.api_key]} v{header.api_version} is not supported")
     req_cls, _ = _classes(header.api_key, header.api_version)
+    _check_body(req_cls, frame_bytes, pos)
     body, size = _read(req_cls, frame_bytes, pos)
     if pos + size != len(frame_bytes):
         raise WireError(
@@ -410,6 +549,9 @@ def encode_response(header: RequestHeader, resp: Any) -> bytes:
 def decode_response(api_key: int, version: int, frame_bytes: bytes | memoryview) -> tuple[int, Any]:
     """A response frame (without its size) → (correlation id, normalised response). Raises WireError."""
     if api_key != M.API_VERSIONS and is_flexible(api_key, version):
+        cur = _Cursor(frame_bytes, 0, len(frame_bytes))
+        cur.take(4)
+        cur.tagged_fields()
         hdr, pos = _read(ResponseHeaderV1, frame_bytes, 0)
     else:
         hdr, pos = _read(ResponseHeaderV0, frame_bytes, 0)
@@ -420,6 +562,7 @@ def decode_response(api_key: int, version: int, frame_bytes: bytes | memoryview)
         if code == E.UNSUPPORTED_VERSION:
             resp_cls = _classes(api_key, 0)[1]
             version = 0
+    _check_body(resp_cls, frame_bytes, pos)
     body, size = _read(resp_cls, frame_bytes, pos)
     return int(hdr.correlation_id), _response_from_kio(api_key, version, body)
 
