@@ -67,3 +67,21 @@ def test_a_wrong_option_is_caught():
     _register()
     cmd, rest, _ = resolve(["status", "--no-such-option"])
     assert "--no-such-option" not in options_of(cmd)
+
+
+def test_runbook_covers_every_phase_command():
+    """The runbook shows a command line for each step an operator takes, not only prose about them."""
+    _register()
+    lines = command_lines((ROOT / "docs/runbook.md").read_text())
+    used = {resolve(shlex.split(line)[1:])[2].split()[1] for line in lines}
+    wanted = {"check", "plan", "controller", "migrate", "status", "admin", "audit", "finalize", "rollback"}
+    assert wanted <= used, f"docs/runbook.md shows no command line for: {sorted(wanted - used)}"
+
+
+def test_runbook_exit_codes_match_errors_module():
+    from migrator import errors
+
+    text = (ROOT / "docs/runbook.md").read_text()
+    documented = {int(n) for n in re.findall(r"\*\*(\d)\*\* ", text.split("## Phase 0")[0])}
+    codes = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
+    assert documented == codes
