@@ -211,10 +211,14 @@ def _unwrap(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _scan_value(cur: _Cursor, tp: Any, kafka_type: str | None, flexible: bool) -> None:
+_Step = Callable[[_Cursor], None]
+
+
+def _value_step(tp: Any, kafka_type: str | None, flexible: bool) -> _Step:
+    """A checker for one field, built once per entity class (the walk runs on every request)."""
     tp, nullable = _unwrap(tp)
 
-    def length(wide: bool) -> int:
+    def length(cur: _Cursor, wide: bool) -> int:
         n = cur.length(flexible, wide)
         if n == -1 and not nullable:
             raise WireError(f"a null at offset {cur.pos} where the schema allows none")
@@ -222,40 +226,64 @@ def _scan_value(cur: _Cursor, tp: Any, kafka_type: str | None, flexible: bool) -
 
     if typing.get_origin(tp) is tuple:
         inner = typing.get_args(tp)[0]
-        for _ in range(length(wide=True)):
-            _scan_value(cur, inner, kafka_type, flexible)
-    elif dataclasses.is_dataclass(tp):
-        if nullable:  # a nullable struct: an int8 marker, -1 for null
-            (marker,) = struct.unpack_from(">b", cur.data, cur.take(1))
-            if marker < 0:
-                return
-        _scan_entity(cur, tp)
-    elif kafka_type in _FIXED:
-        cur.take(_FIXED[kafka_type])
-    elif kafka_type == "string":
-        cur.take(length(wide=False))
-    elif kafka_type in ("bytes", "records"):
-        cur.take(length(wide=True))
-    else:
-        raise WireError(f"cannot check a field of Kafka type {kafka_type!r}")
+        size = _FIXED.get(kafka_type or "") if not dataclasses.is_dataclass(inner) else None
+        if size is not None:
+
+            def fixed_array(cur: _Cursor) -> None:
+                cur.take(length(cur, True) * size)
+
+            return fixed_array
+        item = _value_step(inner, kafka_type, flexible)
+
+        def array(cur: _Cursor) -> None:
+            for _ in range(length(cur, True)):
+                item(cur)
+
+        return array
+    if dataclasses.is_dataclass(tp):
+        if nullable:
+            raise WireError(f"nullable struct {tp.__name__} is not supported")
+        return lambda cur: _entity_step(tp)(cur)
+    if kafka_type in _FIXED:
+        size = _FIXED[kafka_type]
+        return lambda cur: cur.take(size) and None
+    if kafka_type == "string":
+        return lambda cur: cur.take(length(cur, False)) and None
+    if kafka_type in ("bytes", "records"):
+        return lambda cur: cur.take(length(cur, True)) and None
+    raise WireError(f"cannot check a field of Kafka type {kafka_type!r}")
 
 
-def _scan_entity(cur: _Cursor, cls: Any) -> None:
+_ENTITY_STEPS: dict[Any, _Step] = {}
+
+
+def _entity_step(cls: Any) -> _Step:
+    found = _ENTITY_STEPS.get(cls)
+    if found is not None:
+        return found
     flexible = bool(cls.__flexible__)
-    tagged: dict[int, dataclasses.Field[Any]] = {}
+    steps: list[_Step] = []
+    tagged: dict[int, _Step] = {}
     for f in dataclasses.fields(cls):
+        step = _value_step(f.type, f.metadata.get("kafka_type"), flexible)
         if "tag" in f.metadata:
-            tagged[int(f.metadata["tag"])] = f
+            tagged[int(f.metadata["tag"])] = step
         else:
-            _scan_value(cur, f.type, f.metadata.get("kafka_type"), flexible)
-    if flexible:
+            steps.append(step)
 
-        def on_tag(tag: int, sub: _Cursor) -> None:
-            f = tagged.get(tag)
-            if f is not None:
-                _scan_value(sub, f.type, f.metadata.get("kafka_type"), flexible)
+    def on_tag(tag: int, sub: _Cursor) -> None:
+        step = tagged.get(tag)
+        if step is not None:
+            step(sub)
 
-        cur.tagged_fields(on_tag)
+    def entity(cur: _Cursor) -> None:
+        for step in steps:
+            step(cur)
+        if flexible:
+            cur.tagged_fields(on_tag)
+
+    _ENTITY_STEPS[cls] = entity
+    return entity
 
 
 def _check_request_header(data: bytes | memoryview, flexible: bool) -> None:
@@ -267,7 +295,7 @@ def _check_request_header(data: bytes | memoryview, flexible: bool) -> None:
 
 
 def _check_body(cls: Any, data: bytes | memoryview, pos: int) -> None:
-    _scan_entity(_Cursor(data, pos, len(data)), cls)
+    _entity_step(cls)(_Cursor(data, pos, len(data)))
 
 
 # --- headers ---------------------------------------------------------------------------------------
