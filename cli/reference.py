@@ -32,21 +32,26 @@ def _commands(group: click.Group, prefix: str) -> Iterator[tuple[str, click.Comm
             yield from _commands(cmd, path)
 
 
-def _option_row(param: click.Parameter) -> str | None:
+def _option_row(param: click.Parameter, ctx: click.Context) -> str | None:
     if not isinstance(param, click.Option) or param.hidden:
         return None
     names = ", ".join(f"`{n}`" for n in [*param.opts, *param.secondary_opts])
     if param.is_flag:
         kind = "flag"
-    elif param.metavar:
-        kind = param.metavar
     else:
-        kind = param.type.name.upper()
+        kind = param.make_metavar(ctx)  # what --help shows: the metavar, or a Choice's [a|b|c]
     if param.multiple:
         kind += " (repeatable)"
+    kind = kind.replace("|", "\\|")
     default = ""
-    if param.show_default and param.default not in (None, False, ()) and not callable(param.default):
-        default = f"`{param.default}`"
+    if isinstance(param.show_default, str):  # e.g. the fixtures' defaults, resolved later in code
+        default = f"`{param.show_default}`"
+    elif param.show_default is not False:
+        value = param.get_default(ctx, call=False)
+        # click 8.3 marks "no default" with a sentinel object rather than None
+        unset = value in (None, "", ()) or value is False or type(value).__name__ == "Sentinel"
+        if not unset and not callable(value):
+            default = f"`{value}`"
     env = param.envvar if isinstance(param.envvar, str) else ", ".join(param.envvar or [])
     helptext = " ".join((param.help or "").split()).replace("|", "\\|")
     if param.required:
@@ -73,7 +78,8 @@ def render(root: click.Group, name: str = "zk2kraft") -> str:
         out.append("```\n" + _usage(cmd, path) + "\n```\n")
         if cmd.help:
             out.append(_help_text(cmd.help) + "\n")
-        rows = [r for r in (_option_row(p) for p in cmd.params) if r]
+        ctx = click.Context(cmd, info_name=path)
+        rows = [r for r in (_option_row(p, ctx) for p in cmd.params) if r]
         args = [p for p in cmd.params if isinstance(p, click.Argument)]
         if args:
             out.append("Arguments: " + ", ".join(f"`{a.human_readable_name}`" for a in args) + "\n")

@@ -37,3 +37,13 @@ def test_every_command_is_in_the_reference():
     doc = (ROOT / "docs" / "cli.md").read_text()
     for path, _ in _commands(root, "zk2kraft"):
         assert f"## {path}\n" in doc
+
+
+def test_reference_shows_types_defaults_and_envvars():
+    """An operator reads defaults and choices in the reference, not only in --help."""
+    _register()
+    doc = render(root)
+    assert "| `--zk-timeout` | FLOAT | `10.0` | `ZK2KRAFT_ZK_TIMEOUT` |" in doc
+    assert "| `--from-offset` | INTEGER RANGE | `0` |" in doc  # a default of 0 is still a default
+    assert "| `--phase` | [copy\\|dual-write\\|finalized] |" in doc
+    assert "Sentinel" not in doc and "``" not in doc.replace("```", "")
