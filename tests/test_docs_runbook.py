@@ -35,6 +35,24 @@ def options_of(cmd: click.Command) -> set[str]:
     return names
 
 
+def choices_of(cmd: click.Command, name: str) -> list[str]:
+    for p in cmd.params:
+        if isinstance(p, click.Option) and name in p.opts and isinstance(p.type, click.Choice):
+            return [str(c) for c in p.type.choices]
+    return []
+
+
+def envvars_of(cmd: click.Command) -> set[str]:
+    names: set[str] = set()
+    for p in cmd.params:
+        if isinstance(p, click.Option) and p.envvar:
+            names.update([p.envvar] if isinstance(p.envvar, str) else p.envvar)
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            names |= envvars_of(sub)
+    return names
+
+
 def resolve(args: list[str]) -> tuple[click.Command, list[str], str]:
     cmd: click.Command = root
     path = "zk2kraft"
@@ -57,10 +75,13 @@ def test_documented_command_lines_exist(doc):
         tokens = shlex.split(line.replace("$SPEC", "--brokers 6"))[1:]
         cmd, rest, path = resolve(tokens)
         known = options_of(cmd) | options_of(root)
-        for tok in rest:
+        for i, tok in enumerate(rest):
             if tok.startswith("-") and tok != "-":
                 name = tok.split("=", 1)[0]
                 assert name in known, f"{doc}: `{line}`: {path} has no option {name}"
+                choices = choices_of(cmd, name)
+                if choices and i + 1 < len(rest):
+                    assert rest[i + 1] in choices, f"{doc}: `{line}`: {name} takes one of {choices}"
 
 
 def test_a_wrong_option_is_caught():
@@ -85,3 +106,19 @@ def test_runbook_exit_codes_match_errors_module():
     documented = {int(n) for n in re.findall(r"\*\*(\d)\*\* ", text.split("## Phase 0")[0])}
     codes = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
     assert documented == codes
+
+
+@pytest.mark.parametrize("doc", ["docs/runbook.md", "README.md"])
+def test_documented_environment_variables_exist(doc):
+    """An exported ZK2KRAFT_* name that no option reads would silently do nothing."""
+    _register()
+    known = envvars_of(root)
+    named = set(re.findall(r"\bZK2KRAFT_[A-Z_]+\b", (ROOT / doc).read_text()))
+    assert named <= known, f"{doc} names environment variables no option reads: {sorted(named - known)}"
+
+
+def test_a_wrong_choice_is_caught():
+    _register()
+    audit, _, _ = resolve(["audit"])
+    assert "dual-write" in choices_of(audit, "--phase")
+    assert "finalised" not in choices_of(audit, "--phase")
