@@ -47,3 +47,26 @@ def test_reference_shows_types_defaults_and_envvars():
     assert "| `--from-offset` | INTEGER RANGE | `0` |" in doc  # a default of 0 is still a default
     assert "| `--phase` | [copy\\|dual-write\\|finalized] |" in doc
     assert "Sentinel" not in doc and "``" not in doc.replace("```", "")
+
+
+def test_shell_completion_scripts_and_answers():
+    """`eval "$(_ZK2KRAFT_COMPLETE=bash_source zk2kraft)"` (README) gives a script; it completes commands."""
+    import os
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-c", "from cli.main import entry; entry()"]
+    env = {**os.environ, "_ZK2KRAFT_COMPLETE": "bash_source"}
+    script = subprocess.run(base, env=env, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert script.returncode == 0 and "_ZK2KRAFT_COMPLETE=bash_complete" in script.stdout
+    env = {
+        **os.environ,
+        "_ZK2KRAFT_COMPLETE": "bash_complete",
+        "COMP_WORDS": "zk2kraft contr",
+        "COMP_CWORD": "1",
+    }
+    answer = subprocess.run(base, env=env, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert "plain,controller" in answer.stdout.splitlines()
+    env["COMP_WORDS"], env["COMP_CWORD"] = "zk2kraft status --wa", "2"
+    answer = subprocess.run(base, env=env, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert "plain,--watch" in answer.stdout.splitlines()
