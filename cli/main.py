@@ -159,4 +159,10 @@ def run(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Line by line even into a pipe or file: a long-running controller under systemd or in a CI log
+    # would otherwise hold its progress lines in a buffer for minutes.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(line_buffering=True)
     sys.exit(run())

@@ -240,7 +240,18 @@ def run_migrate(
         def confirm(question: str) -> bool:
             return click.confirm(question, default=False, err=True)
 
-    say = (lambda text: err.print(f"[dim]{escape(text)}[/dim]")) if interactive else None
+    say: Callable[[str], None] | None = None
+    if interactive:
+
+        def say(text: str) -> None:
+            err.print(f"[dim]{escape(text)}[/dim]")
+
+    elif (follow or listen) and not as_json:
+        # a long-running controller without a terminal (systemd, a CI log): its progress as plain
+        # lines on stderr, so whoever tails the log sees it listen, brokers register, the copy run
+        def say(text: str) -> None:
+            click.echo(f"zk2kraft: {text}", err=True)
+
     metrics_listen = click.get_current_context().meta.get("zk2kraft.metrics_listen")
     metrics = MigrationMetrics() if metrics_listen else None
     if metrics is not None:
