@@ -244,28 +244,14 @@ def simulate_brokers(
       zk2kraft controller --listen 127.0.0.1:9093 --zookeeper localhost:2181/kafka &
       zk2kraft fixtures simulate-brokers --controller 127.0.0.1:9093 --zookeeper localhost:2181/kafka
     """
-    from migrator.errors import BadInputError
-    from migrator.zk.connection import close, connect
-    from migrator.zk.reader import read_cluster
     from zk_fixtures.broker_sim import run_simulator
 
-    host, sep, port = controller.rpartition(":")
-    if not sep or not port.isdigit():
-        raise BadInputError(f"--controller {controller!r}: expected HOST:PORT")
-    client = connect(zookeeper, auth=zk_auth, timeout=zk_timeout)
-    try:
-        image = read_cluster(client, strict=False).image
-    finally:
-        close(client)
-    ids = [int(b) for b in broker_ids.split(",") if b.strip()] if broker_ids else sorted(image.brokers)
-    if not ids:
-        raise BadInputError("no brokers to simulate: ZooKeeper has none registered and --brokers is empty")
     run_simulator(
-        (host.strip("[]"), int(port)),
+        controller,
         zookeeper,
-        image,
-        ids,
+        [int(b) for b in broker_ids.split(",") if b.strip()] if broker_ids else (),
         interval=interval,
         own_timeout=own_timeout,
         auth=zk_auth,
+        zk_timeout=zk_timeout,
     )

@@ -348,7 +348,7 @@ class BrokerSimulator:
         interval_s: float = 0.5,
         own_timeout_s: float = 6.0,
         lag_rounds: int = 6,
-        zk_auth: str | None = None,
+        zk_auth: Sequence[str] = (),
     ) -> None:
         self.controller = controller
         self.zookeeper = zookeeper
@@ -383,7 +383,7 @@ class BrokerSimulator:
 
     def refresh(self) -> dict[Key, PartitionView]:
         if self._zk is None:
-            self._zk = connect(self.zookeeper, auth=[self.zk_auth] if self.zk_auth else ())
+            self._zk = connect(self.zookeeper, auth=self.zk_auth)
         fresh = read_partitions(self._zk)
         for key, view in fresh.items():
             known = self._known.get(key)
@@ -524,31 +524,45 @@ class BrokerSimulator:
 
 
 def run_simulator(
-    controller: tuple[str, int],
+    controller: str,
     zookeeper: str,
-    image: ClusterImage,
-    broker_ids: Sequence[int],
+    broker_ids: Sequence[int] = (),
     *,
     interval: float = 0.5,
     own_timeout: float = 6.0,
     auth: Sequence[str] = (),
+    zk_timeout: float = 10.0,
 ) -> None:
-    """Register ``broker_ids`` and drive them until SIGTERM/SIGINT; prints ``ready`` once registered.
+    """Register ``broker_ids`` (default: every broker ZooKeeper knows) with the controller at
+    ``controller`` (HOST:PORT) and drive them until SIGTERM/SIGINT; prints ``ready`` once registered.
 
-    Raises BadInputError (exit 2) when the controller refuses a registration, UnreachableError (3)
-    when it cannot be reached.
+    Each registers the endpoints and rack of its ZooKeeper registration. Raises BadInputError (exit
+    2) for a bad address, no brokers, or a refused registration; UnreachableError (3) when the
+    controller or ZooKeeper cannot be reached.
     """
+    host, sep, port = controller.rpartition(":")
+    if not sep or not port.isdigit():
+        raise BadInputError(f"--controller {controller!r}: expected HOST:PORT")
+    address = (host.strip("[]"), int(port))
+    client = connect(zookeeper, auth=auth, timeout=zk_timeout)
+    try:
+        image = read_cluster(client, strict=False).image
+    finally:
+        close(client)
+    ids = list(broker_ids) or sorted(image.brokers)
+    if not ids:
+        raise BadInputError("no brokers to simulate: ZooKeeper has none registered and --brokers is empty")
     listeners, racks = listeners_of(image)
     sim = BrokerSimulator(
-        controller,
+        address,
         zookeeper,
         image.cluster_id or "",
-        list(broker_ids),
+        ids,
         racks=racks,
         listeners=listeners,
         interval_s=interval,
         own_timeout_s=own_timeout,
-        zk_auth=auth[0] if auth else None,
+        zk_auth=auth,
     )
     done = threading.Event()
 
@@ -560,7 +574,7 @@ def run_simulator(
     try:
         codes = sim.register_all()
         if all(c == -1 for c in codes.values()):
-            raise UnreachableError(f"cannot reach the controller at {controller[0]}:{controller[1]}")
+            raise UnreachableError(f"cannot reach the controller at {controller}")
         bad = {b: name_of(c) for b, c in codes.items() if c != 0}
         if bad:
             raise BadInputError(f"the controller refused registrations: {bad}")
@@ -583,19 +597,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--own-timeout", type=float, default=6.0)
     args = parser.parse_args(argv)
-    host, _, port = args.controller.rpartition(":")
     try:
-        client = connect(args.zookeeper)
-        try:
-            image = read_cluster(client, strict=False).image
-        finally:
-            close(client)
-        ids = [int(b) for b in args.brokers.split(",") if b] or sorted(image.brokers)
         run_simulator(
-            (host.strip("[]"), int(port)),
+            args.controller,
             args.zookeeper,
-            image,
-            ids,
+            [int(b) for b in args.brokers.split(",") if b.strip()],
             interval=args.interval,
             own_timeout=args.own_timeout,
         )
