@@ -57,7 +57,7 @@ from migrator.migration.admin import (
     reply_of,
     writer_lock_held,
 )
-from migrator.migration.facts import Facts, gather, gather_zk, log_exists, require_own_log
+from migrator.migration.facts import Facts, gather, gather_zk, log_exists, read_znode, require_own_log
 from migrator.migration.faults import CrashPointWriter, crash_point
 from migrator.migration.zk_sync import Repair, SyncReport, ZkSyncer
 from migrator.model import ClusterImage, MigrationZnode
@@ -710,13 +710,10 @@ def _assignment_brokers(client: KazooClient) -> set[int]:
     ids: set[int] = set()
     for name in names:
         path = P.topic_path(name)
-        try:
-            data, _ = retry_transient(lambda p=path: client.get(p), f"reading {path}")
-        except NoNodeError:
+        node = read_znode(client, path)
+        if node is None:
             continue
-        except NoAuthError:
-            raise permission_denied(path) from None
-        topic = codec.decode_topic(path, data)
+        topic = codec.decode_topic(path, node[0])
         for replicas in (*topic.partitions.values(), *topic.adding_replicas.values()):
             ids.update(replicas)
     return ids
@@ -1032,13 +1029,9 @@ def _live_brokers(client: KazooClient, ids: Sequence[int]) -> dict[int, str | No
     out: dict[int, str | None] = {}
     for broker_id in ids:
         path = P.broker_path(broker_id)
-        try:
-            data, _ = retry_transient(lambda p=path: client.get(p), f"reading {path}")
-        except NoNodeError:
-            continue
-        except NoAuthError:
-            raise permission_denied(path) from None
-        out[broker_id] = codec.decode_broker(path, data, broker_id).rack
+        node = read_znode(client, path)
+        if node is not None:
+            out[broker_id] = codec.decode_broker(path, node[0], broker_id).rack
     return out
 
 

@@ -134,7 +134,8 @@ def read_log_facts(
     return facts
 
 
-def _get(client: KazooClient, path: str) -> tuple[bytes, object] | None:
+def read_znode(client: KazooClient, path: str) -> tuple[bytes, object] | None:
+    """(data, stat) of ``path`` with transient errors retried; None when it does not exist."""
     try:
         return retry_transient(lambda: client.get(path), f"reading {path}")  # type: ignore[no-any-return]
     except NoNodeError:
@@ -146,14 +147,14 @@ def _get(client: KazooClient, path: str) -> tuple[bytes, object] | None:
 def gather_zk(client: KazooClient) -> ZkFacts:
     """/cluster/id, /controller, /controller_epoch, /migration and the live broker registrations."""
     zk = ZkFacts()
-    node = _get(client, P.CLUSTER_ID)
+    node = read_znode(client, P.CLUSTER_ID)
     if node is not None:
         zk.cluster_id = codec.decode_cluster_id(P.CLUSTER_ID, node[0])
-    node = _get(client, P.CONTROLLER_EPOCH)
+    node = read_znode(client, P.CONTROLLER_EPOCH)
     if node is not None:
         zk.zk_controller_epoch = codec.decode_controller_epoch(P.CONTROLLER_EPOCH, node[0])
         zk.controller_epoch_zk_version = node[1].version  # type: ignore[attr-defined]
-    node = _get(client, P.CONTROLLER)
+    node = read_znode(client, P.CONTROLLER)
     if node is not None:
         data, stat = node
         zk.controller = codec.decode_controller(P.CONTROLLER, data, ephemeral=stat.ephemeralOwner != 0)  # type: ignore[attr-defined]
