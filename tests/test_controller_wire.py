@@ -175,19 +175,25 @@ def test_a_topic_without_the_versions_key_is_refused_before_sending():
         wire.encode_request(M.ALTER_PARTITION, 0, 1, None, alter_partition(2))
 
 
+def damaged(rng: random.Random, frame: bytes) -> bytearray:
+    """``frame`` with 1-4 random flips, truncations or appended garbage (the fuzz tests' mutation)."""
+    data = bytearray(frame)
+    for _ in range(rng.randint(1, 4)):
+        action = rng.random()
+        if action < 0.4 and data:
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        elif action < 0.7:
+            del data[rng.randrange(len(data) + 1) :]
+        else:
+            data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+    return data
+
+
 def test_decoders_raise_only_wire_error_on_random_damage():
     rng = random.Random(866)
     frames = [wire.encode_request(k, v, 1, "x", r)[4:] for k, v, r in REQUESTS]
     for _ in range(3000):
-        data = bytearray(rng.choice(frames))
-        for _ in range(rng.randint(1, 4)):
-            action = rng.random()
-            if action < 0.4 and data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-            elif action < 0.7:
-                del data[rng.randrange(len(data) + 1) :]
-            else:
-                data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        data = damaged(rng, rng.choice(frames))
         try:
             wire.decode_request(bytes(data))
         except wire.WireError:
@@ -506,15 +512,7 @@ def test_response_decoders_raise_only_wire_error_on_random_damage():
     failures = 0
     for _ in range(3000):
         k, v, good = rng.choice(frames)
-        data = bytearray(good)
-        for _ in range(rng.randint(1, 4)):
-            action = rng.random()
-            if action < 0.4 and data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-            elif action < 0.7:
-                del data[rng.randrange(len(data) + 1) :]
-            else:
-                data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        data = damaged(rng, good)
         try:
             wire.decode_response(k, v, bytes(data))
         except wire.WireError:
