@@ -27,7 +27,8 @@ system-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless >/dev/null; \
 	fi
 
-$(STAMP): pyproject.toml
+# setup.py builds migrator/kraft/_speedups.c in place: a changed C file reinstalls (and recompiles).
+$(STAMP): pyproject.toml setup.py migrator/kraft/_speedups.c
 	@"$(PYTHON)" -c 'import sys; assert sys.version_info >= (3, 11), "zk2kraft needs Python >= 3.11"'
 	test -x $(PY) || "$(PYTHON)" -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -39,4 +40,4 @@ bench: deps
 	$(PY) bench/log_codec.py
 
 clean:
-	rm -rf $(VENV) .zk2kraft build *.egg-info
+	rm -rf $(VENV) .zk2kraft build *.egg-info migrator/kraft/_speedups.*.so

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import operator
+import os
 import struct
 import uuid
 from collections.abc import Callable, Iterable
@@ -874,6 +875,85 @@ _BUILDERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
 CONTROL_DECODERS: dict[tuple[str, int], Decoder] = {k: _ns[n] for k, n in _control_dec_names.items()}
 CONTROL_ENCODERS: dict[tuple[str, int], Encoder] = {k: _ns[n] for k, n in _control_enc_names.items()}
 GENERATED_SOURCE: str = _compiler.source
+
+
+# ----------------------------------------------------------------------------------------------
+# Plans for the native packer
+#
+# `_speedups.c` packs records in C but knows nothing of Kafka's schemas: each (apiKey, version) gets a
+# plan derived here from the same declarations -- frame prefix, untagged field names in wire order,
+# one operation byte per field, and the tagged fields that must hold their defaults. A record that
+# does not fit its plan exactly is left to the Python encoders, which stay the reference.
+
+_NATIVE_OPS = {
+    "int8": "b",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "int64": "q",
+    "float64": "d",
+    "bool": "?",
+    "uuid": "u",
+}
+
+
+def native_plan(schema: RecordSchema, version: int) -> tuple[Any, ...] | None:
+    """The packer's plan for one record version, or None when its layout is beyond the packer."""
+    names: list[str] = []
+    ops: list[str] = []
+    tagged: list[tuple[str, bytes, Any]] = []
+    for f in schema.fields_in(version):
+        if f.is_tagged_in(version):
+            d = f.default()
+            kind = b"n" if d is None else b"e" if isinstance(d, list) else b"="
+            tagged.append((f.name, kind, d))  # the same test as _equals_default
+            continue
+        if f.is_struct:
+            return None
+        nullable = f.is_nullable_in(version)
+        et = f.element_type
+        if f.is_array:
+            if nullable or et not in _NATIVE_OPS:
+                return None
+            ops.append("a" + _NATIVE_OPS[et])
+        elif et in _NATIVE_OPS:
+            ops.append(_NATIVE_OPS[et])
+        elif et in ("string", "bytes"):
+            ops.append(("S" if nullable else "s") if et == "string" else ("Y" if nullable else "y"))
+        else:
+            return None
+        names.append(f.name)
+    assert schema.api_key is not None
+    return (_frame(schema.api_key, version), tuple(names), "".join(ops).encode(), tuple(tagged))
+
+
+def _native_plans() -> tuple[Any, ...]:
+    """plans[apiKey][version] -> plan or None, the table `_speedups.configure` takes."""
+    top = max(s.api_key or 0 for s in SCHEMAS.values())
+    table: list[Any] = [None] * (top + 1)
+    for s in SCHEMAS.values():
+        assert s.api_key is not None
+        table[s.api_key] = tuple(
+            native_plan(s, v) if s.has_version(v) else None for v in range(s.max_version + 1)
+        )
+    return tuple(table)
+
+
+def _load_native() -> Callable[[Any, int], tuple[bytes, int]] | None:
+    """The native packer's pack_records, or None: not built, or ZK2KRAFT_PURE_PYTHON=1 in the environment."""
+    if os.environ.get("ZK2KRAFT_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from migrator.kraft import _speedups  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    _speedups.configure(MetadataRecord, uuid.UUID, UNKNOWN_TAGGED_FIELDS, _native_plans())
+    return _speedups.pack_records
+
+
+#: pack_records(records, start) -> (framed records start..stop-1 as bytes, stop), or None without the
+#: native extension (pure Python: same bytes, slower).
+NATIVE_PACK_RECORDS = _load_native()
 
 
 # ----------------------------------------------------------------------------------------------
