@@ -191,6 +191,38 @@ def test_batches_respect_max_batch_records(tmp_path):
         assert sizes == [10, 10, 5]
 
 
+def test_batches_stay_under_the_byte_limit_and_a_record_too_big_goes_alone(tmp_path, monkeypatch):
+    from migrator.kraft import log as log_module
+
+    monkeypatch.setattr(log_module, "MAX_BATCH_BYTES", 4096)
+    big = [
+        record("ConfigRecord", 0, ResourceType=2, ResourceName="t", Name=f"c{i}", Value="v" * 1000)
+        for i in range(9)
+    ]
+    huge = record("ConfigRecord", 0, ResourceType=2, ResourceName="t", Name="huge", Value="h" * 10000)
+    with new_log(tmp_path / "m") as log:
+        log.append([*big[:5], huge, *big[5:], *partitions(3)], epoch=1)
+        batches = [b for b in log.batches() if not b.is_control]
+        assert [b.records_count for b in batches] == [3, 2, 1, 3, 4]
+        assert all(b.size <= 4096 for b in batches if b.records_count > 1)
+        assert [b.base_offset for b in batches] == [1, 4, 6, 7, 10]
+        assert [r for _, _, r in log.read()] == [*big[:5], huge, *big[5:], *partitions(3)]
+    assert verify_log(tmp_path / "m").ok
+
+
+def test_a_record_that_cannot_be_encoded_fails_the_append_before_anything_is_written(tmp_path):
+    bad = record("PartitionRecord", 0, PartitionId=1, TopicId=TID)
+    bad.fields["Leader"] = 1 << 40
+    with new_log(tmp_path / "m") as log:
+        log.append(partitions(3), epoch=1)
+        before = tree_digest(tmp_path / "m")
+        with pytest.raises(ValueError, match="cannot encode PartitionRecord"):
+            log.append([*partitions(20000, 3), bad], epoch=2, max_batch_records=1000)
+        assert tree_digest(tmp_path / "m") == before and log.end_offset == 4
+        log.append(partitions(2, 3), epoch=2)
+        assert log.end_offset == 7
+
+
 def test_older_epoch_is_fenced(tmp_path):
     with new_log(tmp_path / "m") as log:
         log.append([record("NoOpRecord", 0)], epoch=7)

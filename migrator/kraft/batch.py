@@ -39,6 +39,7 @@ from migrator.kraft.records import (
     decode_error_reason,
     decode_value_at,
     encode_value,
+    encode_values,
 )
 
 __all__ = [
@@ -56,7 +57,9 @@ __all__ = [
     "encode_batch",
     "encode_control_batch",
     "encode_record_batch",
+    "encode_record_batches",
     "iter_batches",
+    "with_base_offset",
 ]
 
 MAGIC = 2
@@ -84,6 +87,9 @@ _PREFIX = struct.Struct(">qiib")
 _PREFIX_LEN = struct.Struct(">qi")
 _CONTROL_KEY = struct.Struct(">hh")
 _AFTER_CRC = struct.Struct(">hiqqqhii")
+_BASE_OFFSET = struct.Struct(">q")
+#: The most framing bytes a record adds to its value (lengths and offset delta as long varints).
+_MAX_RECORD_FRAMING = 5 + 1 + 1 + 5 + 1 + 5 + 1
 
 
 class CorruptLogError(BadInputError):
@@ -917,6 +923,48 @@ def encode_record_batch(
         append((zz[total] if total < small else _zigzag(total)) + m + zl + v + b"\x00")
     data = b"".join(parts)
     return _header(base_offset, epoch, 0, n, timestamp_ms, data) + data
+
+
+def encode_record_batches(
+    records: Sequence[MetadataRecord | OpaqueRecord],
+    epoch: int,
+    timestamp_ms: int,
+    max_records: int,
+    max_bytes: int,
+) -> list[tuple[bytes, int]]:
+    """All of ``records`` as (batch, record count) pairs, numbered from offset 0 (see with_base_offset).
+
+    A batch holds at most ``max_records`` records and, unless it holds one record, at most ``max_bytes``
+    bytes. Everything is encoded before anything is returned, so a record that cannot be encoded raises
+    ValueError before the caller writes a byte.
+    """
+    if max_records < 1:
+        raise ValueError("max_records must be positive")
+    out: list[tuple[bytes, int]] = []
+    offset = 0
+    for start in range(0, len(records), max_records):
+        chunk = records[start : start + max_records]
+        data = encode_record_batch(offset, epoch, chunk, timestamp_ms)
+        if len(data) <= max_bytes or len(chunk) == 1:
+            out.append((data, len(chunk)))
+            offset += len(chunk)
+            continue
+        values = encode_values(chunk)  # too big for one batch: split where the sizes say
+        first = 0
+        while first < len(values):
+            end, size = first + 1, BATCH_HEADER_SIZE + len(values[first]) + _MAX_RECORD_FRAMING
+            while end < len(values) and size + len(values[end]) + _MAX_RECORD_FRAMING <= max_bytes:
+                size += len(values[end]) + _MAX_RECORD_FRAMING
+                end += 1
+            out.append((encode_batch(offset, epoch, values[first:end], timestamp_ms), end - first))
+            offset += end - first
+            first = end
+    return out
+
+
+def with_base_offset(batch: bytes, base_offset: int) -> bytes:
+    """``batch`` moved to ``base_offset``; the CRC does not cover the base offset, so nothing else changes."""
+    return _BASE_OFFSET.pack(base_offset) + batch[8:]
 
 
 def _native_records(records: Sequence[MetadataRecord | OpaqueRecord], n: int) -> bytes:

@@ -24,15 +24,16 @@ from migrator.kraft.batch import (
     CorruptLogError,
     RecordBatch,
     decode_batch_records,
-    encode_batch,
     encode_control_batch,
+    encode_record_batches,
     iter_batches,
+    with_base_offset,
 )
 from migrator.kraft.control import LeaderChange, Voter, decode_control_record, encode_control_record
 from migrator.kraft.dirfiles import MetaProperties
 from migrator.kraft.image import ImageBuilder, ReplayResult
 from migrator.kraft.lock import WriterLock
-from migrator.kraft.records import CorruptRecordError, MetadataRecord, OpaqueRecord, encode_value
+from migrator.kraft.records import CorruptRecordError, MetadataRecord, OpaqueRecord
 from migrator.kraft.snapshot import (
     list_snapshots,
     parse_snapshot_name,
@@ -67,8 +68,6 @@ MAX_BATCH_BYTES = 8 << 20
 _READ_LIMIT = 64 << 20
 _PREFIX = struct.Struct(">qi")
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
-# Per-record framing overhead bound (length, attributes, deltas, key, value length, headers).
-_RECORD_OVERHEAD = 24
 _BATCH_OVERHEAD = 61
 
 
@@ -542,24 +541,15 @@ class MetadataLog:
                 f"{self.latest_epoch} (a newer leader wrote it)"
             )
         ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-        values = [encode_value(r) for r in records]
+        # encoded in full first: a record that cannot be encoded fails the append before a byte is written
+        batches = encode_record_batches(records, epoch, ts, max_batch_records, MAX_BATCH_BYTES)
         before = (len(self.segments), self._active_end, self._end_offset, list(self._epochs))
         try:
             if epoch > self.latest_epoch:
                 self._begin_epoch(epoch, ts)
             first = self._end_offset
-            start = 0
-            while start < len(values):
-                end = start
-                size = _BATCH_OVERHEAD
-                while end < len(values) and end - start < max_batch_records:
-                    step = len(values[end]) + _RECORD_OVERHEAD
-                    if end > start and size + step > MAX_BATCH_BYTES:
-                        break
-                    size += step
-                    end += 1
-                self._write_batch(encode_batch(self._end_offset, epoch, values[start:end], ts), end - start)
-                start = end
+            for data, count in batches:
+                self._write_batch(with_base_offset(data, self._end_offset), count)
             self._sync()
         except OSError as e:
             self._undo(before)

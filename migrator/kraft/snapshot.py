@@ -13,7 +13,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,9 +23,10 @@ from migrator.kraft import dirfiles
 from migrator.kraft.batch import (
     CorruptLogError,
     decode_batch_records,
-    encode_batch,
     encode_control_batch,
+    encode_record_batches,
     iter_batches,
+    with_base_offset,
 )
 from migrator.kraft.control import (
     ControlMessage,
@@ -35,7 +36,7 @@ from migrator.kraft.control import (
     encode_control_record,
 )
 from migrator.kraft.image import ReplayResult, snapshot_records
-from migrator.kraft.records import MetadataRecord, OpaqueRecord, encode_value
+from migrator.kraft.records import MetadataRecord, OpaqueRecord
 from migrator.model import ClusterImage
 
 if TYPE_CHECKING:
@@ -181,20 +182,6 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
     )
 
 
-def _batches(values: list[bytes]) -> Iterator[list[bytes]]:
-    start = 0
-    while start < len(values):
-        end, size = start, 61
-        while end < len(values) and end - start < _RECORDS_PER_BATCH:
-            step = len(values[end]) + 24
-            if end > start and size + step > _BATCH_BYTES:
-                break
-            size += step
-            end += 1
-        yield values[start:end]
-        start = end
-
-
 def write_snapshot_file(
     directory: Path,
     records: Iterable[MetadataRecord | OpaqueRecord],
@@ -208,16 +195,17 @@ def write_snapshot_file(
     if final.exists():
         raise BadInputError(f"{final}: snapshot already exists")
     part = directory / f"{final.name[: -len(SUFFIX)]}-{uuid.uuid4().int % 10**19}{PART_SUFFIX}"
-    values = [encode_value(r) for r in records]
     ts = last_contained_timestamp
+    recs = records if isinstance(records, list | tuple) else list(records)
+    batches = encode_record_batches(recs, epoch, ts, _RECORDS_PER_BATCH, _BATCH_BYTES) if recs else []
     try:
         with open(part, "wb") as f:
             header = encode_control_record(SnapshotHeader(last_contained_log_timestamp=ts))
             f.write(encode_control_batch(0, epoch, [header], ts))
             offset = 1
-            for chunk in _batches(values):
-                f.write(encode_batch(offset, epoch, chunk, ts))
-                offset += len(chunk)
+            for data, count in batches:
+                f.write(with_base_offset(data, offset))
+                offset += count
             f.write(encode_control_batch(offset, epoch, [encode_control_record(SnapshotFooter())], ts))
             f.flush()
             os.fsync(f.fileno())
