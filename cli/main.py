@@ -54,16 +54,20 @@ def _zk_security_property(prop: str, value: str, props: dict[str, str]) -> Any:
 
 
 def _defaults_from_properties(props: dict[str, str]) -> dict[str, Any]:
+    """Option defaults from the keys in _PROPERTY_OPTIONS; every other key is Kafka's alone and ignored."""
     values: dict[str, Any] = {}
     for prop, option in _PROPERTY_OPTIONS.items():
         if prop in props and option not in values:
             value: Any = props[prop]
             if prop == "log.dirs":
                 value = value.split(",")[0]
-            if prop == "zookeeper.connection.timeout.ms":
-                value = float(value) / 1000.0
-            if prop == "node.id":
-                value = int(value)
+            try:
+                if prop == "zookeeper.connection.timeout.ms":
+                    value = float(value) / 1000.0
+                if prop == "node.id":
+                    value = int(value)
+            except ValueError:
+                raise BadInputError(f"--config: {prop}={value!r} is not a number") from None
             if prop.startswith(("zookeeper.ssl.", "zookeeper.set.acl")):
                 value = _zk_security_property(prop, value, props)
             values[option] = value

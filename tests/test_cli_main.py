@@ -62,6 +62,20 @@ def test_missing_config_file_is_one_line_exit_2(capsys):
     )
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("zookeeper.connection.timeout.ms=abc", "zookeeper.connection.timeout.ms='abc' is not a number"),
+        ("node.id=three", "node.id='three' is not a number"),
+    ],
+)
+def test_config_value_that_is_not_a_number_is_one_line_exit_2(tmp_path, capsys, line, message):
+    p = tmp_path / "controller.properties"
+    p.write_text(f"zookeeper.connect=zk:2181\nprocess.roles=controller\n{line}\n")  # other keys: ignored
+    assert run(["--config", str(p), "status", "--log-dir", str(tmp_path / "log")]) == 2
+    assert capsys.readouterr().err.strip() == f"zk2kraft: error: --config: {message}"
+
+
 def test_version_and_help():
     out = subprocess.run([*ZK2KRAFT, "--version"], capture_output=True, text=True, check=True).stdout
     assert out.startswith("zk2kraft, version ")
