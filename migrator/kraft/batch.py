@@ -891,7 +891,8 @@ def encode_record_batch(
     """encode_batch of the records' values, with each fixed-layout record and its framing packed at once.
 
     Byte-for-byte the same as ``encode_batch(base_offset, epoch, encode_values(records), timestamp_ms)``;
-    raises ValueError like encode_value for a record that cannot be encoded.
+    raises ValueError like encode_value for a record that cannot be encoded. The native packer does the
+    records it can when it is built; the Python loop below is the same thing without it.
     """
     n = len(records)
     if n == 0:
