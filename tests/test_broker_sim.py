@@ -109,8 +109,7 @@ def settle(running: commands.RunningController) -> None:
 
 def test_kip_903_stale_alter_partition_after_an_empty_disk_reboot(zk, zk_connect, tmp_path):
     with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
-        sim._stop.set()  # drive the rounds by hand from here: the race needs exact timing
-        sim._thread.join(5)  # type: ignore[union-attr]
+        sim.pause()  # drive the rounds by hand from here: the race needs exact timing
         view = next(v for v in sim.refresh().values() if len(v.replicas) >= 2 and v.leader == v.replicas[0])
         a, b = sim.brokers[view.leader], sim.brokers[view.replicas[1]]
         for sim_broker in sim.brokers.values():
@@ -253,8 +252,7 @@ def test_kip_497_two_in_flight_alter_partitions_on_one_epoch_over_tcp(zk, zk_con
     from migrator.controller.client import ControllerClient
 
     with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
-        sim._stop.set()
-        sim._thread.join(5)  # type: ignore[union-attr]
+        sim.pause()
         view = next(v for v in sim.refresh().values() if len(v.isr) >= 3)
         leader = sim.brokers[view.leader]
         others = [r for r in view.isr if r != leader.broker_id]

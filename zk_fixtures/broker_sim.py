@@ -431,6 +431,14 @@ class BrokerSimulator:
             except ZkKraftError as e:  # ZooKeeper away for a moment: the next round retries
                 log.warning("simulator round failed: %s", e)
 
+    def pause(self) -> None:
+        """Stop the background rounds and heartbeats but keep the brokers' connections, so a caller can
+        drive step()/heartbeat() by hand with exact timing; stop() still closes everything."""
+        self._stop.set()
+        for thread in (self._thread, self._hb_thread):
+            if thread is not None:
+                thread.join(10)
+
     def stop(self) -> None:
         self._stop.set()
         for thread in (self._thread, self._hb_thread):
