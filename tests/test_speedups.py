@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_kraft_records import ALL_VERSIONS, value_strategy
+from test_kraft_records import ALL_VERSIONS, any_record
 
 from migrator.kraft import batch as B
 from migrator.kraft import records as R
@@ -104,14 +104,6 @@ def test_plans_cover_the_bulk_record_types_and_leave_structs_to_python():
     )
     assert ops == b"iuaiaiaiaiiii"
     assert tagged == (("LeaderRecoveryState", b"=", 0),)
-
-
-@st.composite
-def any_record(draw: Any) -> MetadataRecord:
-    name, version = draw(st.sampled_from(ALL_VERSIONS))
-    schema = schema_by_name(name)
-    values = {f.name: draw(value_strategy(f, version)) for f in schema.fields_in(version)}
-    return record(name, version, **values)
 
 
 @needs_native
