@@ -744,3 +744,28 @@ def test_record_batch_is_a_dataclass_with_header_fields():
         0,
         "f",
     )
+
+
+def test_an_offset_delta_that_goes_back_after_a_skip_is_caught_even_where_runs_apply():
+    """Runs decode records whose offset delta equals their index; after a delta that skipped ahead
+    (0, 1, 5, then 3) the next record must not be taken by a run, or offsets 5, 3, 4, 5 would pass."""
+    recs = [partition(i) for i in range(6)]
+    decode_batch_records(next(iter_batches(encode_record_batch(0, 1, recs, TS))))  # runs learned
+    buf = bytearray(encode_record_batch(0, 1, recs, TS))
+    pos, attrs = 61, []
+    for _ in recs:  # each record: length varint, then attributes, timestampDelta, offsetDelta
+        length, shift = 0, 0
+        while True:
+            b = buf[pos]
+            pos += 1
+            length |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                break
+        attrs.append(pos)
+        pos += length >> 1
+    assert buf[attrs[2] + 2] == 4  # zigzag(2)
+    buf[attrs[2] + 2] = 10  # record 2 claims offset delta 5
+    struct.pack_into(">i", buf, 23, 5)  # lastOffsetDelta
+    with pytest.raises(CorruptLogError, match="offset delta 3 does not increase"):
+        decode_batch_records(next(iter_batches(bytes(fix_crc(buf)))))

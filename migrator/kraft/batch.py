@@ -579,8 +579,9 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
     i = 0
     try:
         while i < count:
-            if i < run_limit:
-                # a run learned earlier for records that start with these bytes at this index width
+            if i < run_limit and prev == i - 1:
+                # a run learned earlier for records that start with these bytes at this index width;
+                # runs take offset delta == index, so only while no earlier delta has skipped ahead
                 run = run_get((data[pos : pos + 3], od_width[i]))
                 if run is not None:
                     j, pos = run(mv, pos, end, i, run_limit, base, out)
