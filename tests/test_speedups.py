@@ -1,20 +1,24 @@
-"""The native record packer (`migrator/kraft/_speedups.c`) writes exactly what the Python encoders write.
+"""The native packer and unpacker (`migrator/kraft/_speedups.c`) do exactly what the Python codec does.
 
 The Python codec is the reference: every batch here is encoded twice, with the packer and with it
 switched off, and the bytes must be equal; every record the packer declines (a non-default tagged
 field, unknown tagged fields, a value of an odd type or out of range) must come out as Python writes
-it, or fail with Python's error.
+it, or fail with Python's error. Decoding likewise: the same records with the same dict key order, and
+on damaged batches (differential fuzzing) the same typed error with the same message.
 """
 
 from __future__ import annotations
 
 import os
+import random
+import time
 import uuid
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_kraft_fuzz import TYPED, corpus, fix_crcs, mutate, mutate_inside_a_batch
 from test_kraft_records import ALL_VERSIONS, any_record
 
 from migrator.kraft import batch as B
@@ -32,6 +36,7 @@ from migrator.kraft.schema import schema_by_name
 TS = 1_700_000_000_000
 T1 = uuid.UUID("7a3b6c1e-5f52-4f0a-9d1e-2b8c3d4e5f60")
 NATIVE = R.NATIVE_PACK_RECORDS
+UNPACK = R.NATIVE_UNPACK_RECORDS
 
 
 def python_batch(base: int, epoch: int, recs: list[Any]) -> bytes:
@@ -208,3 +213,116 @@ def test_configure_refuses_malformed_plans():
     assert _speedups.pack_records("not a list", 0) == (b"", 0)
     assert _speedups.pack_records([partition(0)], 5) == (b"", 5)
     both([partition(0)])
+
+
+# -- unpacking -------------------------------------------------------------------------------------
+
+
+def python_decode(batch: Any) -> Any:
+    saved = B.NATIVE_UNPACK_RECORDS
+    B.NATIVE_UNPACK_RECORDS = None
+    try:
+        return decode_batch_records(batch)
+    finally:
+        B.NATIVE_UNPACK_RECORDS = saved
+
+
+def outcome(decode: Any, batch: Any) -> Any:
+    """What decoding gives, as text (so a NaN equals itself): the records with each dict's key order,
+    or the typed error and its message."""
+    try:
+        records = [
+            (off, type(r), getattr(r, "api_key", None), list(getattr(r, "fields", {}).items()), r)
+            for off, r in decode(batch)
+        ]
+    except TYPED as e:
+        return repr((type(e), str(e)))
+    return repr(records)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(any_record(), min_size=1, max_size=40), st.integers(0, 2**40))
+def test_every_record_type_and_version_unpacks_as_python_decodes_it(recs, base):
+    batch = next(iter_batches(encode_record_batch(base, 1, recs, TS)))
+    assert outcome(decode_batch_records, batch) == outcome(python_decode, batch)
+    assert [r for _, r in decode_batch_records(batch)] == recs
+
+
+@needs_native
+def test_what_the_unpacker_takes_and_what_it_leaves_to_python():
+    recs = [
+        partition(0),
+        partition(1, LeaderRecoveryState=1),  # a tagged field in the record: Python's
+        partition(2),
+        OpaqueRecord(99, 0, b"\x01\x02"),
+        record("RegisterBrokerRecord", 0, BrokerId=1, IncarnationId=T1, BrokerEpoch=5),
+        record("TopicRecord", 0, Name="t-é-" + "x" * 200, TopicId=T1),
+        record("ConfigRecord", 0, ResourceType=2, ResourceName="t", Name="retention.ms", Value=None),
+        record(
+            "PartitionRecord", 1, PartitionId=7, TopicId=T1, Replicas=list(range(130)), Directories=[T1] * 3
+        ),
+        record("PartitionChangeRecord", 0, PartitionId=1, TopicId=T1),  # all tagged fields at defaults
+        record("ZkMigrationStateRecord", 0, ZkMigrationState=1),
+    ]
+    batch = next(iter_batches(encode_record_batch(3, 1, recs, TS)))
+    data, pos, end, _ = batch.records_section()
+    taken = []
+    out: list[Any] = [None] * len(recs)
+    i = 0
+    while i < len(recs):
+        j, pos2 = UNPACK(data, pos, end, i, len(recs), 3, out)
+        taken += range(i, j)
+        if j == len(recs):
+            break
+        # skip the declined record as Python would: its length varint says how far
+        length, shift, k = 0, 0, pos2
+        while True:
+            b = data[k]
+            k += 1
+            length |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                break
+        pos, i = k + (length >> 1), j + 1
+    assert taken == [0, 2, 5, 6, 7, 8, 9]
+    assert [pair[1] for pair in out if pair is not None] == [recs[k] for k in taken]
+    assert outcome(decode_batch_records, batch) == outcome(python_decode, batch)
+
+
+@needs_native
+def test_unpacker_arguments_out_of_range_decode_nothing():
+    batch = next(iter_batches(encode_record_batch(0, 1, [partition(0), partition(1)], TS)))
+    data, pos, end, _ = batch.records_section()
+    for args in ((pos, end, 0, 0), (end, end, 0, 2), (-5, end, 0, 2), (pos, pos, 0, 2), (pos, end, 1, 2)):
+        out: list[Any] = [None, None]
+        stop, _ = UNPACK(data, *args, 0, out)
+        assert stop == args[2] and out == [None, None], args
+    out = [None]  # shorter than limit: stops at the list's end
+    assert UNPACK(data, pos, end, 0, 2, 0, out)[0] == 1
+    with pytest.raises(TypeError):
+        UNPACK(data, pos, end, 0, 2, 0, (None, None))
+
+
+@needs_native
+@pytest.mark.parametrize("seed", range(3))
+def test_mutated_batches_decode_the_same_with_and_without_the_unpacker(seed):
+    """Differential fuzzing: on damaged input the unpacker declines, so the result -- records or the
+    typed error and its message -- is exactly what the Python decoders give."""
+    rng = random.Random(500 + seed)
+    base = corpus()
+    deadline = time.monotonic() + 4.0
+    cases = compared = 0
+    while cases < 2000 and time.monotonic() < deadline:
+        buf = mutate_inside_a_batch(rng, base) if rng.random() < 0.8 else mutate(rng, base)
+        if rng.random() < 0.5:
+            fix_crcs(buf)
+        try:
+            batches = [b for b in iter_batches(bytes(buf), "fuzz.log") if not b.is_control]
+        except TYPED:
+            batches = []
+        for batch in batches:
+            assert outcome(decode_batch_records, batch) == outcome(python_decode, batch)
+            compared += 1
+        cases += 1
+    assert cases >= 200 and compared >= 200

@@ -31,6 +31,7 @@ from migrator.kraft.records import (
     FRAMED_ENCODERS,
     LEARNERS,
     NATIVE_PACK_RECORDS,
+    NATIVE_UNPACK_RECORDS,
     CorruptRecordError,
     MetadataRecord,
     OpaqueRecord,
@@ -531,7 +532,8 @@ def decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord |
     Records are decoded one at a time until one has a fixed layout (see records.ShapeLearner); from
     then on a generated "run" function decodes following records of the same layout — framing and
     body — with one ``struct.iter_unpack`` step each, checking every constant byte, and hands back to
-    the general path at the first record that differs.
+    the general path at the first record that differs. With the native extension built, its unpacker
+    goes first and leaves to these paths each record it declines.
     """
     if batch.attributes & ATTR_CONTROL:
         raise ValueError(
@@ -576,9 +578,18 @@ def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord 
     last_delta = batch.last_offset_delta
     # runs produce offset delta == index, so they must stop where the batch's offset range ends
     run_limit = min(count, last_delta + 1, small)
+    unpack = NATIVE_UNPACK_RECORDS
+    native_limit = min(count, last_delta + 1) if unpack is not None else 0
     i = 0
     try:
         while i < count:
+            if i < native_limit and prev == i - 1:
+                # the native unpacker: the same records as the paths below, for what it can decode
+                j, pos = unpack(data, pos, end, i, native_limit, base, out)
+                if j > i:
+                    prev = j - 1
+                    i = j
+                    continue
             if i < run_limit and prev == i - 1:
                 # a run learned earlier for records that start with these bytes at this index width;
                 # runs take offset delta == index, so only while no earlier delta has skipped ahead

@@ -897,6 +897,23 @@ _NATIVE_OPS = {
 }
 
 
+def _native_op(f: Field, version: int) -> str | None:
+    """The packer's operation for an untagged field, or None when the packer cannot handle it."""
+    if f.is_struct:
+        return None
+    nullable = f.is_nullable_in(version)
+    et = f.element_type
+    if f.is_array:
+        return None if nullable or et not in _NATIVE_OPS else "a" + _NATIVE_OPS[et]
+    if et in _NATIVE_OPS:
+        return _NATIVE_OPS[et]
+    if et == "string":
+        return "S" if nullable else "s"
+    if et == "bytes":
+        return "Y" if nullable else "y"
+    return None
+
+
 def native_plan(schema: RecordSchema, version: int) -> tuple[Any, ...] | None:
     """The packer's plan for one record version, or None when its layout is beyond the packer."""
     names: list[str] = []
@@ -908,39 +925,54 @@ def native_plan(schema: RecordSchema, version: int) -> tuple[Any, ...] | None:
             kind = b"n" if d is None else b"e" if isinstance(d, list) else b"="
             tagged.append((f.name, kind, d))  # the same test as _equals_default
             continue
-        if f.is_struct:
-            return None
-        nullable = f.is_nullable_in(version)
-        et = f.element_type
-        if f.is_array:
-            if nullable or et not in _NATIVE_OPS:
-                return None
-            ops.append("a" + _NATIVE_OPS[et])
-        elif et in _NATIVE_OPS:
-            ops.append(_NATIVE_OPS[et])
-        elif et in ("string", "bytes"):
-            ops.append(("S" if nullable else "s") if et == "string" else ("Y" if nullable else "y"))
-        else:
+        op = _native_op(f, version)
+        if op is None:
             return None
         names.append(f.name)
+        ops.append(op)
     assert schema.api_key is not None
     return (_frame(schema.api_key, version), tuple(names), "".join(ops).encode(), tuple(tagged))
 
 
-def _native_plans() -> tuple[Any, ...]:
-    """plans[apiKey][version] -> plan or None, the table `_speedups.configure` takes."""
+def native_decode_plan(schema: RecordSchema, version: int) -> tuple[Any, ...] | None:
+    """The unpacker's plan: every field in declaration order (the order of the decoders' dicts), with
+    the packer's operation for untagged fields and 't' (immutable default) or 'T' (empty list) for tagged
+    ones, which the unpacker only fills with their defaults (a record with tagged fields is Python's)."""
+    names: list[str] = []
+    ops: list[str] = []
+    defaults: list[Any] = []
+    for f in schema.fields_in(version):
+        d = f.default() if f.is_tagged_in(version) else None
+        if not f.is_tagged_in(version):
+            op = _native_op(f, version)
+        elif d == [] and isinstance(d, list):
+            op, d = "T", None
+        elif d is None or type(d) in (int, float, bool, str, bytes):
+            op = "t"
+        else:
+            op = None
+        if op is None:
+            return None
+        names.append(f.name)
+        ops.append(op)
+        defaults.append(d)
+    return (tuple(names), "".join(ops).encode(), tuple(defaults))
+
+
+def _native_plans(
+    plan: Callable[[RecordSchema, int], tuple[Any, ...] | None] = native_plan,
+) -> tuple[Any, ...]:
+    """plans[apiKey][version] -> plan or None, the tables `_speedups.configure*` take."""
     top = max(s.api_key or 0 for s in SCHEMAS.values())
     table: list[Any] = [None] * (top + 1)
     for s in SCHEMAS.values():
         assert s.api_key is not None
-        table[s.api_key] = tuple(
-            native_plan(s, v) if s.has_version(v) else None for v in range(s.max_version + 1)
-        )
+        table[s.api_key] = tuple(plan(s, v) if s.has_version(v) else None for v in range(s.max_version + 1))
     return tuple(table)
 
 
-def _load_native() -> Callable[[Any, int], tuple[bytes, int]] | None:
-    """The native packer's pack_records, or None: not built, or ZK2KRAFT_PURE_PYTHON=1 in the environment."""
+def _load_native() -> Any:
+    """The native extension, configured; None when not built or ZK2KRAFT_PURE_PYTHON=1 is set."""
     if os.environ.get("ZK2KRAFT_PURE_PYTHON", "") not in ("", "0"):
         return None
     try:
@@ -948,12 +980,16 @@ def _load_native() -> Callable[[Any, int], tuple[bytes, int]] | None:
     except ImportError:
         return None
     _speedups.configure(MetadataRecord, uuid.UUID, UNKNOWN_TAGGED_FIELDS, _native_plans())
-    return _speedups.pack_records
+    _speedups.configure_decoding(_native_plans(native_decode_plan), _UUID_CACHE, _make_uuid)
+    return _speedups
 
 
+_native = _load_native()
 #: pack_records(records, start) -> (framed records start..stop-1 as bytes, stop), or None without the
 #: native extension (pure Python: same bytes, slower).
-NATIVE_PACK_RECORDS = _load_native()
+NATIVE_PACK_RECORDS: Callable[[Any, int], tuple[bytes, int]] | None = _native and _native.pack_records
+#: unpack_records(data, pos, end, index, limit, base_offset, out) -> (stop, pos), or None without it.
+NATIVE_UNPACK_RECORDS: Callable[..., tuple[int, int]] | None = _native and _native.unpack_records
 
 
 # ----------------------------------------------------------------------------------------------
