@@ -24,8 +24,8 @@ partitions with their own Uuid):
 Record construction is outside the timings. The implementations take turns every --group batches (so
 load from other processes on a shared machine falls on all of them alike); each figure is the median of
 --runs runs. The three segment files must come out byte-identical and the log must read back the same
-records, or the run fails. The native packer is used when built; ZK2KRAFT_PURE_PYTHON=1 measures
-the pure-Python encoders instead.
+records, or the run fails. The native packer and unpacker are used when built; ZK2KRAFT_PURE_PYTHON=1
+measures the pure-Python codec instead.
 Usage: .venv/bin/python bench/log_codec.py [--records N] [--runs R] [--batch B] [--group G]
 """
 
@@ -276,7 +276,9 @@ def main() -> None:
     print(
         f"{n:,} PartitionRecord v0 in batches of {batch}, {size / n:.1f} bytes/record on disk, median of {runs}"
     )
-    print(f"record packer: {'native (migrator/kraft/_speedups.c)' if NATIVE_PACK_RECORDS else 'pure Python'}")
+    print(
+        f"record codec: {'native packer and unpacker (migrator/kraft/_speedups.c)' if NATIVE_PACK_RECORDS else 'pure Python'}"
+    )
     print(f"{'records/s':30}{'wall':>12}{'CPU':>12}")
     for title, samples in (("encode+append", enc), ("read+decode", dec)):
         print(title)
