@@ -29,8 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from migrator import commands  # noqa: E402
-from migrator.kraft.log import MetadataLog  # noqa: E402
-from migrator.kraft.records import encode_values, record  # noqa: E402
+from migrator.kraft.batch import encode_record_batches  # noqa: E402
+from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MAX_BATCH_BYTES, MetadataLog  # noqa: E402
+from migrator.kraft.records import record  # noqa: E402
 from migrator.migration.copy import migration_records, read_zk_image  # noqa: E402
 from migrator.zk.connection import close, connect  # noqa: E402
 from zk_fixtures.brokers import BrokerSessions  # noqa: E402
@@ -93,11 +94,12 @@ def main() -> None:
             m = result.manifest
             assert m is not None and result.state_after == "DualWriteMetadata"
             t = result.timings
-            # Encode alone, on the same records, to split the append into encode and write + fsync.
+            # Encode alone, on the same records and as append encodes them (encode_record_batches), to
+            # split the append into encode and write + fsync.
             layout, _, _ = read_zk_image(client)
             records = migration_records(layout.image)
             t1 = time.perf_counter()
-            encode_values(records)
+            encode_record_batches(records, 1, 0, DEFAULT_MAX_BATCH_RECORDS, MAX_BATCH_BYTES)
             encode_s = time.perf_counter() - t1
             claim_copy = t["claim"] + m.duration_seconds
             print(
