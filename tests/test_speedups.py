@@ -291,6 +291,32 @@ def test_what_the_unpacker_takes_and_what_it_leaves_to_python():
 
 
 @needs_native
+def test_configure_decoding_refuses_malformed_plans():
+    from migrator.kraft import _speedups  # type: ignore[attr-defined]
+
+    good = R._native_plans(R.native_decode_plan)
+    names, ops, defaults = good[schema_by_name("PartitionRecord").api_key][0]
+    maker = R._make_uuid
+    for plans in (
+        [None],
+        ((("not", "a", "plan"),),),
+        (((names, ops, defaults[:-1]),),),  # a default missing
+        (((names, ops[:-1], defaults),),),  # an operation missing
+        (((names, ops + b"i", defaults),),),  # one too many
+        (((names, ops.replace(b"ai", b"aa", 1), defaults),),),  # an array of arrays
+        (((names, ops.replace(b"i", b"x", 1), defaults),),),  # an unknown operation
+        (((names * 7, ops * 7, defaults * 7),),),  # more fields than the unpacker holds
+    ):
+        with pytest.raises(TypeError):
+            _speedups.configure_decoding(plans, R._UUID_CACHE, maker)
+    with pytest.raises(TypeError):
+        _speedups.configure_decoding(good, R._UUID_CACHE, "not callable")
+    _speedups.configure_decoding(good, R._UUID_CACHE, maker)
+    batch = next(iter_batches(encode_record_batch(0, 1, [partition(0)], TS)))
+    assert outcome(decode_batch_records, batch) == outcome(python_decode, batch)
+
+
+@needs_native
 def test_unpacker_arguments_out_of_range_decode_nothing():
     batch = next(iter_batches(encode_record_batch(0, 1, [partition(0), partition(1)], TS)))
     data, pos, end, _ = batch.records_section()

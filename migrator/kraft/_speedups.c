@@ -336,8 +336,25 @@ plan_for(PyObject *rec)
     return PyTuple_CheckExact(plan) ? plan : NULL;
 }
 
+/* One operation per name ('a' followed by its element's), only from `allowed`, nothing left over. */
 static int
-valid_plans(PyObject *pl)
+valid_ops(PyObject *ops, Py_ssize_t names, const char *allowed)
+{
+    const char *op = PyBytes_AS_STRING(ops);
+    const char *end = op + PyBytes_GET_SIZE(ops);
+    for (Py_ssize_t f = 0; f < names; f++) {
+        if (op >= end || *op == '\0' || !strchr(allowed, *op))
+            return 0;
+        if (*op++ == 'a' && (op >= end || *op == '\0' || *op == 'a' || !strchr("bhHiqd?usSyY", *op++)))
+            return 0;
+    }
+    return op == end;
+}
+
+/* A plan table: a tuple indexed by apiKey of None or tuples indexed by version of None or a plan that
+   `valid_plan` accepts. */
+static int
+valid_table(PyObject *pl, int (*valid_plan)(PyObject *))
 {
     if (!PyTuple_CheckExact(pl))
         return 0;
@@ -349,31 +366,29 @@ valid_plans(PyObject *pl)
             return 0;
         for (Py_ssize_t v = 0; v < PyTuple_GET_SIZE(per); v++) {
             PyObject *p = PyTuple_GET_ITEM(per, v);
-            if (p == Py_None)
-                continue;
-            if (!PyTuple_CheckExact(p) || PyTuple_GET_SIZE(p) != 4 || !PyBytes_CheckExact(PyTuple_GET_ITEM(p, 0))
-                || !PyTuple_CheckExact(PyTuple_GET_ITEM(p, 1)) || !PyBytes_CheckExact(PyTuple_GET_ITEM(p, 2))
-                || !PyTuple_CheckExact(PyTuple_GET_ITEM(p, 3)))
+            if (p != Py_None && (!PyTuple_CheckExact(p) || !valid_plan(p)))
                 return 0;
-            /* one operation per name ('a' takes two bytes), and nothing left over */
-            const char *op = PyBytes_AS_STRING(PyTuple_GET_ITEM(p, 2));
-            const char *end = op + PyBytes_GET_SIZE(PyTuple_GET_ITEM(p, 2));
-            for (Py_ssize_t f = 0; f < PyTuple_GET_SIZE(PyTuple_GET_ITEM(p, 1)); f++) {
-                if (op >= end)
-                    return 0;
-                if (*op++ == 'a' && op++ >= end)
-                    return 0;
-            }
-            if (op != end)
-                return 0;
-            PyObject *tagged = PyTuple_GET_ITEM(p, 3);
-            for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(tagged); t++) {
-                PyObject *c = PyTuple_GET_ITEM(tagged, t);
-                if (!PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 3 || !PyBytes_CheckExact(PyTuple_GET_ITEM(c, 1))
-                    || PyBytes_GET_SIZE(PyTuple_GET_ITEM(c, 1)) != 1)
-                    return 0;
-            }
         }
+    }
+    return 1;
+}
+
+/* (prefix: bytes, names: tuple, ops: bytes, tagged: tuple of (name, kind: 1 byte, default)) */
+static int
+valid_plan(PyObject *p)
+{
+    if (PyTuple_GET_SIZE(p) != 4 || !PyBytes_CheckExact(PyTuple_GET_ITEM(p, 0))
+        || !PyTuple_CheckExact(PyTuple_GET_ITEM(p, 1)) || !PyBytes_CheckExact(PyTuple_GET_ITEM(p, 2))
+        || !PyTuple_CheckExact(PyTuple_GET_ITEM(p, 3)))
+        return 0;
+    if (!valid_ops(PyTuple_GET_ITEM(p, 2), PyTuple_GET_SIZE(PyTuple_GET_ITEM(p, 1)), "bhHiqd?usSyYa"))
+        return 0;
+    PyObject *tagged = PyTuple_GET_ITEM(p, 3);
+    for (Py_ssize_t t = 0; t < PyTuple_GET_SIZE(tagged); t++) {
+        PyObject *c = PyTuple_GET_ITEM(tagged, t);
+        if (!PyTuple_CheckExact(c) || PyTuple_GET_SIZE(c) != 3 || !PyBytes_CheckExact(PyTuple_GET_ITEM(c, 1))
+            || PyBytes_GET_SIZE(PyTuple_GET_ITEM(c, 1)) != 1)
+            return 0;
     }
     return 1;
 }
@@ -457,7 +472,7 @@ configure(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass and uuid_type a type");
         return NULL;
     }
-    if (!valid_plans(pl)) {
+    if (!valid_table(pl, valid_plan)) {
         PyErr_SetString(PyExc_TypeError, "plans must be a tuple of per-apiKey tuples of plans");
         return NULL;
     }
@@ -815,40 +830,16 @@ error:
     return NULL;
 }
 
+/* (names: tuple, ops: bytes, defaults: tuple as long as names) */
 static int
-valid_dec_plans(PyObject *pl)
+valid_dec_plan(PyObject *p)
 {
-    if (!PyTuple_CheckExact(pl))
+    if (PyTuple_GET_SIZE(p) != 3 || !PyTuple_CheckExact(PyTuple_GET_ITEM(p, 0))
+        || !PyBytes_CheckExact(PyTuple_GET_ITEM(p, 1)) || !PyTuple_CheckExact(PyTuple_GET_ITEM(p, 2)))
         return 0;
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(pl); k++) {
-        PyObject *per = PyTuple_GET_ITEM(pl, k);
-        if (per == Py_None)
-            continue;
-        if (!PyTuple_CheckExact(per))
-            return 0;
-        for (Py_ssize_t v = 0; v < PyTuple_GET_SIZE(per); v++) {
-            PyObject *p = PyTuple_GET_ITEM(per, v);
-            if (p == Py_None)
-                continue;
-            if (!PyTuple_CheckExact(p) || PyTuple_GET_SIZE(p) != 3 || !PyTuple_CheckExact(PyTuple_GET_ITEM(p, 0))
-                || !PyBytes_CheckExact(PyTuple_GET_ITEM(p, 1)) || !PyTuple_CheckExact(PyTuple_GET_ITEM(p, 2)))
-                return 0;
-            Py_ssize_t nf = PyTuple_GET_SIZE(PyTuple_GET_ITEM(p, 0));
-            if (nf > MAX_DECODE_FIELDS || PyTuple_GET_SIZE(PyTuple_GET_ITEM(p, 2)) != nf)
-                return 0;
-            const char *op = PyBytes_AS_STRING(PyTuple_GET_ITEM(p, 1));
-            const char *end = op + PyBytes_GET_SIZE(PyTuple_GET_ITEM(p, 1));
-            for (Py_ssize_t f = 0; f < nf; f++) {
-                if (op >= end || !strchr("bhHiqd?usSyYaAtT", *op) || *op == 'A')
-                    return 0;
-                if (*op++ == 'a' && (op >= end || !strchr("bhHiqd?usSyY", *op++)))
-                    return 0;
-            }
-            if (op != end)
-                return 0;
-        }
-    }
-    return 1;
+    Py_ssize_t nf = PyTuple_GET_SIZE(PyTuple_GET_ITEM(p, 0));
+    return nf <= MAX_DECODE_FIELDS && PyTuple_GET_SIZE(PyTuple_GET_ITEM(p, 2)) == nf
+           && valid_ops(PyTuple_GET_ITEM(p, 1), nf, "bhHiqd?usSyYatT");
 }
 
 PyDoc_STRVAR(configure_decoding_doc,
@@ -866,7 +857,7 @@ configure_decoding(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "configure() first");
         return NULL;
     }
-    if (!valid_dec_plans(pl) || !PyCallable_Check(maker)) {
+    if (!valid_table(pl, valid_dec_plan) || !PyCallable_Check(maker)) {
         PyErr_SetString(PyExc_TypeError, "plans must be a tuple of per-apiKey tuples of decode plans");
         return NULL;
     }
