@@ -29,6 +29,7 @@ from migrator.kraft.batch import (
     MissingCodecError,
     RecordBatch,
     TruncatedBatchError,
+    _read_varint,
     decode_batch_records,
     encode_batch,
     encode_control_batch,
@@ -754,16 +755,9 @@ def test_an_offset_delta_that_goes_back_after_a_skip_is_caught_even_where_runs_a
     buf = bytearray(encode_record_batch(0, 1, recs, TS))
     pos, attrs = 61, []
     for _ in recs:  # each record: length varint, then attributes, timestampDelta, offsetDelta
-        length, shift = 0, 0
-        while True:
-            b = buf[pos]
-            pos += 1
-            length |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                break
+        length, pos = _read_varint(buf, pos)
         attrs.append(pos)
-        pos += length >> 1
+        pos += length
     assert buf[attrs[2] + 2] == 4  # zigzag(2)
     buf[attrs[2] + 2] = 10  # record 2 claims offset delta 5
     struct.pack_into(">i", buf, 23, 5)  # lastOffsetDelta

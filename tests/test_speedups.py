@@ -23,7 +23,13 @@ from test_kraft_records import ALL_VERSIONS, any_record
 
 from migrator.kraft import batch as B
 from migrator.kraft import records as R
-from migrator.kraft.batch import decode_batch_records, encode_batch, encode_record_batch, iter_batches
+from migrator.kraft.batch import (
+    _read_varint,
+    decode_batch_records,
+    encode_batch,
+    encode_record_batch,
+    iter_batches,
+)
 from migrator.kraft.records import (
     UNKNOWN_TAGGED_FIELDS,
     MetadataRecord,
@@ -276,15 +282,8 @@ def test_what_the_unpacker_takes_and_what_it_leaves_to_python():
         if j == len(recs):
             break
         # skip the declined record as Python would: its length varint says how far
-        length, shift, k = 0, 0, pos2
-        while True:
-            b = data[k]
-            k += 1
-            length |= (b & 0x7F) << shift
-            shift += 7
-            if b < 0x80:
-                break
-        pos, i = k + (length >> 1), j + 1
+        length, k = _read_varint(data, pos2)
+        pos, i = k + length, j + 1
     assert taken == [0, 2, 5, 6, 7, 8, 9]
     assert [pair[1] for pair in out if pair is not None] == [recs[k] for k in taken]
     assert outcome(decode_batch_records, batch) == outcome(python_decode, batch)
