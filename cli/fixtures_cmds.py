@@ -224,6 +224,13 @@ def brokers(
     show_default=True,
     help="Seconds without reaching the controller before a broker fences itself.",
 )
+@click.option(
+    "--controller-wait",
+    type=float,
+    default=120.0,
+    show_default=True,
+    help="Seconds to keep retrying a controller that does not answer yet (as Kafka's brokers retry).",
+)
 def simulate_brokers(
     zookeeper: str,
     zk_auth: tuple[str, ...],
@@ -232,6 +239,7 @@ def simulate_brokers(
     broker_ids: str | None,
     interval: float,
     own_timeout: float,
+    controller_wait: float,
 ) -> None:
     """Simulated ZK-mode brokers that register with and heartbeat to the controller, until Ctrl-C/SIGTERM.
 
@@ -254,4 +262,5 @@ def simulate_brokers(
         own_timeout=own_timeout,
         auth=zk_auth,
         zk_timeout=zk_timeout,
+        controller_wait=controller_wait,
     )

@@ -237,7 +237,10 @@ def test_simulate_brokers_cli_bad_inputs_get_one_line(zk, zk_connect):
         assert bad.returncode == 2, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and "HOST:PORT" in bad.stderr
         gone = run_cli(
-            ["fixtures", "simulate-brokers", "--controller", "127.0.0.1:1", "--zookeeper", zk_connect]
+            [
+                *("fixtures", "simulate-brokers", "--controller", "127.0.0.1:1", "--zookeeper", zk_connect),
+                *("--controller-wait", "1"),
+            ]
         )
         assert gone.returncode == 3, gone.stderr
         assert len(gone.stderr.strip().splitlines()) == 1 and "cannot reach the controller" in gone.stderr

@@ -540,6 +540,7 @@ def run_simulator(
     own_timeout: float = 6.0,
     auth: Sequence[str] = (),
     zk_timeout: float = 10.0,
+    controller_wait: float = 120.0,
 ) -> None:
     """Register ``broker_ids`` (default: every broker ZooKeeper knows) with the controller at
     ``controller`` (HOST:PORT) and drive them until SIGTERM/SIGINT; prints ``ready`` once registered.
@@ -580,9 +581,16 @@ def run_simulator(
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
+        # Kafka's brokers retry their registration until a controller answers: a simulator started
+        # beside a controller that is still starting (or restarting) waits for it the same way.
+        deadline = time.monotonic() + controller_wait
         codes = sim.register_all()
-        if all(c == -1 for c in codes.values()):
-            raise UnreachableError(f"cannot reach the controller at {controller}")
+        while all(c == -1 for c in codes.values()):
+            if time.monotonic() > deadline or done.wait(0.5):
+                raise UnreachableError(
+                    f"cannot reach the controller at {controller} (tried for {controller_wait:g}s)"
+                )
+            codes = sim.register_all()
         bad = {b: name_of(c) for b, c in codes.items() if c != 0}
         if bad:
             raise BadInputError(f"the controller refused registrations: {bad}")
@@ -604,6 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--own-timeout", type=float, default=6.0)
+    parser.add_argument("--controller-wait", type=float, default=120.0)
     args = parser.parse_args(argv)
     try:
         run_simulator(
@@ -612,6 +621,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             [int(b) for b in args.brokers.split(",") if b.strip()],
             interval=args.interval,
             own_timeout=args.own_timeout,
+            controller_wait=args.controller_wait,
         )
     except ZkKraftError as e:
         print(f"broker simulator: {e}", file=sys.stderr, flush=True)
