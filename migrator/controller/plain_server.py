@@ -44,9 +44,7 @@ class PlainServer:
         text = response.decode("utf-8", errors="replace")
         tokens = text.split("\0", 3)
         if len(tokens) != 3:
-            raise self._fail(
-                f"Invalid SASL/PLAIN response: expected 3 tokens, got {min(len(tokens), 4)}", safe=False
-            )
+            raise self._fail(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(tokens)}")
         authzid, username, password = tokens
         if not username:
             raise self._fail("Authentication failed: username not specified")
