@@ -164,9 +164,24 @@ def test_principal_of_a_certificate_and_of_none(tmp_path: Path) -> None:
     assert ssl_principal(None, mapper) == ANONYMOUS
 
 
-def test_truncated_certificate_is_bad_input() -> None:
-    with pytest.raises(BadInputError, match="DER"):
-        rfc2253_subject(b"\x30\x82\x01")
+def test_truncated_or_foreign_der_is_bad_input() -> None:
+    for der in (b"\x30\x82\x01", b"\x30\x03\x02\x01\x05", b""):
+        with pytest.raises(BadInputError, match="DER"):
+            rfc2253_subject(der)
+
+
+def test_large_first_arcs_and_unknown_attributes_render_as_java_does() -> None:
+    # a subject with one AVA whose type is OID 2.999.3 (first subidentifier 1079 = 2*40+999)
+    oid = bytes([0x06, 0x03, 0x88, 0x37, 0x03])
+    value = bytes([0x0C, 0x02]) + b"hi"
+    ava = bytes([0x30, len(oid) + len(value)]) + oid + value
+    rdn = bytes([0x31, len(ava)]) + ava
+    name = bytes([0x30, len(rdn)]) + rdn
+    empty_seq = b"\x30\x00"
+    tbs_body = b"\x02\x01\x01" + empty_seq + empty_seq + empty_seq + name
+    tbs = bytes([0x30, len(tbs_body)]) + tbs_body
+    cert = bytes([0x30, len(tbs)]) + tbs
+    assert rfc2253_subject(cert) == "2.999.3=#0c026869"
 
 
 @pytest.mark.parametrize(

@@ -219,15 +219,17 @@ def _children(data: bytes, start: int, end: int) -> list[tuple[int, int, int, in
 
 
 def _oid(body: bytes) -> str:
-    first = body[0]
-    parts = [min(first // 40, 2), first - 40 * min(first // 40, 2)]
+    arcs = []
     n = 0
-    for b in body[1:]:
+    for b in body:
         n = (n << 7) | (b & 0x7F)
         if not b & 0x80:
-            parts.append(n)
+            arcs.append(n)
             n = 0
-    return ".".join(str(p) for p in parts)
+    if not arcs:
+        raise BadInputError("certificate: empty attribute type")
+    first = min(arcs[0] // 40, 2)  # X.690: the first subidentifier packs the first two arcs
+    return ".".join(str(a) for a in [first, arcs[0] - 40 * first, *arcs[1:]])
 
 
 def _ava(data: bytes, el: tuple[int, int, int, int]) -> str:
@@ -259,6 +261,13 @@ def _ava(data: bytes, el: tuple[int, int, int, int]) -> str:
 
 def rfc2253_subject(cert_der: bytes) -> str:
     """The subject of a DER certificate as Java's ``X500Principal.getName()`` (RFC 2253) renders it."""
+    try:
+        return _subject(cert_der)
+    except (IndexError, ValueError) as e:
+        raise BadInputError(f"certificate: not a DER X.509 certificate ({e})") from None
+
+
+def _subject(cert_der: bytes) -> str:
     _, cert_start, cert_end, _ = _der(cert_der, 0)
     tbs = _children(cert_der, cert_start, cert_end)[0]
     fields = _children(cert_der, tbs[1], tbs[2])
