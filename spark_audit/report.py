@@ -40,8 +40,15 @@ def _e(value: Any) -> str:
 
 
 def _fmt(value: Any) -> str:
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    """A value as an operator reads it: yes/no, lists and mappings spelled out (no Python or JSON reprs)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(_fmt(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_fmt(v)}" for k, v in sorted(value.items()))
     return str(value)
 
 
@@ -118,19 +125,26 @@ def _with_control(identity: dict[str, Any]) -> dict[str, Any]:
 
 
 def _chart(counts: list[Any]) -> str:
-    """Horizontal bars of differences per kind (mismatches or expected, and informational)."""
-    data = [(c["kind"], c["mismatch"] + c["expected"], c["info"]) for c in counts]
-    top = max([d + i for _, d, i in data] + [1])
+    """Bars of differences per kind, each scaled to that kind's entities (one mismatch among 10,000
+    topics is a sliver, not a full bar); kinds without differences are left out."""
+    data = [
+        (c["kind"], c["mismatch"] + c["expected"], c["info"], max(c["zookeeper"], c["kraft"], 1))
+        for c in counts
+        if c["mismatch"] + c["expected"] + c["info"]
+    ]
+    if not data:
+        return "<p>No differences in any kind.</p>"
     bar_w, label_w, row_h = 420, 150, 22
-    height = row_h * max(len(data), 1) + 30
+    height = row_h * len(data) + 30
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 120}" height="{height}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 260}" height="{height}" '
         f'role="img" aria-label="differences per kind" font-family="system-ui,sans-serif" font-size="12">'
     ]
-    for i, (kind, diffs, info) in enumerate(data):
+    for i, (kind, diffs, info, entities) in enumerate(data):
         y = 10 + i * row_h
-        w1 = round(bar_w * diffs / top) if diffs else 0
-        w2 = round(bar_w * info / top) if info else 0
+        total = max(entities, diffs + info)
+        w1 = max(1, round(bar_w * diffs / total)) if diffs else 0
+        w2 = max(1, round(bar_w * info / total)) if info else 0
         parts.append(
             f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{_e(KIND_TITLES.get(kind, kind))}</text>'
         )
@@ -139,7 +153,10 @@ def _chart(counts: list[Any]) -> str:
             parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{w1}" height="14" fill="#c0392b"/>')
         if w2:
             parts.append(f'<rect x="{label_w + w1}" y="{y + 3}" width="{w2}" height="14" fill="#e0b341"/>')
-        parts.append(f'<text x="{label_w + bar_w + 8}" y="{y + 14}">{diffs:,} / {info:,}</text>')
+        parts.append(
+            f'<text x="{label_w + bar_w + 8}" y="{y + 14}">{diffs:,} differing, {info:,} informational '
+            f"of {entities:,}</text>"
+        )
     y = 10 + len(data) * row_h + 8
     parts.append(f'<rect x="{label_w}" y="{y}" width="12" height="10" fill="#c0392b"/>')
     parts.append(f'<text x="{label_w + 16}" y="{y + 9}">differences</text>')
@@ -175,7 +192,7 @@ def _differences(result: dict[str, Any], limit: int) -> str:
             f"(first {limit} per kind and verdict, by key)</h3>"
         )
         out.append(
-            "<table class=diff><tr><th>key</th><th>verdict</th><th>what differs</th>"
+            "<table class=diff><tr><th>key</th><th>verdict</th><th>what differs (ZooKeeper → log)</th>"
             "<th>ZooKeeper</th><th>KRaft</th></tr>"
         )
         for d in items:
@@ -212,7 +229,7 @@ def render_report(result: Any, limit: int = 20) -> str:
             f"<td class='n{' m' if m else ''}'>{m:,}</td><td class=n>{c['info']:,}</td></tr>"
         )
     warnings = "".join(f"<p class=warn>{_e(w)}</p>" for w in r.get("warnings") or [])
-    diff_label = "expected" if r["phase"] == "finalized" else "mismatches"
+    diff_label = "expected differences" if r["phase"] == "finalized" else "differences (all)"
     scan = r.get("log_scan") or {}
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>zk2kraft audit — {_e(r["phase"])}</title>
@@ -229,9 +246,11 @@ def render_report(result: Any, limit: int = 20) -> str:
 copy committed at offset {_e(scan.get("copy_end_offset"))}</p>
 <h2>Counts per kind</h2>
 <table><tr><th>kind</th><th>ZooKeeper</th><th>KRaft</th><th>equal</th><th>missing in KRaft</th>
-<th>missing in ZooKeeper</th><th>mismatched</th><th>tolerated</th><th>{diff_label}</th><th>informational</th></tr>
+<th>missing in ZooKeeper</th><th>fields differ</th><th>only tolerated fields differ</th><th>{diff_label}</th>
+<th>informational</th></tr>
 {"".join(rows)}</table>
 <h2>Differences per kind</h2>
+<p>Each bar is one kind's entities; red: ZooKeeper and the log differ, amber: informational only.</p>
 {_chart(counts)}
 <h2>Differences</h2>
 {_differences(r, limit)}

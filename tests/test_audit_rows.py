@@ -362,3 +362,46 @@ def test_report_is_escaped_self_contained_and_names_the_inputs(tmp_path: Path) -
     )
     assert "<svg" in html and "isr: [1] → [1,2]" in html
     assert "http" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "") and "<link" not in html
+
+
+def _count(kind: str, entities: int, mismatched: int = 0, info: int = 0) -> dict[str, int | str]:
+    return {
+        "kind": kind, "zookeeper": entities, "kraft": entities, "equal": entities - mismatched - info,
+        "tolerated": info, "mismatched": mismatched, "missing_in_kraft": 0, "missing_in_zookeeper": 0,
+        "info": info, "mismatch": mismatched, "expected": 0,
+    }  # fmt: skip
+
+
+def _result(counts: list[dict[str, int | str]]) -> dict[str, object]:
+    return {
+        "phase": "copy", "phase_source": "derived", "state": "DualWriteMetadata", "exit_code": 0,
+        "verdict": "clean", "counts": counts, "differences": [],
+        "zookeeper": {"consistent": True, "zxid": 1}, "kraft": {"segments": ["a.log", "b.log"]},
+        "master": "local[1]", "seconds": 1.0,
+    }  # fmt: skip
+
+
+def test_report_of_a_clean_run_has_no_empty_bars_and_no_reprs() -> None:
+    from spark_audit.report import render_report
+
+    html = render_report(_result([_count(k, 10) for k in ("topic", "partition", "config", "acl")]))
+    assert "No differences in any kind." in html and "0 / 0" not in html and "<rect" not in html
+    assert ">yes<" in html and "True" not in html  # one consistent view: yes
+    assert "a.log, b.log" in html and '["a.log"' not in html
+    # one name per column: no "mismatched" beside "mismatches"
+    assert "<th>mismatched</th>" not in html and "<th>mismatches</th>" not in html
+
+
+def test_report_bars_are_scaled_to_each_kinds_entities() -> None:
+    import re
+
+    from spark_audit.report import render_report
+
+    html = render_report(
+        _result([_count("topic", 10_000, mismatched=1), _count("partition", 4, mismatched=4)])
+    )
+    widths = [
+        int(w) for w in re.findall(r'<rect x="150" y="\d+" width="(\d+)" height="14" fill="#c0392b"', html)
+    ]
+    assert widths == [1, 420]  # one topic of 10,000 is a sliver; all four partitions fill the bar
+    assert "1 differing, 0 informational of 10,000" in html
