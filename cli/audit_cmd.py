@@ -175,6 +175,14 @@ def _kraft_line(k: dict[str, Any]) -> str:
     return text
 
 
+#: What the reconcile on the next `migrate`/`controller` start does about each kind of difference.
+REPAIRS = {
+    "missing_in_zookeeper": "create it in ZooKeeper",
+    "missing_in_kraft": "delete it from ZooKeeper",
+    "mismatched": "rewrite ZooKeeper with the log's value",
+}
+
+
 def render(result: Any, console: Console) -> None:
     from spark_audit.rows import KIND_TITLES as titles  # pyarrow loads only when an audit ran
 
@@ -204,12 +212,22 @@ def render(result: Any, console: Console) -> None:
         diffs = Table(title="differences (first per kind)", expand=False, show_lines=False)
         diffs.add_column("kind")
         diffs.add_column("key", overflow="fold")
-        diffs.add_column("what differs", overflow="fold")
+        diffs.add_column("what differs (ZooKeeper → log)", overflow="fold")
+        if not finalized:
+            diffs.add_column("reconcile would", overflow="fold")
         for d in shown:
             what = [d["status"].replace("_", " ")]
             what += [f"{f['name']}: {f['zookeeper']} → {f['kraft']}" for f in d["fields"]]
-            diffs.add_row(titles.get(d["kind"], d["kind"]), escape(d["key"]), escape("; ".join(what)))
+            row = [titles.get(d["kind"], d["kind"]), escape(d["key"]), escape("; ".join(what))]
+            if not finalized:
+                row.append(REPAIRS.get(d["status"], ""))
+            diffs.add_row(*row)
         console.print(diffs)
+        if not finalized:
+            console.print(
+                "The log is the source of truth: a `zk2kraft migrate` or `zk2kraft controller` start reconciles "
+                "ZooKeeper to it (each repair is printed); `zk2kraft rollback` would instead keep ZooKeeper as it is."
+            )
     reasons: dict[str, str] = {}
     for d in result.differences:
         if d["verdict"] == "info" and d.get("reason"):

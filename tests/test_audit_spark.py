@@ -361,6 +361,17 @@ def test_zookeeper_drift_of_every_kind_is_named(spark: object, migration: Migrat
     assert _counts(result)["partition"].mismatch == 1 + len(image.topics[deleted].partitions)
     for secret in migration.generated.secrets.strings(migration.generated.image):
         assert secret not in result.model_dump_json()
+    # the terminal says which side is which and what the reconcile below will do about each difference
+    from rich.console import Console
+
+    from cli.audit_cmd import render
+
+    console = Console(record=True, width=400)
+    render(result, console)
+    text = console.export_text()
+    assert "what differs (ZooKeeper → log)" in text and "reconcile would" in text
+    assert "create it in ZooKeeper" in text and "rewrite ZooKeeper with the log's value" in text
+    assert "reconciles ZooKeeper to it" in text
     # the syncer's full reconcile repairs ZooKeeper from the log: clean again
     commands.migrate(migration.connect, str(migration.log_dir), yes=True, brokers_from_zk=True)
     migration.notes["drift_topics"] = (deleted, altered, with_config)
