@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import click
 import pytest
@@ -171,3 +172,37 @@ def test_json_commands_print_a_json_error_object(argv, capsys):
     error = json.loads(captured.out)["error"]
     assert error["exit_code"] == 2 and error["message"] and error["code"]
     assert captured.err.strip()  # and the one line on stderr, as without --json
+
+
+@pytest.mark.parametrize(
+    ("connect", "cause"),
+    [
+        ("127.0.0.1:1", "connection refused (nothing listens there)"),
+        ("no-such-host.invalid:2181", "cannot resolve the name"),
+    ],
+)
+def test_unreachable_zookeeper_says_why_at_once(connect, cause, tmp_path):
+    """A refused port and an unknown name fail at once and say which; no TLS hint for either."""
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [*ZK2KRAFT, "status", "--zookeeper", connect, "--log-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert time.monotonic() - t0 < 8  # kazoo alone waited its 10 s timeout
+    assert proc.returncode == 3
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"zk2kraft: error: cannot reach ZooKeeper at {connect}: {cause}"), line
+    assert "TLS" not in proc.stderr
+
+
+def test_missing_chroot_is_one_line_without_kazoos_warning(zk_server, tmp_path):
+    proc = subprocess.run(
+        [*ZK2KRAFT, "status", "--zookeeper", zk_server + "/no-such-chroot", "--log-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"zk2kraft: error: chroot /no-such-chroot does not exist on ZooKeeper {zk_server}"
+    ]

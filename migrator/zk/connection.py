@@ -9,7 +9,9 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import ssl
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -245,11 +247,15 @@ def connect(
             verify_certs=tls.verify_certs,
             check_hostname=tls.check_hostname,
         )
+    reachable = _probe(spec.hosts, timeout)
     client = KazooClient(**kwargs)  # type: ignore[arg-type]
     if sec.set_acl:
         client.zk2kraft_sensitive_acl = SENSITIVE_ACL  # type: ignore[attr-defined]
     try:
-        client.start(timeout=timeout)
+        with warnings.catch_warnings():
+            # kazoo warns "No chroot path exists" (with its site-packages path); we say it in one line below
+            warnings.filterwarnings("ignore", message="No chroot path exists")
+            client.start(timeout=timeout)
         for scheme, credential in later_auth:
             client.add_auth(scheme, credential)
         if spec.chroot and require_chroot:
@@ -271,7 +277,11 @@ def connect(
         ) from None
     except KazooTimeoutError:
         close(client)
-        hint = " (is it a TLS port? check --zk-tls-*)" if tls is None else " (is TLS enabled on that port?)"
+        hint = ""
+        if reachable:  # a port that accepts TCP but never completes ZooKeeper's handshake
+            hint = (
+                " (is it a TLS port? check --zk-tls-*)" if tls is None else " (is TLS enabled on that port?)"
+            )
         raise UnreachableError(f"cannot reach ZooKeeper at {spec.hosts} within {timeout:g}s{hint}") from None
     except ssl.SSLError as e:
         close(client)
@@ -287,6 +297,44 @@ def connect(
         close(client)
         raise UnreachableError(f"cannot connect to ZooKeeper at {spec.hosts}: {e}") from None
     return client
+
+
+def _probe(hosts: str, timeout: float) -> bool:
+    """Fail at once, naming the cause, when no host of the connect string can be reached at all.
+
+    kazoo retries a refused connection and an unknown host alike until its timeout and then says only
+    "timed out"; an operator needs "nothing listens there" or "no such host" instead, without the wait.
+    Returns whether some host accepted a TCP connection (only then can a timeout mean a TLS port).
+    """
+    causes: list[str] = []
+    per_host = min(max(timeout, 0.1), 2.0)
+    for entry in hosts.split(","):
+        host, _, port_text = entry.strip().rpartition(":")
+        host = host.strip("[]") or "127.0.0.1"
+        if not port_text.isdigit():
+            host, port_text = entry.strip().strip("[]"), "2181"
+        port = int(port_text)
+        try:
+            addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as e:
+            causes.append(f"{host}: cannot resolve the name ({e.strerror})")
+            continue
+        for family, kind, proto, _, address in addresses:
+            try:
+                with socket.socket(family, kind, proto) as sock:
+                    sock.settimeout(per_host)
+                    sock.connect(address)
+                return True
+            except ConnectionRefusedError:
+                causes.append(f"{host}:{port}: connection refused (nothing listens there)")
+            except OSError as e:
+                causes.append(f"{host}:{port}: {e.strerror or type(e).__name__}")
+    if causes and all("refused" in c or "resolve" in c for c in causes):
+        unique = list(dict.fromkeys(causes))
+        if "," not in hosts:  # one host: its name is already in the sentence
+            unique = [c.split(": ", 1)[1] for c in unique]
+        raise UnreachableError(f"cannot reach ZooKeeper at {hosts}: " + "; ".join(unique))
+    return False  # timeouts or other errors: let kazoo try for its full timeout
 
 
 def close(client: KazooClient) -> None:
