@@ -11,7 +11,7 @@ import click
 
 from cli import render
 from cli.options import json_option, zookeeper_options
-from migrator.zk.connection import close, connect
+from migrator.zk.connection import close, connect, ensure_chroot
 from zk_fixtures.generator import ClusterSpec, GeneratedCluster, load_cluster
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -111,6 +111,7 @@ def load(
       zk2kraft fixtures load -z 127.0.0.1:2181 --brokers 6 --topics 1000 --partitions 12
     """
     cluster_spec = _spec(spec)
+    ensure_chroot(zookeeper, auth=zk_auth, timeout=zk_timeout)  # a new cluster's chroot is created
     client = connect(zookeeper, auth=zk_auth, timeout=zk_timeout)
     try:
         if not as_json and sys.stderr.isatty():

@@ -206,3 +206,17 @@ def test_missing_chroot_is_one_line_without_kazoos_warning(zk_server, tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"zk2kraft: error: chroot /no-such-chroot does not exist on ZooKeeper {zk_server}"
     ]
+
+
+def test_fixtures_load_creates_a_missing_chroot(zk_server, capsys):
+    from migrator.zk.connection import close, connect
+
+    chroot = f"/new-chroot-{time.monotonic_ns()}/kafka"
+    spec = ["--brokers", "3", "--topics", "2", "--partitions", "1"]
+    assert run(["fixtures", "load", "--zookeeper", zk_server + chroot, *spec]) == 0, capsys.readouterr().err
+    client = connect(zk_server + chroot)
+    try:
+        assert client.exists("/brokers/topics") is not None
+    finally:
+        client.delete("/", recursive=True)
+        close(client)

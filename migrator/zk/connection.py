@@ -337,6 +337,18 @@ def _probe(hosts: str, timeout: float) -> bool:
     return False  # timeouts or other errors: let kazoo try for its full timeout
 
 
+def ensure_chroot(connect_string: str, auth: Sequence[str] = (), timeout: float = 10.0) -> None:
+    """Create the connect string's chroot path if it is missing (kazoo cannot from inside it)."""
+    spec = ConnectSpec.parse(connect_string)
+    if not spec.chroot:
+        return
+    client = connect(spec.hosts, auth=auth, timeout=timeout)
+    try:
+        client.ensure_path(spec.chroot)
+    finally:
+        close(client)
+
+
 def close(client: KazooClient) -> None:
     """Stop, then close: kazoo refuses to close a client that was not stopped."""
     try:
