@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from migrator.errors import EXIT_BAD_INPUT, BadInputError, ZkKraftError
+from migrator.kraft.retention import RetentionConfig, set_default_config
 from migrator.properties import read_properties
 
 # Kafka property names that map onto zk2kraft options, so a controller.properties drops in.
@@ -121,6 +122,10 @@ def main(ctx: click.Context, verbose: bool, config_path: str | None) -> None:
         except BadInputError as e:
             raise BadInputError(f"--config: {e}") from None
         ctx.default_map = _default_map(main, _defaults_from_properties(props))
+        try:
+            set_default_config(RetentionConfig.from_properties(props))  # snapshots and retention
+        except BadInputError as e:
+            raise BadInputError(f"--config: {e}") from None
 
 
 def _register() -> None:

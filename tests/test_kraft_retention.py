@@ -7,6 +7,8 @@ import os
 
 import pytest
 from click.testing import CliRunner
+from kazoo.client import KazooClient
+from migrate_helpers import assert_consistent, cluster, run_cli
 from test_kraft_image import comparable
 
 from cli.log_cmds import log as log_cmd
@@ -180,3 +182,40 @@ def test_purge_aborted_rolls_so_the_aborted_records_go_physically(tmp_path) -> N
         assert names == ["ConfigRecord"]
         image = log.load_image().result.image
         assert {c[1] for c in image.configs} == {""} and image.configs
+
+
+@pytest.mark.zk
+def test_config_file_sets_the_cadence_of_a_migration(zk: KazooClient, zk_connect: str, tmp_path) -> None:
+    """`--config` with Kafka's keys: the migration's log snapshots at its commits and keeps one."""
+    props = tmp_path / "controller.properties"
+    props.write_text(
+        "process.roles=controller\n"
+        "metadata.log.max.record.bytes.between.snapshots=1\n"
+        "metadata.max.retention.bytes=0\n"
+    )
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        r = run_cli(
+            [
+                "--config",
+                str(props),
+                "migrate",
+                "--yes",
+                "--brokers-from-zk",
+                "-z",
+                zk_connect,
+                "-l",
+                str(log_dir),
+            ]
+        )
+        assert r.returncode == 0, r.stderr[-800:]
+        with MetadataLog.open(log_dir) as log:
+            snaps = list_snapshots(log.partition_dir)
+            # every committed append was due; retention 0 kept the newest snapshot only
+            assert len(snaps) == 1 and snaps[0].end_offset == log.end_offset
+            assert log.log_start_offset == log.segments[0].base_offset <= snaps[0].end_offset
+        assert_consistent(zk, log_dir)
+    bad = tmp_path / "bad.properties"
+    bad.write_text("metadata.max.retention.ms=soon\n")
+    r = run_cli(["--config", str(bad), "status", "-z", zk_connect, "-l", str(log_dir)])
+    assert r.returncode == 2 and "--config: metadata.max.retention.ms='soon': not an integer" in r.stderr

@@ -34,7 +34,7 @@ from migrator.kraft.dirfiles import MetaProperties
 from migrator.kraft.image import ImageBuilder, ReplayResult
 from migrator.kraft.lock import WriterLock
 from migrator.kraft.records import CorruptRecordError, MetadataRecord, OpaqueRecord
-from migrator.kraft.retention import RetentionConfig, SnapshotPolicy
+from migrator.kraft.retention import RetentionConfig, SnapshotPolicy, default_config
 from migrator.kraft.snapshot import (
     list_snapshots,
     parse_snapshot_name,
@@ -255,7 +255,7 @@ class MetadataLog:
 
         A writable open takes the writer lock, formats a missing directory (needs `cluster_id` and
         `node_id`) and recovers a torn tail; from then on it writes snapshots and applies retention as
-        `retention` (default: Kafka's defaults) says. A read-only open changes nothing on disk.
+        `retention` (default: `retention.default_config()`, Kafka's defaults unless `--config` set them) says. A read-only open changes nothing on disk.
         """
         if segment_bytes < 1:
             raise BadInputError(f"segment size must be positive, got {segment_bytes}")
@@ -284,7 +284,7 @@ class MetadataLog:
             log.close()
             raise
         if writable:
-            SnapshotPolicy(retention or RetentionConfig()).attach(log)
+            SnapshotPolicy(retention or default_config()).attach(log)
         return log
 
     def _open(self, single: Path | None, cluster_id: str | None, node_id: int | None) -> None:

@@ -35,7 +35,9 @@ __all__ = [
     "RetentionConfig",
     "SnapshotPolicy",
     "clean",
+    "default_config",
     "purge_aborted",
+    "set_default_config",
     "snapshot_now",
 ]
 
@@ -79,6 +81,19 @@ PROPERTY_KEYS: dict[str, str] = {
     "metadata.max.retention.ms": "retention_ms",
 }
 assert set(PROPERTY_KEYS.values()) == {f.name for f in fields(RetentionConfig)}
+
+
+_default = RetentionConfig()
+
+
+def set_default_config(config: RetentionConfig) -> None:
+    """The settings of every log this process opens for writing without its own (`--config` sets it)."""
+    global _default
+    _default = config
+
+
+def default_config() -> RetentionConfig:
+    return _default
 
 
 def _now_ms() -> int:
