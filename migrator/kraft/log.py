@@ -52,6 +52,7 @@ __all__ = [
     "LoadedImage",
     "MetadataLog",
     "OffsetOrderError",
+    "OffsetOutOfRangeError",
     "OpenReport",
     "Segment",
     "VerifyReport",
@@ -70,6 +71,10 @@ _READ_LIMIT = 64 << 20
 _PREFIX = struct.Struct(">qi")
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _BATCH_OVERHEAD = 61
+
+
+class OffsetOutOfRangeError(BadInputError):
+    """A read below the log start offset (Kafka's OFFSET_OUT_OF_RANGE)."""
 
 
 class OffsetOrderError(CorruptLogError):
@@ -238,6 +243,9 @@ class MetadataLog:
         self.after_append: (
             Callable[[MetadataLog, Sequence[MetadataRecord | OpaqueRecord], int], None] | None
         ) = None
+        # The lowest offset a reader of this process still has to read (e.g. the dual-write syncer's
+        # position): retention never moves the log start past it. None: no such reader.
+        self.retain_from: Callable[[], int] | None = None
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -479,9 +487,15 @@ class MetadataLog:
     def batches(self, from_offset: int = 0, verify_crc: bool = True) -> Iterator[RecordBatch]:
         """Every batch (control ones too) whose records reach `from_offset` or later, in order.
 
-        Offsets below the log start are not part of the log: reading starts at the log start at the
-        earliest (a reader needs the snapshot for what comes before it).
+        Offsets below the log start are not part of the log: reading from 0 starts at the log start (a
+        reader needs the snapshot for what comes before it). A reader that had got further, and was
+        overtaken by retention here, gets Kafka's OFFSET_OUT_OF_RANGE as an error rather than a gap.
         """
+        if 0 < from_offset < self._start_floor:
+            raise OffsetOutOfRangeError(
+                f"{self.partition_dir}: offset {from_offset} is below the log start offset "
+                f"{self._start_floor} (retention deleted it): load the snapshot at the log start"
+            )
         from_offset = max(from_offset, self._start_floor)
         segs = self.segments
         expect = 0
@@ -521,6 +535,8 @@ class MetadataLog:
 
     def timestamp_of(self, offset: int) -> int | None:
         """Append time of the batch holding `offset`, or None when the log does not hold it."""
+        if not self.log_start_offset <= offset < self._end_offset:
+            return None
         for batch in self.batches(offset):
             if batch.base_offset <= offset <= batch.last_offset:
                 return batch.max_timestamp

@@ -160,6 +160,8 @@ def _delete_before_snapshot(log: MetadataLog, end_offset: int) -> bool:
     """Kafka's `deleteBeforeSnapshot`: log start to `end_offset`, then forget older snapshots."""
     if not log.log_start_offset < end_offset <= log.end_offset:
         return False
+    if log.retain_from is not None and end_offset > log.retain_from():
+        return False  # a reader in this process has not read that far yet
     log.advance_start(end_offset)
     for snap in list_snapshots(log.partition_dir):
         if snap.end_offset < end_offset:
