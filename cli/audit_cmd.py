@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cli import render as cli_render
 from cli.options import json_option, log_dir_option, zk_security_options, zookeeper_options
 from migrator import commands
 from migrator.errors import BadInputError
@@ -142,7 +143,7 @@ def audit(
         verbose=verbose,
     )
     if interactive:
-        console = Console(stderr=True)
+        console = cli_render.console(stderr=True)
         with console.status("auditing...") as status:
             result = commands.audit(log_dir, say=lambda m: status.update(f"audit: {m}..."), **kwargs)
     else:
@@ -150,7 +151,7 @@ def audit(
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
-        render(result, Console(highlight=False, soft_wrap=False))
+        render(result, cli_render.console())
     raise click.exceptions.Exit(result.exit_code)
 
 
@@ -249,14 +250,14 @@ def export_command(
       zk2kraft zk export --zookeeper zk1:2181/kafka --out zk-before-copy.parquet
     """
     if _interactive(as_json):
-        with Console(stderr=True).status("reading ZooKeeper..."):
+        with cli_render.console(stderr=True).status("reading ZooKeeper..."):
             result = commands.zk_export(zookeeper, out, zk_auth=zk_auth, zk_timeout=zk_timeout)
     else:
         result = commands.zk_export(zookeeper, out, zk_auth=zk_auth, zk_timeout=zk_timeout)
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
         return
-    console = Console(highlight=False)
+    console = cli_render.console()
     state = "one consistent view" if result.consistent else "NOT one consistent view"
     console.print(
         f"wrote {result.rows:,} rows to {escape(result.out)}: ZooKeeper {escape(result.zookeeper)} at zxid "

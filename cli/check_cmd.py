@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cli import render as cli_render
 from cli.options import json_option, zookeeper_options
 from migrator import commands
 from migrator.errors import BadInputError, ZkKraftError
@@ -85,14 +86,14 @@ def check(
     configs = load_broker_configs(broker_config) if broker_config is not None else None
     interactive = not as_json and sys.stdout.isatty()
     if interactive:
-        with Console(stderr=True).status("Reading ZooKeeper..."):
+        with cli_render.console(stderr=True).status("Reading ZooKeeper..."):
             result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer)
     else:
         result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer)
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
-        render(result, Console(highlight=False, soft_wrap=False))
+        render(result, cli_render.console())
     raise click.exceptions.Exit(result.exit_code)
 
 

@@ -18,6 +18,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from cli import render
 from migrator import commands
 from migrator.controller import kafka_errors
 from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
@@ -116,10 +117,10 @@ def generate_cluster(ctx: DemoContext) -> None:
 
 
 def run_check(ctx: DemoContext) -> None:
-    from cli.check_cmd import render
+    from cli.check_cmd import render as render_check
 
     result = commands.check(ctx.connect)
-    render(result, ctx.console)
+    render_check(result, ctx.console)
     if result.exit_code != 0:
         ctx.failures.append(f"check exited {result.exit_code}")
     ctx.console.print(
@@ -454,7 +455,7 @@ def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, workdir: str | N
     Example:
       zk2kraft demo --rollback
     """
-    console = Console(highlight=False)
+    console = render.console()
     path = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="zk2kraft-demo-"))
     path.mkdir(parents=True, exist_ok=True)
     ctx = DemoContext(console=console, workdir=path, seed=seed, rollback=rollback, audit=not no_audit)

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from cli import render
 from cli.options import json_option, zookeeper_options
 from migrator.zk.connection import close, connect
 from zk_fixtures.generator import ClusterSpec, GeneratedCluster, load_cluster
@@ -132,7 +133,6 @@ def load(
 
 
 def _load_with_progress(client: Any, spec: ClusterSpec, exist_ok: bool) -> GeneratedCluster:
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -141,7 +141,7 @@ def _load_with_progress(client: Any, spec: ClusterSpec, exist_ok: bool) -> Gener
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         transient=True,
-        console=Console(stderr=True),
+        console=render.console(stderr=True),
     ) as bar:
         task = bar.add_task("znodes", total=None)
         return load_cluster(

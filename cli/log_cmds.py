@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from cli import render
 from cli.options import json_option, log_dir_option
 from migrator.errors import BadInputError
 from migrator.kraft.batch import decode_batch_records
@@ -78,9 +79,7 @@ def _is_snapshot(path: Path) -> bool:
 
 
 def _console() -> Any:
-    from rich.console import Console
-
-    return Console()
+    return render.console()
 
 
 def _use_rich(as_json: bool) -> bool:

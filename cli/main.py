@@ -6,6 +6,7 @@ becomes one line on stderr and its exit code; `-v` shows the traceback.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -117,21 +118,61 @@ def main(ctx: click.Context, verbose: bool, config_path: str | None) -> None:
     if not verbose:
         logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     if config_path:
-        try:
-            props = read_properties(config_path)
-        except BadInputError as e:
-            raise BadInputError(f"--config: {e}") from None
-        ctx.default_map = _default_map(main, _defaults_from_properties(props))
-        try:
-            set_default_config(RetentionConfig.from_properties(props))  # snapshots and retention
-        except BadInputError as e:
-            raise BadInputError(f"--config: {e}") from None
+        ctx.default_map = _default_map(main, _defaults_from_config(config_path))
+
+
+def _defaults_from_config(config_path: str) -> dict[str, Any]:
+    try:
+        props = read_properties(config_path)
+    except BadInputError as e:
+        raise BadInputError(f"--config: {e}") from None
+    try:
+        # Kafka's snapshot and retention settings: for every log this process opens for writing
+        set_default_config(RetentionConfig.from_properties(props))
+    except BadInputError as e:
+        raise BadInputError(f"--config: {e}") from None
+    return _defaults_from_properties(props)
+
+
+def _subcommand_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """`zk2kraft status --config FILE`: the same defaults as `zk2kraft --config FILE status`.
+
+    Eager, so the defaults are in place before the command's other options are resolved; options given
+    on the command line or through their environment variables still win, and this file wins over the
+    group's.
+    """
+    if value and not ctx.resilient_parsing:
+        ctx.default_map = {
+            **_default_map(ctx.command, _defaults_from_config(value)),
+            **(ctx.default_map or {}),
+        }
+
+
+def _add_config_option(command: click.Command) -> None:
+    """Give every command without a `--config` of its own the group's `--config` too."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _add_config_option(sub)
+        return
+    if any("--config" in getattr(p, "opts", ()) for p in command.params):
+        return  # e.g. `admin create-topic --config KEY=VALUE`: there the global option goes first
+    command.params.append(
+        click.Option(
+            ["--config"],
+            type=click.Path(dir_okay=False),
+            expose_value=False,
+            is_eager=True,
+            callback=_subcommand_config,
+            help="Kafka properties file giving option defaults (as `zk2kraft --config FILE`).",
+        )
+    )
 
 
 def _register() -> None:
     from cli import commands_index
 
     for command in commands_index.all_commands():
+        _add_config_option(command)
         main.add_command(command)
 
 
@@ -145,6 +186,7 @@ def run(argv: list[str] | None = None) -> int:
         if verbose:
             traceback.print_exc()
         click.echo(f"zk2kraft: error: {e}", err=True)
+        _json_error(argv, type(e).__name__, str(e), e.exit_code)
         return e.exit_code
     except click.exceptions.Exit as e:
         return int(e.exit_code)
@@ -153,7 +195,9 @@ def run(argv: list[str] | None = None) -> int:
         return 130
     except click.ClickException as e:
         e.show()
-        return EXIT_BAD_INPUT if e.exit_code == 2 else e.exit_code
+        code = EXIT_BAD_INPUT if e.exit_code == 2 else e.exit_code
+        _json_error(argv, type(e).__name__, e.format_message(), code)
+        return code
     except KeyboardInterrupt:
         click.echo("zk2kraft: interrupted", err=True)
         return 130
@@ -161,9 +205,17 @@ def run(argv: list[str] | None = None) -> int:
         if verbose:
             traceback.print_exc()
         click.echo(f"zk2kraft: internal error: {type(e).__name__}: {e} (run with -v for details)", err=True)
+        _json_error(argv, "InternalError", f"{type(e).__name__}: {e}", 70)
         return 70
     # standalone_mode=False turns `Exit(n)` into a return value of n
     return rv if isinstance(rv, int) else 0
+
+
+def _json_error(argv: list[str] | None, code: str, message: str, exit_code: int) -> None:
+    """With `--json`, stdout always holds one JSON object, also when the command failed."""
+    args = argv if argv is not None else sys.argv[1:]
+    if "--json" in args:
+        click.echo(json.dumps({"error": {"code": code, "message": message, "exit_code": exit_code}}))
 
 
 def entry() -> None:

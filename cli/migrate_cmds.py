@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cli import render
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
@@ -45,11 +46,11 @@ def _interactive(as_json: bool) -> bool:
 
 
 def _err_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return render.console(stderr=True)
 
 
 def _out_console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return render.console(soft_wrap=True)
 
 
 def node_id_option(f: Callable[..., Any]) -> Callable[..., Any]:

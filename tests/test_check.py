@@ -911,3 +911,17 @@ def test_checks_on_200k_partitions_take_seconds_not_minutes():
     assert by_code["UNREGISTERED_REPLICA_BROKER"].ids == [31]
     assert by_code["TOPIC_WITHOUT_ID"].count == 4
     assert len(by_code["OFFLINE_PARTITIONS"].paths) <= checks.MAX_LISTED
+
+
+@pytest.mark.zk
+def test_without_a_terminal_no_table_cell_is_cut(zk, zk_connect):
+    """Redirected output keeps whole fixes and identifiers (rich cut them at 80 columns before)."""
+    healthy(zk, controller_epoch=5)
+    _kraft_controller(zk, epoch=9)
+    proc = subprocess.run(
+        [str(ZK2KRAFT), "check", "--zookeeper", zk_connect], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "…" not in proc.stdout
+    assert "(zookeeper-shell: set /controller_epoch 10)" in proc.stdout
+    assert "ZK_EPOCH_NOT_ABOVE_KRAFT_EPOCH" in proc.stdout

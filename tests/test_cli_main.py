@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -130,3 +131,43 @@ def test_zkkraft_error_shows_traceback_only_with_v(capsys, verbose):
     assert code == 2
     assert "zk2kraft: error: something specific at /path" in err
     assert ("Traceback" in err) is verbose
+
+
+def test_config_after_the_subcommand_gives_the_same_defaults(zk_connect, tmp_path, capsys):
+    """`zk2kraft status --config FILE` works as `zk2kraft --config FILE status` does."""
+    p = tmp_path / "controller.properties"
+    log_dir = tmp_path / "log"
+    p.write_text(f"zookeeper.connect={zk_connect}\nmetadata.log.dir={log_dir}\nprocess.roles=controller\n")
+    outs = []
+    for argv in (["--config", str(p), "status", "--json"], ["status", "--config", str(p), "--json"]):
+        assert run(argv) == 0, capsys.readouterr().err
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1]
+    assert str(log_dir) in json.dumps(outs[1])  # the file's metadata.log.dir was used
+    # options on the command line still win over the file
+    assert run(["status", "--config", str(p), "--log-dir", str(tmp_path / "other"), "--json"]) == 0
+    assert str(tmp_path / "other") in capsys.readouterr().out
+
+
+def test_config_after_the_subcommand_missing_file_is_one_line_exit_2(capsys):
+    assert run(["zk", "status", "--config", "/no/such/file.properties"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "zk2kraft: error: --config: cannot read /no/such/file.properties: No such file or directory"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", "--json", "--config", "/no/such/file.properties"],
+        ["finalize", "--json", "--config", "/no/such/file.properties"],
+        ["status", "--json", "--no-such-option"],
+    ],
+)
+def test_json_commands_print_a_json_error_object(argv, capsys):
+    code = run(argv)
+    assert code == 2
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)["error"]
+    assert error["exit_code"] == 2 and error["message"] and error["code"]
+    assert captured.err.strip()  # and the one line on stderr, as without --json

@@ -1,0 +1,25 @@
+"""Shared rendering for the CLI: the consoles every command prints through.
+
+Without a terminal rich assumes 80 columns and cuts table cells with an ellipsis; a cut identifier or
+a cut fix ("set /controller_e…") in a CI log or a redirected report is worse than a long line, so
+output that is not a terminal gets a width no table reaches and lines are never folded.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+__all__ = ["console"]
+
+#: Wide enough that rich never needs to shrink a column; tables stay as wide as their content.
+_NOT_A_TERMINAL_WIDTH = 10_000
+
+
+def console(*, stderr: bool = False, highlight: bool = False, soft_wrap: bool = False) -> Console:
+    """A console on stdout (or stderr) that cuts nothing when the stream is not a terminal."""
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return Console(stderr=stderr, highlight=highlight, soft_wrap=soft_wrap)
+    return Console(stderr=stderr, highlight=highlight, soft_wrap=True, width=_NOT_A_TERMINAL_WIDTH)
