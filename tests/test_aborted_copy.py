@@ -65,8 +65,10 @@ def test_soft_start_registrations_after_an_abort_land_in_the_snapshot(
         assert result is not None and result.state_after == "DualWriteMetadata", result
         assert_aborted_copy_gone(log_dir, aborted_end)
         with MetadataLog.open(log_dir) as log:
-            snap = list_snapshots(log.partition_dir)[0]
+            snaps = list_snapshots(log.partition_dir)
+            snap = snaps[0]
             assert snap.end_offset == log.log_start_offset
+            assert result.manifest is not None and snaps[-1].end_offset == result.manifest.last_offset + 1
             image = log.load_image().result.image
         registered = [r for _o, r in read_snapshot(snap.path).records if r.name == "RegisterBrokerRecord"]
         assert sorted(r.fields["BrokerId"] for r in registered) == brokers  # type: ignore[union-attr]

@@ -12,6 +12,7 @@ from migrate_helpers import normalise
 from migrator.errors import BadInputError
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
+from migrator.kraft.snapshot import list_snapshots
 from migrator.migration import copy
 from migrator.model import ClusterImage, Partition, Topic
 from migrator.zk.layout import LayoutResult
@@ -152,7 +153,10 @@ def test_interrupted_copy_is_aborted_and_redone_once(tmp_path: Path) -> None:
         assert reread.log_start_offset == abort_at + 1
         loaded = reread.load_image()
     done = loaded.result
-    assert loaded.snapshot_end_offset == abort_at + 1
+    # ... and the redo's commit got a snapshot of its own
+    assert loaded.snapshot_end_offset == manifest.last_offset + 1
+    snaps = [s.end_offset for s in list_snapshots(tmp_path / "meta" / "__cluster_metadata-0")]
+    assert snaps == [abort_at + 1, manifest.last_offset + 1]
     assert done.migration_state == 1 and done.aborted_transactions == 0
     assert normalise(done.image) == normalise(image)
     names = [n for _, n, _f in _records(tmp_path / "meta")]

@@ -37,6 +37,7 @@ from cli.log_cmds import log as log_cmd
 from migrator import commands
 from migrator.errors import UnreachableError, ZkKraftError
 from migrator.kraft.log import MetadataLog
+from migrator.kraft.snapshot import list_snapshots
 from migrator.migration.admin import AdminChange, Inbox
 from migrator.migration.faults import POINTS, parse_crash_spec
 from migrator.zk.connection import close, connect
@@ -95,6 +96,7 @@ def assert_aborted_copy_gone(log_dir: Path, aborted_end: int) -> None:
         start = log.log_start_offset
         assert start > aborted_end, f"log start {start} is not past the aborted copy (ends at {aborted_end})"
         assert log.segments[0].base_offset == start  # Kafka derives its log start from the segments
+        assert any(s.end_offset == start for s in list_snapshots(log.partition_dir))
     dump = CliRunner().invoke(log_cmd, ["dump", "-l", str(log_dir), "--json"])
     assert dump.exit_code == 0, dump.output
     entries = [json.loads(line) for line in dump.output.splitlines()]

@@ -11,7 +11,8 @@ segments wholly below it are deleted; the newest snapshot is never deleted.
 Aborted transactions (`purge_aborted`): Kafka 3.9's `MetadataBatchLoader` keeps an aborted transaction's
 records when the record after the AbortTransactionRecord comes in the same load, so no Kafka reader may
 be handed them: the log start is moved past them behind a snapshot, with the segment rolled so that the
-records go physically (Kafka derives the log start from the first segment when it opens the log).
+records go physically (Kafka derives the log start from the first segment when it opens the log), and
+the next commit (the redone copy's) is snapshotted too.
 """
 
 from __future__ import annotations
@@ -210,6 +211,9 @@ def purge_aborted(log: MetadataLog) -> int | None:
     for snap in list_snapshots(log.partition_dir):
         if snap.end_offset < end:
             _unlink_snapshot(snap.path)
+    policy = getattr(log.after_append, "__self__", None)
+    if isinstance(policy, SnapshotPolicy):
+        policy.snapshot_at_next_commit = True  # the redo's commit gets its own snapshot too
     return end
 
 
@@ -241,6 +245,7 @@ class SnapshotPolicy:
         self.in_transaction: bool | None = None  # None: not known since the open
         self.snapshots_written = 0
         self.last_error: str | None = None
+        self.snapshot_at_next_commit = False  # set by purge_aborted: snapshot the redone copy's commit
 
     def attach(self, log: MetadataLog) -> SnapshotPolicy:
         log.after_append = self.after_append
@@ -267,6 +272,7 @@ class SnapshotPolicy:
                     self.in_transaction = True  # found open: wait for its marker
                     return
                 self.in_transaction = False
+                self.snapshot_at_next_commit = False
                 self.bytes_since = 0
                 self.last_snapshot_ms = now
                 self.snapshots_written += 1
@@ -280,6 +286,6 @@ class SnapshotPolicy:
 
     def _due(self, now: int) -> bool:
         c = self.config
-        if self.bytes_since >= c.max_bytes_between_snapshots:
+        if self.snapshot_at_next_commit or self.bytes_since >= c.max_bytes_between_snapshots:
             return True
         return c.snapshot_interval_ms > 0 and now - self.last_snapshot_ms >= c.snapshot_interval_ms
