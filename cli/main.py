@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from migrator.errors import EXIT_BAD_INPUT, BadInputError, ZkKraftError
+from migrator.kraft.retention import RetentionConfig, set_default_config
 from migrator.properties import read_properties
 
 # Kafka property names that map onto zk2kraft options, so a controller.properties drops in.
@@ -123,6 +124,11 @@ def main(ctx: click.Context, verbose: bool, config_path: str | None) -> None:
 def _defaults_from_config(config_path: str) -> dict[str, Any]:
     try:
         props = read_properties(config_path)
+    except BadInputError as e:
+        raise BadInputError(f"--config: {e}") from None
+    try:
+        # Kafka's snapshot and retention settings: for every log this process opens for writing
+        set_default_config(RetentionConfig.from_properties(props))
     except BadInputError as e:
         raise BadInputError(f"--config: {e}") from None
     return _defaults_from_properties(props)

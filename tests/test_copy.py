@@ -12,6 +12,7 @@ from migrate_helpers import normalise
 from migrator.errors import BadInputError
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
+from migrator.kraft.snapshot import list_snapshots
 from migrator.migration import copy
 from migrator.model import ClusterImage, Partition, Topic
 from migrator.zk.layout import LayoutResult
@@ -136,19 +137,30 @@ def test_interrupted_copy_is_aborted_and_redone_once(tmp_path: Path) -> None:
         interrupted = log.load_image().result
         assert interrupted.open_transaction is not None and interrupted.open_transaction.pending_records == 25
         assert not interrupted.image.topics
-        copy.abort_open_transaction(log, 2, interrupted.open_transaction, "test: controller failover")
+        abort_at = copy.abort_open_transaction(
+            log, 2, interrupted.open_transaction, "test: controller failover"
+        )
         aborted = log.load_image().result
         assert (
             aborted.open_transaction is None
             and aborted.aborted_transactions == 1
             and not aborted.image.topics
         )
-        copy.copy_zk_data(log, 2, layout)
-        done = log.load_image().result
-    assert done.migration_state == 1 and done.aborted_transactions == 1
+        manifest = copy.copy_zk_data(log, 2, layout)
+        # The redo put the aborted copy below the log start, behind a snapshot of the state before it.
+        assert log.log_start_offset == abort_at + 1 == manifest.first_offset
+    with MetadataLog.open(tmp_path / "meta") as reread:
+        assert reread.log_start_offset == abort_at + 1
+        loaded = reread.load_image()
+    done = loaded.result
+    # ... and the redo's commit got a snapshot of its own
+    assert loaded.snapshot_end_offset == manifest.last_offset + 1
+    snaps = [s.end_offset for s in list_snapshots(tmp_path / "meta" / "__cluster_metadata-0")]
+    assert snaps == [abort_at + 1, manifest.last_offset + 1]
+    assert done.migration_state == 1 and done.aborted_transactions == 0
     assert normalise(done.image) == normalise(image)
-    reason = [f for _, n, f in _records(tmp_path / "meta") if n == "AbortTransactionRecord"]
-    assert reason == [{"Reason": "test: controller failover"}]
+    names = [n for _, n, _f in _records(tmp_path / "meta")]
+    assert "AbortTransactionRecord" not in names and names.count("BeginTransactionRecord") == 1
 
 
 @pytest.mark.parametrize("fresh", [True, False])

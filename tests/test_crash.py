@@ -9,6 +9,7 @@ interrupted copy is aborted, never half-applied, and exactly one copy is committ
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from kazoo.client import KazooClient
 from migrate_helpers import (
     ROOT,
@@ -31,9 +33,11 @@ from migrate_helpers import (
     zk_layout,
 )
 
+from cli.log_cmds import log as log_cmd
 from migrator import commands
 from migrator.errors import UnreachableError, ZkKraftError
 from migrator.kraft.log import MetadataLog
+from migrator.kraft.snapshot import list_snapshots
 from migrator.migration.admin import AdminChange, Inbox
 from migrator.migration.faults import POINTS, parse_crash_spec
 from migrator.zk.connection import close, connect
@@ -80,6 +84,27 @@ def _copies(log_dir: Path) -> list[str]:
     return [outcome for name, outcome in transactions(log_dir) if name == "ZK Migration"]
 
 
+def _log_end(log_dir: Path) -> int:
+    with MetadataLog.open(log_dir) as log:
+        return log.end_offset
+
+
+def assert_aborted_copy_gone(log_dir: Path, aborted_end: int) -> None:
+    """Every record of the aborted copy (offsets below `aborted_end`) and its AbortTransactionRecord
+    are below the log start, on disk too: Kafka's MetadataBatchLoader would apply them (issue 15)."""
+    with MetadataLog.open(log_dir) as log:
+        start = log.log_start_offset
+        assert start > aborted_end, f"log start {start} is not past the aborted copy (ends at {aborted_end})"
+        assert log.segments[0].base_offset == start  # Kafka derives its log start from the segments
+        assert any(s.end_offset == start for s in list_snapshots(log.partition_dir))
+    dump = CliRunner().invoke(log_cmd, ["dump", "-l", str(log_dir), "--json"])
+    assert dump.exit_code == 0, dump.output
+    entries = [json.loads(line) for line in dump.output.splitlines()]
+    assert entries and all(e["offset"] is None or e["offset"] >= start for e in entries)
+    names = [e["type"] for e in entries]
+    assert "AbortTransactionRecord" not in names and names.count("BeginTransactionRecord") == 1
+
+
 # --- the first migration: claim, copy, first sync --------------------------------------------------
 
 FIRST_RUN = [
@@ -118,6 +143,7 @@ def test_crash_in_first_migration(point: str, zk: KazooClient, zk_connect: str, 
     log_dir = tmp_path / "meta"
     with cluster(zk, zk_connect):
         crash(_cmd(zk_connect, log_dir, *MIGRATE), point)
+        crashed_end = _log_end(log_dir) if log_dir.joinpath("meta.properties").exists() else 0
         status = commands.status(zk_connect, str(log_dir))
         expected = _STATE_AFTER.get(point.split(":")[0], "MigratingZkData")
         assert status.state == expected, f"after {point}: {status.state} ({status.reason})"
@@ -125,7 +151,9 @@ def test_crash_in_first_migration(point: str, zk: KazooClient, zk_connect: str, 
         assert (result.aborted_transaction is not None) == (point in _COPY_OPEN)
         copies = _copies(log_dir)
         assert copies.count("commit") == 1 and "open" not in copies
-        assert copies.count("abort") == (1 if point in _COPY_OPEN else 0)
+        assert copies.count("abort") == 0  # an aborted copy went below the log start before the redo
+        if point in _COPY_OPEN:
+            assert_aborted_copy_gone(log_dir, crashed_end)
         assert_consistent(zk, log_dir)
 
 
@@ -148,11 +176,13 @@ def test_crash_mid_copy_batches(own_zk: tuple[KazooClient, str], tmp_path: Path)
         replay, _ = log_replay(log_dir)
         assert replay.open_transaction is not None and replay.open_transaction.pending_records == 10_000
         assert not replay.image.topics  # nothing of an open copy is applied
+        crashed_end = _log_end(log_dir)
         # Die again while closing it: the abort is durable, the redo not begun.
         crash(_cmd(zk_connect, log_dir, *MIGRATE), "copy.abort-written")
         result = recover(zk_connect, log_dir)
         assert result.manifest is not None and result.manifest.batches == 2 + 2  # Begin, 2 data, State+End
-        assert _copies(log_dir) == ["abort", "commit"]
+        assert _copies(log_dir) == ["commit"]
+        assert_aborted_copy_gone(log_dir, crashed_end)
         assert_consistent(zk, log_dir)
 
 

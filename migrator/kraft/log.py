@@ -13,7 +13,7 @@ import os
 import re
 import struct
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -34,6 +34,7 @@ from migrator.kraft.dirfiles import MetaProperties
 from migrator.kraft.image import ImageBuilder, ReplayResult
 from migrator.kraft.lock import WriterLock
 from migrator.kraft.records import CorruptRecordError, MetadataRecord, OpaqueRecord
+from migrator.kraft.retention import RetentionConfig, SnapshotPolicy, default_config
 from migrator.kraft.snapshot import (
     list_snapshots,
     parse_snapshot_name,
@@ -51,6 +52,7 @@ __all__ = [
     "LoadedImage",
     "MetadataLog",
     "OffsetOrderError",
+    "OffsetOutOfRangeError",
     "OpenReport",
     "Segment",
     "VerifyReport",
@@ -69,6 +71,10 @@ _READ_LIMIT = 64 << 20
 _PREFIX = struct.Struct(">qi")
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _BATCH_OVERHEAD = 61
+
+
+class OffsetOutOfRangeError(BadInputError):
+    """A read below the log start offset (Kafka's OFFSET_OUT_OF_RANGE)."""
 
 
 class OffsetOrderError(CorruptLogError):
@@ -108,6 +114,27 @@ class _Scan:
 
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}.log"
+
+
+#: Kafka's suffix for a file scheduled for deletion (LogFileUtils.DELETED_FILE_SUFFIX).
+DELETED_SUFFIX = ".deleted"
+
+
+def _delete_file(path: Path) -> None:
+    """Rename to `.deleted` first, as Kafka does, so a crash never leaves half a segment under its name."""
+    gone = path.with_name(path.name + DELETED_SUFFIX)
+    try:
+        os.replace(path, gone)
+    except FileNotFoundError:
+        return
+    gone.unlink(missing_ok=True)
+
+
+def remove_deleted_files(partition_dir: Path) -> None:
+    """Files a crash left renamed for deletion (Kafka removes them when it loads the log)."""
+    for name in os.listdir(partition_dir):
+        if name.endswith(DELETED_SUFFIX):
+            (partition_dir / name).unlink(missing_ok=True)
 
 
 def _load(path: Path) -> bytes | mmap.mmap:
@@ -209,7 +236,16 @@ class MetadataLog:
         self._active_file: BinaryIO | None = None
         self._single = False
         self._quorum_epoch = -1
+        self._start_floor = 0  # log start moved inside a segment by retention (Kafka keeps it in memory)
+        self._snapshot_epoch = -1  # the newest snapshot's epoch: the last epoch when the log is empty
         self._closed = False
+        # Called after each durable append with (log, records, bytes written): the snapshot policy.
+        self.after_append: (
+            Callable[[MetadataLog, Sequence[MetadataRecord | OpaqueRecord], int], None] | None
+        ) = None
+        # The lowest offset a reader of this process still has to read (e.g. the dual-write syncer's
+        # position): retention never moves the log start past it. None: no such reader.
+        self.retain_from: Callable[[], int] | None = None
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -221,11 +257,13 @@ class MetadataLog:
         cluster_id: str | None = None,
         node_id: int | None = None,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        retention: RetentionConfig | None = None,
     ) -> MetadataLog:
         """Open `log_dir` (the metadata log dir, its `__cluster_metadata-0`, or one `.log` segment).
 
         A writable open takes the writer lock, formats a missing directory (needs `cluster_id` and
-        `node_id`) and recovers a torn tail. A read-only open changes nothing on disk.
+        `node_id`) and recovers a torn tail; from then on it writes snapshots and applies retention as
+        `retention` (default: `retention.default_config()`, Kafka's defaults unless `--config` set them) says. A read-only open changes nothing on disk.
         """
         if segment_bytes < 1:
             raise BadInputError(f"segment size must be positive, got {segment_bytes}")
@@ -253,6 +291,8 @@ class MetadataLog:
         except BaseException:
             log.close()
             raise
+        if writable:
+            SnapshotPolicy(retention or default_config()).attach(log)
         return log
 
     def _open(self, single: Path | None, cluster_id: str | None, node_id: int | None) -> None:
@@ -279,6 +319,7 @@ class MetadataLog:
             self.segments = self._list_segments()
         snaps = [] if single is not None else list_snapshots(self.partition_dir)
         snapshot_end = snaps[-1].end_offset if snaps else 0
+        self._snapshot_epoch = snaps[-1].epoch if snaps else -1
         if not self.segments and self.writable:
             self._create_segment(snapshot_end)
         report = OpenReport(
@@ -342,6 +383,7 @@ class MetadataLog:
         self.meta = meta
         self.partition_dir.mkdir(exist_ok=True)
         remove_partial_snapshots(self.partition_dir)
+        remove_deleted_files(self.partition_dir)
         pm = self.partition_dir / dirfiles.PARTITION_METADATA
         if pm.exists():
             topic_id = dirfiles.read_partition_metadata(pm)
@@ -405,11 +447,15 @@ class MetadataLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self.segments[0].base_offset if self.segments else self._end_offset
+        """The first offset the log holds: the first segment's base offset, as Kafka derives it when it
+        opens the log, or further on where retention moved it inside that segment (until a reopen)."""
+        base = self.segments[0].base_offset if self.segments else self._end_offset
+        return min(max(base, self._start_floor), self._end_offset)
 
     @property
     def latest_epoch(self) -> int:
-        return self._epochs[-1][0] if self._epochs else -1
+        """The epoch of the last record, or of the newest snapshot when the log holds none after it."""
+        return self._epochs[-1][0] if self._epochs else self._snapshot_epoch
 
     @property
     def leader_epochs(self) -> list[tuple[int, int]]:
@@ -428,7 +474,7 @@ class MetadataLog:
 
     def epoch_for_offset(self, offset: int) -> int:
         """The leader epoch that wrote `offset` (-1 before the first epoch)."""
-        epoch = -1
+        epoch = self._snapshot_epoch if offset < self.log_start_offset else -1
         for e, start in self._epochs:
             if start <= offset:
                 epoch = e
@@ -439,7 +485,18 @@ class MetadataLog:
     # -- reading ------------------------------------------------------------------------------
 
     def batches(self, from_offset: int = 0, verify_crc: bool = True) -> Iterator[RecordBatch]:
-        """Every batch (control ones too) whose records reach `from_offset` or later, in order."""
+        """Every batch (control ones too) whose records reach `from_offset` or later, in order.
+
+        Offsets below the log start are not part of the log: reading from 0 starts at the log start (a
+        reader needs the snapshot for what comes before it). A reader that had got further, and was
+        overtaken by retention here, gets Kafka's OFFSET_OUT_OF_RANGE as an error rather than a gap.
+        """
+        if 0 < from_offset < self._start_floor:
+            raise OffsetOutOfRangeError(
+                f"{self.partition_dir}: offset {from_offset} is below the log start offset "
+                f"{self._start_floor} (retention deleted it): load the snapshot at the log start"
+            )
+        from_offset = max(from_offset, self._start_floor)
         segs = self.segments
         expect = 0
         for i, seg in enumerate(segs):
@@ -478,6 +535,8 @@ class MetadataLog:
 
     def timestamp_of(self, offset: int) -> int | None:
         """Append time of the batch holding `offset`, or None when the log does not hold it."""
+        if not self.log_start_offset <= offset < self._end_offset:
+            return None
         for batch in self.batches(offset):
             if batch.base_offset <= offset <= batch.last_offset:
                 return batch.max_timestamp
@@ -547,6 +606,7 @@ class MetadataLog:
         # encoded in full first: a record that cannot be encoded fails the append before a byte is written
         batches = encode_record_batches(records, epoch, ts, max_batch_records, MAX_BATCH_BYTES)
         before = (len(self.segments), self._active_end, self._end_offset, list(self._epochs))
+        written = sum(len(data) for data, _count in batches)
         try:
             if epoch > self.latest_epoch:
                 self._begin_epoch(epoch, ts)
@@ -558,7 +618,10 @@ class MetadataLog:
             self._undo(before)
             raise UnreachableError(f"cannot append to {self.segments[-1].path}: {e.strerror}") from None
         self._last_timestamp = ts
-        return first, self._end_offset - 1
+        last = self._end_offset - 1
+        if self.after_append is not None:
+            self.after_append(self, records, written)
+        return first, last
 
     def _begin_epoch(self, epoch: int, ts: int) -> None:
         node = self.meta.node_id if self.meta else -1
@@ -596,6 +659,45 @@ class MetadataLog:
         self._create_segment(self._end_offset)
         self._active_file = open(self.segments[-1].path, "ab")  # noqa: SIM115 - held until close()
         self._active_end = 0
+
+    def roll(self) -> None:
+        """Start a new segment at the end offset (nothing to do if the active segment is empty)."""
+        if not self.writable or self._active_file is None:
+            raise BadInputError(f"{self.log_dir}: log opened read-only")
+        if self._active_end > 0:
+            self._roll()
+
+    def advance_start(self, offset: int) -> int:
+        """Move the log start to `offset` and delete the segments wholly below it; returns how many.
+
+        Kafka's `UnifiedLog.maybeIncrementLogStartOffset` + `deleteOldSegments`: a segment goes when the
+        next one starts at or below the new start, so the active segment always stays; the leader-epoch
+        cache is cut from the start (`LeaderEpochFileCache.truncateFromStart`). Only ever called with a
+        snapshot at `offset` or later on disk: a reader of the directory needs it for what went.
+        """
+        if not self.writable or self._active_file is None:
+            raise BadInputError(f"{self.log_dir}: log opened read-only")
+        if offset <= self.log_start_offset:
+            return 0
+        if offset > self._end_offset:
+            raise BadInputError(f"log start {offset} would be past the log end offset {self._end_offset}")
+        self._start_floor = offset
+        deleted = 0
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            seg = self.segments.pop(0)
+            for p in (seg.path, seg.path.with_suffix(".index"), seg.path.with_suffix(".timeindex")):
+                _delete_file(p)
+            deleted += 1
+        if deleted:
+            dirfiles.fsync_dir(self.partition_dir)
+        below = [e for e in self._epochs if e[1] <= offset]
+        if below:
+            self._epochs = [(below[-1][0], offset), *(e for e in self._epochs if e[1] > offset)]
+            dirfiles.write_leader_epochs(self.partition_dir / dirfiles.LEADER_EPOCH_CHECKPOINT, self._epochs)
+        snaps = list_snapshots(self.partition_dir)
+        if snaps:
+            self._snapshot_epoch = snaps[-1].epoch
+        return deleted
 
     def _create_segment(self, base_offset: int) -> None:
         """A new empty segment with the empty `.index`/`.timeindex` Kafka keeps beside it (it rebuilds them)."""

@@ -48,6 +48,7 @@ __all__ = [
     "list_snapshots",
     "parse_snapshot_name",
     "read_snapshot",
+    "read_snapshot_timestamp",
     "remove_partial_snapshots",
     "snapshot_name",
     "write_snapshot",
@@ -180,6 +181,30 @@ def read_snapshot(path: str | os.PathLike[str]) -> Snapshot:
         batches=count,
         size=len(buf),
     )
+
+
+def read_snapshot_timestamp(path: str | os.PathLike[str]) -> int | None:
+    """The header's LastContainedLogTimestamp, reading only the first batch (Kafka's
+    `readSnapshotTimestamp` for retention by age); None when the file or its header is unreadable."""
+    try:
+        with open(path, "rb") as f:
+            prefix = f.read(12)
+            if len(prefix) < 12:
+                return None
+            length = int.from_bytes(prefix[8:12], "big", signed=True)
+            if not 0 < length <= 1 << 20:
+                return None
+            buf = prefix + f.read(length)
+        batch = next(iter_batches(buf, os.fspath(path)), None)
+        if batch is None or not batch.is_control:
+            return None
+        for ctype, value in batch.control_records():
+            msg = decode_control_record(ctype, value, f"{os.fspath(path)}: header batch")
+            if isinstance(msg, SnapshotHeader):
+                return msg.last_contained_log_timestamp
+    except (OSError, CorruptLogError, BadInputError):
+        return None
+    return None
 
 
 def write_snapshot_file(

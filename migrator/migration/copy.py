@@ -5,6 +5,8 @@ record `ZkMigrationClient.readAllMetadata` would emit (in its order, via `kraft.
 `ZkMigrationStateRecord(MIGRATION)` and `EndTransactionRecord` in one write. Batches are cut at
 Kafka's 10,000 records and each is durable before the next, so a crash leaves a transaction open at
 the log's end, which the next run closes with `AbortTransactionRecord` and redoes (invariant 2).
+Before the redo the aborted records go below the log start behind a snapshot (`kraft.retention.
+purge_aborted`): Kafka's own loader would apply them.
 A fresh log first gets the bootstrap records `kafka-storage format` would give a migrating
 controller: metadata.version and `ZkMigrationStateRecord(PRE_MIGRATION)`.
 """
@@ -26,6 +28,7 @@ from migrator.kraft.control import LeaderChange, Voter, encode_control_record
 from migrator.kraft.image import OpenTransaction, records_from_image
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, encode_values, record
+from migrator.kraft.retention import purge_aborted
 from migrator.kraft.schema import SCHEMAS
 from migrator.migration.faults import crash_point
 from migrator.model import ClusterImage
@@ -185,6 +188,7 @@ def copy_zk_data(
     """
     started = time.perf_counter()
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    purge_aborted(log)  # an aborted earlier copy goes below the log start before the redo begins
     image = layout.image
     t0 = time.perf_counter()
     records = migration_records(image)
