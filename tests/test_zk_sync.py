@@ -523,6 +523,20 @@ def test_sync_before_any_reconcile_reconciles_first(migrated: Migrated) -> None:
     assert report.lag == 0 and migrated.syncer.ready
 
 
+def test_retention_never_passes_what_the_syncer_has_yet_to_read(migrated: Migrated) -> None:
+    syncer, log = migrated.syncer, migrated.log
+    assert log.retain_from is not None and log.retain_from() == log.end_offset  # not loaded: snapshot
+    syncer.sync()
+    topic = syncer.image.topics[sorted(syncer.image.topics)[0]]  # type: ignore[union-attr]
+    migrated.append(
+        record("PartitionChangeRecord", PartitionId=0, TopicId=kafka_to_uuid(topic.topic_id or ""))
+    )
+    assert syncer.lag() == 1
+    assert log.retain_from() == log.end_offset - 1  # the unsynced record is held
+    syncer.sync()
+    assert log.retain_from() == log.end_offset
+
+
 def test_lag_is_bounded_and_waiters_are_released(migrated: Migrated) -> None:
     syncer = ZkSyncer(migrated.zk, migrated.log, migrated.writer, max_lag_records=50, chunk_keys=7)
     syncer.reconcile()

@@ -142,6 +142,9 @@ class ZkSyncer:
         self._progress = threading.Condition()
         writer.listeners.append(self._on_landed)
         self._reset()
+        # Retention (kraft.retention) never deletes records this syncer has yet to read; before its
+        # first load it reads from the newest snapshot, which retention always keeps.
+        log.retain_from = lambda: self._next_read if self._builder is not None else log.end_offset
 
     # -- state ------------------------------------------------------------------------------------
 
