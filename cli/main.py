@@ -219,6 +219,9 @@ def _json_error(argv: list[str] | None, code: str, message: str, exit_code: int)
 
 
 def entry() -> None:
+    # Every file and directory zk2kraft creates (log segments, snapshots, meta.properties, lock files,
+    # manifests, reports, exports) is its owner's alone: the log holds SCRAM credentials and configs.
+    os.umask(0o077)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # Line by line even into a pipe or file: a long-running controller under systemd or in a CI log
     # would otherwise hold its progress lines in a buffer for minutes.

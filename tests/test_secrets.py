@@ -134,3 +134,58 @@ def test_no_command_prints_logs_or_reports_a_secret(zk: KazooClient, zk_connect:
     assert not leaks, "secrets leaked:\n" + "\n".join(f"  {w[:120]}: {s}" for w, s in leaks[:20])
     # The test can fail: the secrets are there to find where zk2kraft keeps them (ZooKeeper, the log).
     assert any(s in zk.get(f"/config/users/{user}")[0].decode() for s in secrets)
+
+
+def test_lock_file_status_and_refusals_never_hold_the_command_line(zk_connect: str, tmp_path: Path) -> None:
+    """A writer started with secrets on its command line: the lock file (0600), `status` (text and
+    JSON) and a second writer's refusal show pid, host, since and the command's name only."""
+    import json
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    from migrator.errors import FencedError
+    from migrator.kraft.lock import LOCK_FILE, WriterLock
+
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from migrator.kraft.lock import WriterLock; "
+            "WriterLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)",
+            str(log_dir),
+            "--zk-auth",
+            "digest:rtuser:SECRETPW",
+            "--zk-tls-key-password",
+            "KEYSECRET",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        lock = log_dir / LOCK_FILE
+        assert stat.S_IMODE(os.stat(lock).st_mode) == 0o600
+        seen = [lock.read_text()]
+        with pytest.raises(FencedError) as refused:
+            WriterLock(log_dir).acquire()
+        seen.append(str(refused.value))
+        assert f"pid {holder.pid}" in str(refused.value)
+        zk2kraft = [sys.executable, "-c", "from cli.main import entry; entry()"]
+        for extra in ([], ["--json"]):
+            out = subprocess.run(
+                [*zk2kraft, "status", "--zookeeper", zk_connect, "--log-dir", str(log_dir), *extra],
+                capture_output=True,
+                text=True,
+            )
+            seen += [out.stdout, out.stderr]
+        if seen[-2].strip().startswith("{"):
+            json.loads(seen[-2])
+        for text in seen:
+            assert "SECRETPW" not in text and "KEYSECRET" not in text and "rtuser" not in text, text
+    finally:
+        holder.kill()
+        holder.wait()

@@ -1,7 +1,9 @@
 """One writer per log directory: an flock'd lock file that names its holder.
 
-The holder (pid, host, command line, since when) is written into the lock file after the lock is taken,
-so a refused second writer can tell the operator exactly who is in the way. The kernel drops the flock
+The holder (pid, host, command name, since when) is written into the lock file after the lock is taken,
+so a refused second writer can tell the operator exactly who is in the way. Only the command's name is
+kept, never its arguments: a command line can carry `--zk-auth digest:user:password` or a key password,
+and the lock file outlives the process. The file is 0600. The kernel drops the flock
 when the holder dies, so a stale file left by a killed process never blocks anyone.
 
 Kafka itself locks `<log-dir>/.lock` with a POSIX record lock (Java's FileChannel.tryLock). The writer
@@ -38,20 +40,36 @@ class LockHolder:
         return f"pid {self.pid} on {self.host} since {self.since} ({self.command})"
 
 
-def _command_line() -> str:
+def _command_name() -> str:
+    """`zk2kraft migrate`: the program and its subcommands, without any option or argument."""
     try:
-        raw = Path(f"/proc/{os.getpid()}/cmdline").read_bytes()
-        args = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
-    except OSError:
-        args = list(sys.argv)
-    return " ".join(args) or sys.executable
+        import click
+
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            return ctx.command_path
+    except ImportError:  # pragma: no cover - click is a dependency
+        pass
+    return name_only(" ".join(sys.argv)) or "python"
+
+
+def name_only(command: str) -> str:
+    """The leading words of a command line up to its first option, as base names (an older lock file
+    may hold a whole command line: what it shows is cut down the same way)."""
+    words = []
+    for word in command.split():
+        if word.startswith("-") or "=" in word or ":" in word or len(words) == 3:
+            break
+        words.append(os.path.basename(word))
+    return " ".join(words)
 
 
 def read_holder(path: Path) -> LockHolder | None:
     """Who wrote the lock file last, or None when it is empty or unreadable."""
     try:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        return LockHolder(int(data["pid"]), str(data["host"]), str(data["command"]), str(data["since"]))
+        command = name_only(str(data["command"]))
+        return LockHolder(int(data["pid"]), str(data["host"]), command, str(data["since"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -67,7 +85,8 @@ class WriterLock:
 
     def acquire(self) -> WriterLock:
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            os.fchmod(fd, 0o600)  # a file an older version created 0644
         except OSError as e:
             raise UnreachableError(f"cannot open lock file {self.path}: {e.strerror}") from None
         try:
@@ -85,7 +104,7 @@ class WriterLock:
             holder = LockHolder(
                 pid=os.getpid(),
                 host=socket.gethostname(),
-                command=_command_line(),
+                command=_command_name(),
                 since=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             )
             body = json.dumps(holder.__dict__).encode("utf-8") + b"\n"
@@ -109,7 +128,7 @@ class WriterLock:
     def _lock_kafka(self) -> None:
         kafka_lock = self.log_dir / KAFKA_LOCK_FILE
         try:
-            kfd = os.open(kafka_lock, os.O_RDWR | os.O_CREAT, 0o644)
+            kfd = os.open(kafka_lock, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as e:
             raise UnreachableError(f"cannot open {kafka_lock}: {e.strerror}") from None
         try:
