@@ -108,9 +108,10 @@ def get_session(
         builder = builder.config(conf=conf)
         if SparkContext._gateway is None:
             popen: dict[str, Any] = {}
+            log_fd: int | None = None
             if not verbose:
-                fd, log_file = tempfile.mkstemp(prefix="zk2kraft-spark-", suffix=".log")
-                popen = {"stdout": fd, "stderr": fd}
+                log_fd, log_file = tempfile.mkstemp(prefix="zk2kraft-spark-", suffix=".log")
+                popen = {"stdout": log_fd, "stderr": log_fd}
                 atexit.register(_remove_log, log_file)
             try:
                 gateway = launch_gateway(conf, popen_kwargs=popen)
@@ -120,8 +121,9 @@ def get_session(
                     f"cannot start Spark ({type(e).__name__}: {e}); is Java 17+ installed?{_see(log_file)}"
                 ) from None
             finally:
-                if popen:
-                    os.close(popen["stdout"])
+                # our own descriptor, not `popen`: launch_gateway adds its own keys to that dict
+                if log_fd is not None:
+                    os.close(log_fd)
             SparkContext._ensure_initialized(gateway=gateway, conf=conf)
     try:
         spark = builder.getOrCreate()

@@ -653,3 +653,23 @@ def test_spark_submit_runs_the_job_unchanged(migration: Migration, tmp_path: Pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     assert result["phase"] == "copy" and result["mismatches"] == 0 and result["master"] == "local[1]"
+
+
+@pytest.mark.slow  # a fresh process starts its own Spark
+def test_cli_verbose_audit_runs(migration: Migration) -> None:
+    """`zk2kraft -v audit` (Spark's output on the terminal) crashed with KeyError 'stdout' (exit 70)."""
+    proc = _run(
+        [
+            *ZK2KRAFT,
+            "-v",
+            "audit",
+            "--zookeeper",
+            migration.connect,
+            "--log-dir",
+            str(migration.log_dir),
+            "--json",
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["mismatches"] == 0
+    assert "KeyError" not in proc.stderr and "internal error" not in proc.stderr

@@ -220,3 +220,57 @@ def test_fixtures_load_creates_a_missing_chroot(zk_server, capsys):
     finally:
         client.delete("/", recursive=True)
         close(client)
+
+
+def _leaf_commands() -> list[tuple[str, ...]]:
+    from cli.main import _register
+
+    _register()
+    out: list[tuple[str, ...]] = []
+
+    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+        if isinstance(cmd, click.Group):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, (*path, name))
+        else:
+            out.append(path)
+
+    walk(main, ())
+    return out
+
+
+# Commands whose normal path starts long-running work of their own (tested elsewhere with -v's logging).
+_NOT_HERE = {("demo",), ("zk", "start")}
+
+
+def test_verbose_works_on_every_command(tmp_path):
+    """`-v` on every command reaches its body and ends in its own exit code, never an internal error."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(path: tuple[str, ...]) -> tuple[tuple[str, ...], int, str]:
+        cmd = main
+        for name in path:
+            cmd = cmd.commands[name]  # type: ignore[attr-defined]
+        names = {p.name for p in cmd.params}
+        args = ["-v", *path]
+        if "zookeeper" in names:
+            args += ["--zookeeper", "127.0.0.1:1"]
+        if "log_dir" in names:
+            args += ["--log-dir", str(tmp_path / "no-log")]
+        if "data_dir" in names:
+            args += ["--data-dir", str(tmp_path / "no-zk")]
+        for p in cmd.params:  # other required options and arguments get a value that is wrong
+            if p.required and p.name not in ("zookeeper", "log_dir", "data_dir"):
+                args += (
+                    [str(tmp_path / "nothing")] if isinstance(p, click.Argument) else [p.opts[0], "nothing"]
+                )
+        proc = subprocess.run(
+            [*ZK2KRAFT, *args], capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        )
+        return path, proc.returncode, proc.stderr
+
+    paths = [p for p in _leaf_commands() if p not in _NOT_HERE]
+    assert len(paths) > 20
+    with ThreadPoolExecutor(4) as pool:
+        for path, code, err in pool.map(one, paths):
+            assert code != 70 and "internal error" not in err, (path, err[-2000:])
