@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from migrator.errors import EXIT_BAD_INPUT, BadInputError, ZkKraftError
+from migrator.errors import EXIT_BAD_INPUT, EXIT_UNREACHABLE, BadInputError, ZkKraftError
 from migrator.kraft.retention import RetentionConfig, set_default_config
 from migrator.properties import read_properties
 
@@ -201,6 +201,14 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("zk2kraft: interrupted", err=True)
         return 130
+    except OSError as e:  # a file or directory the OS refuses (permissions, a full disk): exit 3
+        if verbose:
+            traceback.print_exc()
+        where = f" {e.filename}" if e.filename else ""
+        message = f"cannot access{where}: {e.strerror or type(e).__name__}"
+        click.echo(f"zk2kraft: error: {message}", err=True)
+        _json_error(argv, "UnreachableError", message, EXIT_UNREACHABLE)
+        return EXIT_UNREACHABLE
     except Exception as e:  # noqa: BLE001 - the operator sees one line; -v shows where
         if verbose:
             traceback.print_exc()

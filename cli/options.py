@@ -116,7 +116,7 @@ def log_dir_option(required: bool = True) -> Callable[[F], F]:
             "-l",
             envvar="ZK2KRAFT_LOG_DIR",
             required=required,
-            type=click.Path(),
+            type=click.Path(readable=False),  # an unreadable directory: the log reports it (exit 3)
             metavar="DIR",
             help="Metadata log directory, as Kafka's metadata.log.dir (env ZK2KRAFT_LOG_DIR).",
         )(f)

@@ -274,3 +274,28 @@ def test_verbose_works_on_every_command(tmp_path):
     with ThreadPoolExecutor(4) as pool:
         for path, code, err in pool.map(one, paths):
             assert code != 70 and "internal error" not in err, (path, err[-2000:])
+
+
+@pytest.mark.parametrize("command", [["log", "verify"], ["log", "dump"], ["status"]])
+def test_unreadable_log_directory_is_one_line_exit_3(command, zk_connect, tmp_path):
+    """Mode 000 (tests run as root: without CAP_DAC_* root obeys mode bits as an operator would)."""
+    import shutil
+
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    log_dir = tmp_path / "log"
+    log_dir.mkdir()
+    log_dir.chmod(0)
+    try:
+        zk = ["--zookeeper", zk_connect] if command == ["status"] else []
+        proc = subprocess.run(
+            ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *ZK2KRAFT, *command, *zk]
+            + ["--log-dir", str(log_dir)],
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        log_dir.chmod(0o700)
+    assert proc.returncode == 3, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("zk2kraft: error: ") and str(log_dir) in line and "Permission denied" in line
