@@ -174,6 +174,21 @@ def test_verify_clean_then_damaged(tmp_path):
     assert report["files"][0]["ok"] is False
 
 
+def test_verify_reports_an_emptied_segment_as_missing_offsets(tmp_path):
+    """An empty (truncated) segment before another one is a hole in the log, not "clean"."""
+    root = tmp_path / "m"
+    with MetadataLog.open(root, writable=True, cluster_id=CLUSTER, node_id=3000) as mlog:
+        mlog.append(records(), epoch=2, timestamp_ms=1_700_000_000_000, max_batch_records=4)
+        mlog.roll()
+        mlog.append(records(), epoch=2, timestamp_ms=1_700_000_000_000, max_batch_records=4)
+        second = mlog.end_offset - len(records())
+    first = root / METADATA_PARTITION / "00000000000000000000.log"
+    first.write_bytes(b"")
+    res = invoke("verify", "-l", str(root))
+    assert res.exit_code == 1, res.output
+    assert f"offsets 0-{second - 1} are missing" in res.output
+
+
 def test_verify_reports_torn_tail(tmp_path):
     root = make_log(tmp_path / "m")
     seg = root / METADATA_PARTITION / "00000000000000000000.log"

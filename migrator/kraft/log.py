@@ -816,9 +816,21 @@ def _verify_segment(
     next_offset = expect
     epoch = -1
     before = len(damage)
+    gap_from_damage = False
     while pos < len(buf):
         try:
             for batch in iter_batches(buf, file, pos):
+                if next_offset is not None and batch.base_offset > next_offset and not gap_from_damage:
+                    damage.append(
+                        Damage(
+                            file,
+                            batch.position,
+                            f"offsets {next_offset}-{batch.base_offset - 1} are missing: the batch before ends "
+                            f"at {next_offset - 1} and this one starts at {batch.base_offset} (a truncated or "
+                            "emptied segment?)",
+                            "offset",
+                        )
+                    )
                 if batch.base_offset < max(seg.base_offset, next_offset or 0):
                     damage.append(
                         Damage(
@@ -840,6 +852,7 @@ def _verify_segment(
                     )
                 epoch = max(epoch, batch.partition_leader_epoch)
                 next_offset = batch.next_offset
+                gap_from_damage = False  # the offsets a damaged batch held are reported with it
                 check.batches += 1
                 check.first_offset = batch.base_offset if check.first_offset is None else check.first_offset
                 check.last_offset = batch.last_offset
@@ -856,7 +869,12 @@ def _verify_segment(
                 break
             damage.append(Damage(file, e.offset, f"{e.reason}; next valid batch at byte {after}", "batch"))
             pos = after
+            gap_from_damage = True
     check.ok = len(damage) == before
+    if not check.ok:
+        return check, None  # where this segment's data really ended is unknown: already reported
+    if check.batches == 0 and next_offset is None:
+        next_offset = seg.base_offset  # an empty segment: the next one must start where this one does
     return check, next_offset
 
 
