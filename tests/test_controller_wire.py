@@ -554,3 +554,36 @@ def test_the_listener_survives_a_huge_claimed_length(listener):
             assert closed(s)
     with ControllerClient(*server.address) as c:
         assert c.register_broker(registration(3)).error_code == 0
+
+
+def _refused(s: socket.socket) -> bool:
+    s.settimeout(0.5)
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False  # open and idle
+
+
+def test_one_ip_cannot_take_every_connection_slot():
+    """Kafka's max.connections.per.ip: idle sockets from 127.0.0.1 leave room for 127.0.0.2."""
+    with ControllerServer(Echo(), "0.0.0.0", 0, max_connections=8, max_connections_per_ip=3) as server:
+        port = server.address[1]
+        hogs = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(5)]
+        time.sleep(0.3)
+        assert [_refused(s) for s in hogs] == [False, False, False, True, True]
+        assert server.refused_per_ip == 2
+        other = socket.socket()
+        other.bind(("127.0.0.2", 0))  # loopback picks 127.0.0.1 as the source unless told otherwise
+        other.settimeout(5)
+        other.connect(("127.0.0.1", port))
+        time.sleep(0.3)
+        assert not _refused(other) and server._per_ip.get("127.0.0.2") == 1
+        other.close()
+        for s in hogs:
+            s.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and server._per_ip:  # freed as they close
+            time.sleep(0.05)
+        assert not server._per_ip

@@ -29,6 +29,10 @@ log = logging.getLogger("zk2kraft.controller.server")
 
 _SIZE = struct.Struct(">i")
 
+#: Connections one IP address may hold (Kafka's max.connections.per.ip, unlimited in Kafka's defaults):
+#: below the listener's total, so a client that leaks sockets leaves room for the brokers.
+DEFAULT_MAX_CONNECTIONS_PER_IP = 256
+
 
 class RequestHandler(Protocol):
     def handle(self, api_key: int, api_version: int, request: Any, client_id: str | None) -> Any: ...
@@ -44,13 +48,17 @@ class ControllerServer:
         port: int = 0,
         *,
         max_request_bytes: int = wire.MAX_FRAME_BYTES,
-        max_connections: int = 256,
+        max_connections: int = 1024,
+        max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP,
         idle_timeout_s: float = 600.0,
         request_timeout_s: float = 30.0,
     ) -> None:
         self.handler = handler
         self.max_request_bytes = max_request_bytes
         self.max_connections = max_connections
+        self.max_connections_per_ip = max_connections_per_ip
+        self._per_ip: dict[str, int] = {}
+        self.refused_per_ip = 0
         self.idle_timeout_s = idle_timeout_s
         self.request_timeout_s = request_timeout_s
         self._sock = socket.create_server((host, port), family=_family(host), backlog=128)
@@ -98,16 +106,30 @@ class ControllerServer:
                 conn, _ = self._sock.accept()
             except OSError:
                 return  # closed
+            ip = _peer_ip(conn)
             with self._lock:
                 if len(self._conns) >= self.max_connections:
                     log.warning("refusing a connection: %d already open", len(self._conns))
                     _shutdown(conn)
                     continue
-                thread = threading.Thread(target=self._serve, args=(conn,), name="zk2kraft-conn", daemon=True)
+                if self._per_ip.get(ip, 0) >= self.max_connections_per_ip:
+                    # Kafka's max.connections.per.ip: one client's idle sockets cannot lock out brokers
+                    self.refused_per_ip += 1
+                    log.warning(
+                        "refusing a connection from %s: %d already open from it (max.connections.per.ip)",
+                        ip,
+                        self._per_ip[ip],
+                    )
+                    _shutdown(conn)
+                    continue
+                self._per_ip[ip] = self._per_ip.get(ip, 0) + 1
+                thread = threading.Thread(
+                    target=self._serve, args=(conn, ip), name="zk2kraft-conn", daemon=True
+                )
                 self._conns[conn] = thread
             thread.start()
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _serve(self, conn: socket.socket, ip: str = "") -> None:
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             while not self._stopping.is_set():
@@ -136,6 +158,11 @@ class ControllerServer:
             _shutdown(conn)
             with self._lock:
                 self._conns.pop(conn, None)
+                left = self._per_ip.get(ip, 0) - 1
+                if left > 0:
+                    self._per_ip[ip] = left
+                else:
+                    self._per_ip.pop(ip, None)
 
     def _close_for(self, why: str) -> None:
         self.closed_for_errors += 1
@@ -189,6 +216,13 @@ class ControllerServer:
                 "cannot encode the answer to %s: %s: %s", wire.NAMES[header.api_key], type(e).__name__, e
             )
             return wire.encode_response(header, wire.error_response(header, E.UNKNOWN_SERVER_ERROR, request))
+
+
+def _peer_ip(conn: socket.socket) -> str:
+    try:
+        return str(conn.getpeername()[0])
+    except OSError:
+        return ""
 
 
 def _supported_by(handler: Any) -> dict[int, tuple[int, int]]:
