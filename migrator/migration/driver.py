@@ -59,6 +59,7 @@ from migrator.migration.admin import (
 )
 from migrator.migration.facts import Facts, gather, gather_zk, log_exists, read_znode, require_own_log
 from migrator.migration.faults import CrashPointWriter, crash_point
+from migrator.migration.zk_fit import refuse_oversized_change
 from migrator.migration.zk_sync import Repair, SyncReport, ZkSyncer
 from migrator.model import ClusterImage, MigrationZnode
 from migrator.zk import codec
@@ -1075,6 +1076,8 @@ class _Controller:
                 *records,
                 record("EndTransactionRecord", 0),
             ]
+        # Before anything is appended: a write ZooKeeper can never take would stall the lag for good.
+        refuse_oversized_change(self.syncer.writer, self.image, records, self.syncer.inner.state_epoch)
         first, last = self.log.append(records, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS)
         for i, rec in enumerate(records):
             self.builder.replay(first + i, rec)
