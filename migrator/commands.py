@@ -17,9 +17,16 @@ from pydantic import BaseModel, Field
 
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.controller.service import ControllerService
-from migrator.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, PermissionDeniedError, UnreachableError
+from migrator.errors import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    FindingsError,
+    PermissionDeniedError,
+    UnreachableError,
+)
 from migrator.metrics import MigrationMetrics
-from migrator.migration import checks, driver
+from migrator.migration import checks, driver, unsynced
 from migrator.migration.admin import AdminChange
 from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
 from migrator.migration.checks import Finding, Severity
@@ -35,6 +42,7 @@ from migrator.migration.driver import (
 )
 from migrator.zk.connection import ConnectSpec, close, connect, parse_auth
 from migrator.zk.layout import image_from_tree
+from migrator.zk.leadership import read_migration
 from migrator.zk.reader import read_tree
 from migrator.zk.tree import ZkTree
 
@@ -488,4 +496,36 @@ def zk_export(
         partitions=identity.get("partitions", 0),
         read_seconds=identity.get("read_seconds", 0.0),
         warnings=identity.get("warnings", []),
+    )
+
+
+class TruncateUnsyncedResult(BaseModel):
+    stuck_record: str
+    end_offset_before: int
+    end_offset: int
+    migration_offset: int
+    dropped_offsets: int
+
+
+def truncate_unsynced(
+    zookeeper: str, log_dir: str, *, yes: bool = False, zk_auth: Sequence[str] = (), zk_timeout: float = 10.0
+) -> TruncateUnsyncedResult:
+    """Cut the log back to `/migration`'s offset when a record after it can never reach ZooKeeper.
+
+    Refused (exit 1) without `yes`, (exit 2) when every record after the offset can still be synced,
+    (exit 4) while another process holds the log's writer lock; docs/dual-write.md has the rule.
+    """
+    if not yes:
+        raise FindingsError("truncate-unsynced drops records from the log: not confirmed (pass --yes)")
+    client = connect(zookeeper, auth=tuple(zk_auth), timeout=zk_timeout)
+    try:
+        done = unsynced.truncate_unsynced(client, log_dir, read_migration(client))
+    finally:
+        close(client)
+    return TruncateUnsyncedResult(
+        stuck_record=str(done.stuck),
+        end_offset_before=done.end_offset_before,
+        end_offset=done.end_offset,
+        migration_offset=done.migration_offset,
+        dropped_offsets=done.end_offset_before - done.end_offset,
     )

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import cluster, run_cli
+from migrate_helpers import assert_consistent, cluster, run_cli
 
 from migrator.kraft.log import MetadataLog
+from migrator.kraft.records import record
 from migrator.migration.admin import AdminChange
 
 # Two of these in one topic config znode exceed ZooKeeper's default jute.maxbuffer (1 MiB - 1).
@@ -65,3 +66,61 @@ def test_oversized_config_apply_is_refused_with_nothing_appended(
         # Everything else keeps working.
         r = run_cli(["admin", "create-topic", "after-refusal", "-p", "1", *where])
         assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.zk
+def test_a_lag_that_can_never_drain_is_named_and_truncated(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "meta"
+    where = ["-z", zk_connect, "-l", str(log_dir)]
+    with cluster(zk, zk_connect) as generated:
+        topic = sorted(generated.image.topics)[0]
+        r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
+        assert r.returncode == 0, r.stderr
+        covered = json.loads(run_cli(["status", "--json", *where]).stdout)["migration_znode"]
+        # As an older zk2kraft did: the oversized change appended before its ZooKeeper write was tried.
+        with MetadataLog.open(log_dir, writable=True) as log:
+            first, last = log.append(
+                [
+                    record("ConfigRecord", 0, ResourceType=2, ResourceName=topic, Name=name, Value=BIG)
+                    for name in (
+                        "leader.replication.throttled.replicas",
+                        "follower.replication.throttled.replicas",
+                    )
+                ],
+                log.latest_epoch,
+            )
+        assert first == covered["kraft_metadata_offset"] + 1
+        status = json.loads(run_cli(["status", "--json", *where]).stdout)
+        assert status["write_behind_lag"] == 2
+        stuck = status["stuck_record"]
+        assert stuck.startswith(f"record {first} (ConfigRecord) (change up to offset {last})"), stuck
+        assert f"znode /config/topics/{topic}" in stuck and "does not fit" in stuck
+        text = run_cli(["status", *where])
+        assert text.returncode == 0 and "truncate-unsynced --yes" in text.stdout
+        # The migration is stuck on it...
+        r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
+        assert r.returncode == 2 and f"znode /config/topics/{topic}" in _error(r)
+        # ...until the records ZooKeeper never received are cut off.
+        r = run_cli(["log", "truncate-unsynced", *where])
+        assert r.returncode == 1 and "--yes" in _error(r)
+        assert _end(log_dir) == last + 1
+        with MetadataLog.open(log_dir, writable=True):  # a writer holds the log: brokers may fetch
+            r = run_cli(["log", "truncate-unsynced", "--yes", *where])
+            assert r.returncode == 4, r.stderr
+        r = run_cli(["log", "truncate-unsynced", "--yes", "--json", *where])
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["dropped_offsets"] == 2
+        assert _end(log_dir) == first
+        r = run_cli(["log", "truncate-unsynced", "--yes", *where])
+        assert r.returncode == 2 and "nothing to truncate" in _error(r)
+        r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
+        assert r.returncode == 0, r.stderr
+        r = run_cli(["admin", "alter-topic-config", topic, "--set", "retention.ms=1000", *where])
+        assert r.returncode == 0, r.stderr
+        status = json.loads(run_cli(["status", "--json", *where]).stdout)
+        assert status["write_behind_lag"] == 0 and status["stuck_record"] is None
+        assert_consistent(zk, log_dir)
+        r = run_cli(["log", "verify", "-l", str(log_dir)])
+        assert r.returncode == 0, r.stdout + r.stderr
