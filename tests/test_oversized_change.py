@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import assert_consistent, cluster, run_cli
+from migrate_helpers import assert_consistent, cluster, own_server, run_cli
 
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
@@ -66,6 +66,28 @@ def test_oversized_config_apply_is_refused_with_nothing_appended(
         # Everything else keeps working.
         r = run_cli(["admin", "create-topic", "after-refusal", "-p", "1", *where])
         assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.zk
+def test_oversized_add_partitions_is_refused_with_nothing_appended(tmp_path: Path) -> None:
+    log_dir = tmp_path / "meta"
+    # Its own server: were the partitions written, the shared one would take minutes to clean.
+    with own_server(tmp_path / "zk") as (zk, zk_connect), cluster(zk, zk_connect):
+        where = ["-z", zk_connect, "-l", str(log_dir)]
+        r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
+        assert r.returncode == 0, r.stderr
+        r = run_cli(["admin", "create-topic", "huge", "-p", "1", "-r", "1", *where])
+        assert r.returncode == 0, r.stderr
+        before = _end(log_dir)
+        # 100,000 partitions: /brokers/topics/huge alone is over 1 MiB.
+        r = run_cli(["admin", "add-partitions", "huge", "-p", "100000", *where])
+        line = _error(r)
+        assert r.returncode == 2 and "znode /brokers/topics/huge" in line and "nothing appended" in line
+        assert _end(log_dir) <= before + 1  # at most the admin run's LeaderChange, no partition
+        with MetadataLog.open(log_dir) as log:
+            assert not [rec for offset, _e, rec in log.read(before) if rec.name == "PartitionRecord"]
+        status = json.loads(run_cli(["status", "--json", *where]).stdout)
+        assert status["write_behind_lag"] == 0 and status["stuck_record"] is None
 
 
 @pytest.mark.zk
