@@ -22,6 +22,7 @@ from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import MetadataRecord, OpaqueRecord
 from migrator.kraft.snapshot import list_snapshots, read_snapshot
+from migrator.migration.faults import crash_point
 from migrator.migration.zk_fit import change_writes
 from migrator.model import ControllerZnode, MigrationZnode, ZkControlState
 from migrator.zk import layout
@@ -163,5 +164,5 @@ def truncate_unsynced(
                 "(a lag that can drain is left to the syncer)"
             )
         before = log.end_offset
-        log.truncate_to(covered + 1)
+        log.truncate_to(covered + 1, step=lambda: crash_point("unsynced.truncating"))
         return Truncated(stuck, before, log.end_offset, covered)
