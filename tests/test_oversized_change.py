@@ -123,7 +123,8 @@ def test_a_lag_that_can_never_drain_is_named_and_truncated(
         assert text.returncode == 0 and "truncate-unsynced --yes" in text.stdout
         # The migration is stuck on it...
         r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
-        assert r.returncode == 2 and f"znode /config/topics/{topic}" in _error(r)
+        line = _error(r)
+        assert r.returncode == 2 and f"znode /config/topics/{topic}" in line and "truncate-unsynced" in line
         # ...until the records ZooKeeper never received are cut off.
         r = run_cli(["log", "truncate-unsynced", *where])
         assert r.returncode == 1 and "--yes" in _error(r)

@@ -48,7 +48,7 @@ from migrator.migration.zk_fit import Key, entity_key
 from migrator.model import ClusterImage, ControllerZnode, MigrationZnode, ZkControlState
 from migrator.zk import layout
 from migrator.zk import paths as P
-from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, ZkOp
+from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, OversizedWriteError, ZkOp
 from migrator.zk.reader import read_tree
 from migrator.zk.tree import ZkTree
 
@@ -93,6 +93,14 @@ class SyncReport:
 class _Counters:
     records: int = 0
     entities: int = 0
+
+
+def _never_synced(e: OversizedWriteError) -> OversizedWriteError:
+    """The writer's refusal with the way out: the record stays in the log until it is cut off."""
+    return OversizedWriteError(
+        f"{e}; a record after /migration's offset can never be synced: `zk2kraft status` names it, "
+        "`zk2kraft log truncate-unsynced --yes` removes it"
+    )
 
 
 class ZkSyncer:
@@ -440,6 +448,9 @@ class ZkSyncer:
                 self._cache = cache
                 ops.extend(self._notes(changes, None))
                 self.writer.write_groups([OpGroup(ops, offset, epoch)])
+            except OversizedWriteError as e:
+                self._reset()
+                raise _never_synced(e) from None
             except BaseException:
                 self._reset()
                 raise
@@ -464,6 +475,9 @@ class ZkSyncer:
                 counters = _Counters()
                 try:
                     self.writer.write_groups(self._groups(until_offset, counters))
+                except OversizedWriteError as e:
+                    self._reset()
+                    raise _never_synced(e) from None
                 except BaseException:
                     self._reset()
                     raise

@@ -55,6 +55,7 @@ __all__ = [
     "DEFAULT_RETRY_TIMEOUT",
     "FencedZkWriter",
     "OpGroup",
+    "OversizedWriteError",
     "WriteStats",
     "ZkOp",
     "is_transient",
@@ -90,6 +91,10 @@ _SEQUENTIAL = 2
 TRANSIENT = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, KazooTimeoutError)
 
 T = TypeVar("T")
+
+
+class OversizedWriteError(BadInputError):
+    """A znode write no ZooKeeper request can carry (over jute.maxbuffer even alone in a multi)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,8 +346,8 @@ class FencedZkWriter:
         multi = _Multi(list(ops), [self._encode(op) for op in ops], 0, (0, 0))
         return _REQUEST_HEADER + len(self._payload(multi, 0))
 
-    def _too_big(self, op: ZkOp) -> BadInputError:
-        return BadInputError(
+    def _too_big(self, op: ZkOp) -> OversizedWriteError:
+        return OversizedWriteError(
             f"znode {op.path}: a {op.kind} of {len(op.data):,} data bytes does not fit "
             f"in one ZooKeeper request (jute.maxbuffer {self.jute_maxbuffer:,} bytes)"
         )
@@ -358,7 +363,7 @@ class FencedZkWriter:
         for op in ops:
             if len(self._encode(op)) > hard:
                 e = self._too_big(op)
-                raise BadInputError(f"{e}{what}") from None
+                raise OversizedWriteError(f"{e}{what}") from None
 
     # -- packing ------------------------------------------------------------------------------
 
