@@ -25,6 +25,7 @@ from migrator.errors import (
     PermissionDeniedError,
     UnreachableError,
 )
+from migrator.kraft.log import MetadataLog
 from migrator.metrics import MigrationMetrics
 from migrator.migration import checks, driver, unsynced
 from migrator.migration.admin import AdminChange
@@ -40,6 +41,8 @@ from migrator.migration.driver import (
     RollbackResult,
     StatusResult,
 )
+from migrator.migration.facts import log_exists
+from migrator.model import MigrationZnode
 from migrator.zk.connection import ConnectSpec, close, connect, parse_auth
 from migrator.zk.layout import image_from_tree
 from migrator.zk.leadership import read_migration
@@ -80,8 +83,12 @@ def check(
     zk_timeout: float = 10.0,
     broker_configs: Sequence[BrokerConfigFile] | None = None,
     jute_maxbuffer: int = checks.DEFAULT_JUTE_MAXBUFFER,
+    log_dir: str | None = None,
 ) -> CheckResult:
     """Read-only pre-flight: exit code 0 eligible, 1 blockers, 3 ZooKeeper unreachable or refused.
+
+    With `log_dir` during dual-write, a record after /migration's offset that can never reach
+    ZooKeeper is a blocker (LOG_RECORD_NEVER_SYNCED).
 
     Bad input (a malformed connect string, a missing chroot) raises BadInputError (exit 2).
     """
@@ -126,6 +133,8 @@ def check(
         summary.partitions = image.partition_count()
         summary.znodes = len(tree)
         summary.check_seconds = round(time.perf_counter() - t1, 3)
+        if log_dir is not None and control.migration is not None and log_exists(log_dir):
+            findings += _stuck_findings(zookeeper, zk_auth, zk_timeout, log_dir, control.migration)
     if broker_configs is None:
         findings.append(
             checks.finding(
@@ -529,3 +538,17 @@ def truncate_unsynced(
         migration_offset=done.migration_offset,
         dropped_offsets=done.end_offset_before - done.end_offset,
     )
+
+
+def _stuck_findings(
+    zookeeper: str, zk_auth: Sequence[str], zk_timeout: float, log_dir: str, migration: MigrationZnode
+) -> list[Finding]:
+    client = connect(zookeeper, auth=tuple(zk_auth), timeout=zk_timeout)
+    try:
+        with MetadataLog.open(log_dir) as log:
+            stuck = unsynced.find_stuck(client, log, migration)
+    finally:
+        close(client)
+    if stuck is None:
+        return []
+    return [checks.finding(checks.LOG_RECORD_NEVER_SYNCED, str(stuck), paths=_paths_in(stuck.reason))]

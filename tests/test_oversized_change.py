@@ -119,6 +119,9 @@ def test_a_lag_that_can_never_drain_is_named_and_truncated(
         stuck = status["stuck_record"]
         assert stuck.startswith(f"record {first} (ConfigRecord) (change up to offset {last})"), stuck
         assert f"znode /config/topics/{topic}" in stuck and "does not fit" in stuck
+        r = run_cli(["check", "--json", *where])
+        found = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "LOG_RECORD_NEVER_SYNCED"]
+        assert r.returncode == 1 and len(found) == 1 and found[0]["message"] == stuck, r.stdout
         text = run_cli(["status", *where])
         assert text.returncode == 0 and "truncate-unsynced --yes" in text.stdout
         # The migration is stuck on it...
