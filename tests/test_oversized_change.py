@@ -150,3 +150,48 @@ def test_a_lag_that_can_never_drain_is_named_and_truncated(
         assert_consistent(zk, log_dir)
         r = run_cli(["log", "verify", "-l", str(log_dir)])
         assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_change_writes_are_the_syncers_znodes() -> None:
+    """Creates for a new topic, one set for a changed config: the znodes and bytes the layout writes."""
+    from migrate_helpers import SPEC
+
+    from migrator.migration.admin import plan_change
+    from migrator.migration.zk_fit import change_writes
+    from migrator.zk import layout
+    from zk_fixtures.generator import generate
+
+    image = generate(SPEC).image
+    brokers = {b: None for b in image.brokers}
+    planned = plan_change(AdminChange(kind="create-topic", topic="fresh", partitions=2), image, brokers)
+    ops = change_writes(image, planned.records, 5)
+    assert {op.kind for op in ops} == {"create"}
+    topic = sorted(image.topics)[0]
+    planned = plan_change(
+        AdminChange(kind="alter-topic-config", topic=topic, configs={"retention.ms": "1234"}), image, brokers
+    )
+    (op,) = change_writes(image, planned.records, 5)
+    assert op.kind == "set" and op.path == f"/config/topics/{topic}" and b'"retention.ms":"1234"' in op.data
+    assert layout.config_znode(image, "TOPIC", topic) is not None
+
+
+@pytest.mark.zk
+def test_the_refusal_and_the_writer_draw_the_line_at_the_same_byte(zk: KazooClient) -> None:
+    from migrator.errors import BadInputError
+    from migrator.migration.unsynced import sizing_writer
+    from migrator.zk.fenced_writer import OpGroup, ZkOp
+
+    writer = sizing_writer(zk, 7)
+    base = len(writer._encode(ZkOp.set("/config/topics/t", b"")))
+    hard = writer.jute_maxbuffer - writer._fixed
+    fits, too_big = (
+        ZkOp.set("/config/topics/t", b"x" * (hard - base)),
+        ZkOp.set("/config/topics/t", b"x" * (hard - base + 1)),
+    )
+    writer.refuse_oversized([fits])
+    assert writer.request_bytes([fits]) <= writer.jute_maxbuffer
+    with pytest.raises(BadInputError, match="does not fit"):
+        writer.refuse_oversized([too_big])
+    with pytest.raises(BadInputError, match="does not fit"):
+        list(writer._pack([OpGroup([fits, too_big], 5, 7)]))
+    assert len(list(writer._pack([OpGroup([fits], 5, 7)]))) == 1

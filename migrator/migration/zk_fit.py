@@ -127,7 +127,9 @@ def change_writes(
             key = entity_key(rec, topic_ids, image)
             if key is not None:
                 keys[key] = None
+    # A topic's config znode exists as long as the topic does: its topic is copied too.
     names = {k[1] for k in keys if k[0] in ("topic", "state")}
+    names |= {k[2] for k in keys if k[:2] == ("config", "TOPIC")}
     before = image.model_copy(update={"topics": {n: t for n, t in image.topics.items() if n in names}})
     builder = ImageBuilder(before)
     for i, rec in enumerate(records):
