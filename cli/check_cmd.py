@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cli import render as cli_render
-from cli.options import json_option, zookeeper_options
+from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.migration.broker_config import BrokerConfigFile
@@ -65,6 +65,7 @@ def load_broker_configs(directory: str) -> list[BrokerConfigFile]:
     envvar="ZK2KRAFT_JUTE_MAXBUFFER",
     help="jute.maxbuffer of the Kafka JVMs (brokers, controllers); replies above it are blockers.",
 )
+@log_dir_option(required=False)
 @json_option
 def check(
     zookeeper: str,
@@ -72,12 +73,14 @@ def check(
     zk_timeout: float,
     broker_config: str | None,
     jute_maxbuffer: int,
+    log_dir: str | None,
     as_json: bool,
 ) -> None:
     """Read-only pre-flight: is this cluster ready for a ZooKeeper-to-KRaft migration?
 
     Exit codes: 0 eligible (warnings allowed), 1 blockers found, 2 bad input, 3 ZooKeeper unreachable
-    or access refused. Every finding code is explained in docs/checks.md.
+    or access refused. Every finding code is explained in docs/checks.md. With --log-dir during
+    dual-write, a log record that can never reach ZooKeeper is a blocker too.
 
     \b
     Example:
@@ -87,9 +90,9 @@ def check(
     interactive = not as_json and sys.stdout.isatty()
     if interactive:
         with cli_render.console(stderr=True).status("Reading ZooKeeper..."):
-            result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer)
+            result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer, log_dir)
     else:
-        result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer)
+        result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer, log_dir)
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:

@@ -19,7 +19,8 @@ from typing import Any
 import click
 
 from cli import render
-from cli.options import json_option, log_dir_option
+from cli.options import json_option, log_dir_option, zookeeper_options
+from migrator import commands
 from migrator.errors import BadInputError
 from migrator.kraft.batch import decode_batch_records
 from migrator.kraft.control import decode_control_record
@@ -466,3 +467,34 @@ def snapshot(log_dir: str, as_json: bool) -> None:
         click.echo(json.dumps(info, indent=2))
     else:
         click.echo(str(target) if created else f"{target} (already exists)")
+
+
+@log.command("truncate-unsynced")
+@zookeeper_options
+@log_dir_option()
+@click.option(
+    "--yes", "-y", is_flag=True, help="Required: the records after /migration's offset are dropped."
+)
+@json_option
+def truncate_unsynced(
+    zookeeper: str, zk_auth: tuple[str, ...], zk_timeout: float, log_dir: str, yes: bool, as_json: bool
+) -> None:
+    """Cut the log back to /migration's offset when a record after it can never reach ZooKeeper.
+
+    Only for a write-behind lag that cannot drain (`status` names the record and its znode): an
+    older zk2kraft appended a change whose znode write does not fit one ZooKeeper request. Only the
+    records ZooKeeper never received go; refused (exit 4) while a controller, follower or admin
+    run holds the log, (exit 2) when every record can still be synced. Crash-safe: run it again.
+
+    \b
+    Example:
+      zk2kraft log truncate-unsynced -z zk1:2181/kafka -l /var/lib/kraft/metadata --yes
+    """
+    result = commands.truncate_unsynced(zookeeper, log_dir, yes=yes, zk_auth=zk_auth, zk_timeout=zk_timeout)
+    if as_json:
+        click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        click.echo(
+            f"dropped offsets {result.end_offset}..{result.end_offset_before - 1} "
+            f"({result.stuck_record}); the log ends at /migration's offset {result.migration_offset}"
+        )

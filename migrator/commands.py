@@ -17,9 +17,17 @@ from pydantic import BaseModel, Field
 
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.controller.service import ControllerService
-from migrator.errors import EXIT_FINDINGS, EXIT_OK, EXIT_UNREACHABLE, PermissionDeniedError, UnreachableError
+from migrator.errors import (
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    FindingsError,
+    PermissionDeniedError,
+    UnreachableError,
+)
+from migrator.kraft.log import MetadataLog
 from migrator.metrics import MigrationMetrics
-from migrator.migration import checks, driver
+from migrator.migration import checks, driver, unsynced
 from migrator.migration.admin import AdminChange
 from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
 from migrator.migration.checks import Finding, Severity
@@ -33,8 +41,11 @@ from migrator.migration.driver import (
     RollbackResult,
     StatusResult,
 )
+from migrator.migration.facts import log_exists
+from migrator.model import MigrationZnode
 from migrator.zk.connection import ConnectSpec, close, connect, parse_auth
 from migrator.zk.layout import image_from_tree
+from migrator.zk.leadership import read_migration
 from migrator.zk.reader import read_tree
 from migrator.zk.tree import ZkTree
 
@@ -72,8 +83,12 @@ def check(
     zk_timeout: float = 10.0,
     broker_configs: Sequence[BrokerConfigFile] | None = None,
     jute_maxbuffer: int = checks.DEFAULT_JUTE_MAXBUFFER,
+    log_dir: str | None = None,
 ) -> CheckResult:
     """Read-only pre-flight: exit code 0 eligible, 1 blockers, 3 ZooKeeper unreachable or refused.
+
+    With `log_dir` during dual-write, a record after /migration's offset that can never reach
+    ZooKeeper is a blocker (LOG_RECORD_NEVER_SYNCED).
 
     Bad input (a malformed connect string, a missing chroot) raises BadInputError (exit 2).
     """
@@ -118,6 +133,8 @@ def check(
         summary.partitions = image.partition_count()
         summary.znodes = len(tree)
         summary.check_seconds = round(time.perf_counter() - t1, 3)
+        if log_dir is not None and control.migration is not None and log_exists(log_dir):
+            findings += _stuck_findings(zookeeper, zk_auth, zk_timeout, log_dir, control.migration)
     if broker_configs is None:
         findings.append(
             checks.finding(
@@ -489,3 +506,49 @@ def zk_export(
         read_seconds=identity.get("read_seconds", 0.0),
         warnings=identity.get("warnings", []),
     )
+
+
+class TruncateUnsyncedResult(BaseModel):
+    stuck_record: str
+    end_offset_before: int
+    end_offset: int
+    migration_offset: int
+    dropped_offsets: int
+
+
+def truncate_unsynced(
+    zookeeper: str, log_dir: str, *, yes: bool = False, zk_auth: Sequence[str] = (), zk_timeout: float = 10.0
+) -> TruncateUnsyncedResult:
+    """Cut the log back to `/migration`'s offset when a record after it can never reach ZooKeeper.
+
+    Refused (exit 1) without `yes`, (exit 2) when every record after the offset can still be synced,
+    (exit 4) while another process holds the log's writer lock; docs/dual-write.md has the rule.
+    """
+    if not yes:
+        raise FindingsError("truncate-unsynced drops records from the log: not confirmed (pass --yes)")
+    client = connect(zookeeper, auth=tuple(zk_auth), timeout=zk_timeout)
+    try:
+        done = unsynced.truncate_unsynced(client, log_dir, read_migration(client))
+    finally:
+        close(client)
+    return TruncateUnsyncedResult(
+        stuck_record=str(done.stuck),
+        end_offset_before=done.end_offset_before,
+        end_offset=done.end_offset,
+        migration_offset=done.migration_offset,
+        dropped_offsets=done.end_offset_before - done.end_offset,
+    )
+
+
+def _stuck_findings(
+    zookeeper: str, zk_auth: Sequence[str], zk_timeout: float, log_dir: str, migration: MigrationZnode
+) -> list[Finding]:
+    client = connect(zookeeper, auth=tuple(zk_auth), timeout=zk_timeout)
+    try:
+        with MetadataLog.open(log_dir) as log:
+            stuck = unsynced.find_stuck(client, log, migration)
+    finally:
+        close(client)
+    if stuck is None:
+        return []
+    return [checks.finding(checks.LOG_RECORD_NEVER_SYNCED, str(stuck), paths=_paths_in(stuck.reason))]

@@ -37,6 +37,7 @@ from cli.log_cmds import log as log_cmd
 from migrator import commands
 from migrator.errors import UnreachableError, ZkKraftError
 from migrator.kraft.log import MetadataLog
+from migrator.kraft.records import record
 from migrator.kraft.snapshot import list_snapshots
 from migrator.migration.admin import AdminChange, Inbox
 from migrator.migration.faults import POINTS, parse_crash_spec
@@ -253,6 +254,39 @@ def test_crash_between_multis_of_one_sync(
         recover(zk_connect, log_dir)
         zk_image, _ = assert_consistent(zk, log_dir)
         assert len(zk_image.topics["huge"].partitions) == 8_000
+
+
+def test_crash_while_truncating_an_oversized_change(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
+    """An oversized change left in the log by an older version, over two segments: kill -9 between
+    the two steps of `log truncate-unsynced`; the log stays valid, and running it again finishes."""
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect) as generated:
+        recover(zk_connect, log_dir)
+        topic = sorted(generated.image.topics)[0]
+        with MetadataLog.open(log_dir, writable=True, segment_bytes=700_000) as log:
+            end = log.end_offset
+            for name in ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas"):
+                big = record(
+                    "ConfigRecord",
+                    0,
+                    ResourceType=2,
+                    ResourceName=topic,
+                    Name=name,
+                    Value="*" + ",0:1" * 150_000,
+                )
+                log.append([big], log.latest_epoch)
+            assert len(log.segments) >= 2
+        crash(
+            ["log", "truncate-unsynced", "--yes", "-z", zk_connect, "-l", str(log_dir)],
+            "unsynced.truncating:1",
+        )
+        assert run_cli(["log", "verify", "-l", str(log_dir)]).returncode == 0
+        with MetadataLog.open(log_dir) as log:  # half cut: the first record alone would fit ZooKeeper
+            assert log.end_offset == end + 1
+        recover(zk_connect, log_dir)  # its writable open finishes the cut before anything is synced
+        with MetadataLog.open(log_dir) as log:
+            assert log.end_offset == end
+        assert_consistent(zk, log_dir)
 
 
 def test_crash_after_admin_sync_before_reply(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:

@@ -73,6 +73,10 @@ _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _BATCH_OVERHEAD = 61
 
 
+# `log truncate-unsynced` in progress: the offset the log is being cut back to.
+TRUNCATE_INTENT = "zk2kraft-truncate-to"
+
+
 class OffsetOutOfRangeError(BadInputError):
     """A read below the log start offset (Kafka's OFFSET_OUT_OF_RANGE)."""
 
@@ -351,6 +355,7 @@ class MetadataLog:
             self._load_epochs()
         if self.writable:
             self._active_file = open(self.segments[-1].path, "ab")  # noqa: SIM115 - held until close()
+            self._finish_truncation()
 
     def _prepare_writable(self, cluster_id: str | None, node_id: int | None) -> bool:
         try:
@@ -723,6 +728,72 @@ class MetadataLog:
         except OSError:
             self._active_file = None  # the next append fails loudly; a reopen recovers the tail
         self._active_end, self._end_offset, self._epochs = active_end, end_offset, epochs
+
+    def truncate_to(self, offset: int, step: Callable[[], None] | None = None) -> None:
+        """Drop every batch from `offset` on (a batch boundary), newest first, each step fsynced.
+
+        Crash-safe by order: whole segments go from the highest down, then the segment holding
+        `offset` is cut, so after a crash at any step the log is a valid prefix of what it was, ending
+        at or after `offset`; running the truncation again finishes it. Snapshots past `offset` go first.
+        `step` runs after each durable step (the crash tests kill the process there).
+        An intent file (`TRUNCATE_INTENT`) is written first and removed last: a writable open that
+        finds it finishes the cut, so no writer ever syncs a half-cut change.
+        """
+        if not self.writable or self._active_file is None:
+            raise BadInputError(f"{self.log_dir}: log opened read-only")
+        intent = self.partition_dir / TRUNCATE_INTENT
+        if offset >= self._end_offset:  # nothing (left) to cut
+            intent.unlink(missing_ok=True)
+            return
+        if not self.log_start_offset <= offset:
+            raise BadInputError(
+                f"cannot truncate to offset {offset}: the log holds {self.log_start_offset}..{self._end_offset}"
+            )
+        cut: tuple[int, int] | None = None  # (segment index, byte position)
+        for batch in self.batches(offset, verify_crc=False):
+            if batch.base_offset < offset:
+                raise BadInputError(
+                    f"offset {offset} is inside the batch {batch.base_offset}..{batch.next_offset - 1}: "
+                    "the log can only be cut at a batch boundary"
+                )
+            seg = max(i for i, sg in enumerate(self.segments) if sg.base_offset <= batch.base_offset)
+            cut = (seg, batch.position)
+            break
+        if cut is None:
+            return
+        dirfiles.atomic_write(intent, f"{offset}\n".encode())
+        for snap in list_snapshots(self.partition_dir):
+            if snap.end_offset > offset:
+                snap.path.unlink(missing_ok=True)
+        self._active_file.close()
+        self._active_file = None
+        for seg in reversed(self.segments[cut[0] + 1 :]):
+            for p in (seg.path, seg.path.with_suffix(".index"), seg.path.with_suffix(".timeindex")):
+                p.unlink(missing_ok=True)
+            dirfiles.fsync_dir(self.partition_dir)
+            if step is not None:
+                step()
+        del self.segments[cut[0] + 1 :]
+        self._truncate(self.segments[-1].path, cut[1])
+        self._active_end = cut[1]
+        self._end_offset = offset
+        self._epochs = [(e, o) for e, o in self._epochs if o < offset]
+        dirfiles.write_leader_epochs(self.partition_dir / dirfiles.LEADER_EPOCH_CHECKPOINT, self._epochs)
+        self._active_file = open(self.segments[-1].path, "ab")  # noqa: SIM115 - held until close()
+        intent.unlink()
+        dirfiles.fsync_dir(self.partition_dir)
+
+    def _finish_truncation(self) -> None:
+        """A cut interrupted by a crash (the intent file is still there) is finished before any use."""
+        intent = self.partition_dir / TRUNCATE_INTENT
+        if intent.exists():
+            try:
+                target = int(intent.read_text().strip())
+            except ValueError:
+                raise BadInputError(
+                    f"{intent}: not an offset; remove it by hand after checking the log"
+                ) from None
+            self.truncate_to(target)
 
     # -- closing ------------------------------------------------------------------------------
 

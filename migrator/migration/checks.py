@@ -321,6 +321,13 @@ UNKNOWN_ZNODE_VERSION = define(
     "zk2kraft cannot be sure it reads it correctly, so it refuses to guess.",
     "Check which tool wrote the znode; migrate from a cluster written by Kafka 2.x-3.9 only.",
 )
+LOG_RECORD_NEVER_SYNCED = define(
+    "LOG_RECORD_NEVER_SYNCED",
+    Severity.BLOCKER,
+    "A record after /migration's offset in the metadata log (--log-dir) can never be written to ZooKeeper: a znode it changes does not fit one request.",
+    "The write-behind lag can never drain: every controller, migrate, rollback and admin run stops on it, and finalize refuses on lag.",
+    "Run `zk2kraft log truncate-unsynced --yes` (no controller running) to cut the log back to what ZooKeeper covers; then re-apply the change in smaller parts.",
+)
 BROKER_CONFIG_NOT_CHECKED = define(
     "BROKER_CONFIG_NOT_CHECKED",
     Severity.INFO,

@@ -59,6 +59,8 @@ from migrator.migration.admin import (
 )
 from migrator.migration.facts import Facts, gather, gather_zk, log_exists, read_znode, require_own_log
 from migrator.migration.faults import CrashPointWriter, crash_point
+from migrator.migration.unsynced import find_stuck
+from migrator.migration.zk_fit import refuse_oversized_change
 from migrator.migration.zk_sync import Repair, SyncReport, ZkSyncer
 from migrator.model import ClusterImage, MigrationZnode
 from migrator.zk import codec
@@ -225,6 +227,9 @@ class StatusResult(BaseModel):
     log_epoch: int = -1
     open_transaction: str | None = None
     write_behind_lag: int = 0
+    #: the first record after /migration's offset whose ZooKeeper write can never fit (the lag cannot
+    #: drain; `zk2kraft log truncate-unsynced --yes` cuts it off)
+    stuck_record: str | None = None
     zk_registered_brokers: list[int] = Field(default_factory=list)
     #: brokers registered with the KRaft controller (RegisterBrokerRecord), and those of them that are
     #: migrating ZooKeeper brokers (Kafka's MigratingZkBrokerCount)
@@ -1075,6 +1080,8 @@ class _Controller:
                 *records,
                 record("EndTransactionRecord", 0),
             ]
+        # Before anything is appended: a write ZooKeeper can never take would stall the lag for good.
+        refuse_oversized_change(self.syncer.writer, self.image, records, self.syncer.inner.state_epoch)
         first, last = self.log.append(records, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS)
         for i, rec in enumerate(records):
             self.builder.replay(first + i, rec)
@@ -1238,8 +1245,12 @@ def _next_action(facts: Facts) -> str:
 
 def status(opts: DriverOptions) -> StatusResult:
     """Everything an operator asks before the next step; reads both sides, writes nothing."""
+    stuck = None
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
+        if facts.lag > 0 and facts.zk.migration is not None and log_exists(opts.log_dir):
+            with MetadataLog.open(opts.log_dir) as mlog:
+                stuck = find_stuck(client, mlog, facts.zk.migration)
     d = facts.derived
     zk = facts.zk
     lf = facts.log
@@ -1258,6 +1269,8 @@ def status(opts: DriverOptions) -> StatusResult:
     writer = _writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
     follower = Inbox(opts.log_dir).follower_pid() if writer else None
     anomalies = list(d.anomalies)
+    if stuck is not None:
+        anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
     if lf.foreign_cluster is not None:
         anomalies.append(
             f"the log directory belongs to cluster {lf.foreign_cluster}, not to ZooKeeper's {zk.cluster_id}"
@@ -1297,6 +1310,7 @@ def status(opts: DriverOptions) -> StatusResult:
             else f"{lf.open_transaction.name!r} since offset {lf.open_transaction.begin_offset}"
         ),
         write_behind_lag=facts.lag,
+        stuck_record=None if stuck is None else str(stuck),
         zk_registered_brokers=zk.registered_brokers,
         kraft_registered_brokers=sorted(lf.replay.image.brokers) if lf.replay is not None else [],
         migrating_zk_brokers=(

@@ -46,6 +46,7 @@ POINTS: dict[str, str] = {
     "admin.appended": "an admin change is durable in the log; ZooKeeper has not received it",
     "admin.synced": "an admin change is in the log and ZooKeeper; the requester has no reply yet",
     "follow.appended": "the follower appended a handed-over change; it has not synced it",
+    "unsynced.truncating": "truncate-unsynced removed the nth newest segment; the log is not cut to /migration yet",
     # finalize and rollback
     "finalize.before-record": "finalize passed its guards; POST_MIGRATION is not written",
     "rollback.drained": "rollback drained the syncer (lag 0); the log is not archived",

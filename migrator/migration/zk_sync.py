@@ -28,14 +28,11 @@ from kazoo.client import KazooClient
 
 from migrator.errors import BadInputError, UnreachableError
 from migrator.kraft.image import (
-    ACL_RESOURCE_TYPES,
-    CONFIG_RESOURCE_TYPES,
-    PATTERN_TYPES,
     ImageBuilder,
     ReplayResult,
 )
 from migrator.kraft.log import MetadataLog
-from migrator.kraft.records import MetadataRecord, OpaqueRecord, kafka_to_uuid, uuid_to_kafka
+from migrator.kraft.records import MetadataRecord, OpaqueRecord, kafka_to_uuid
 from migrator.kraft.snapshot import list_snapshots, read_snapshot
 from migrator.migration.zk_diff import (
     Repair,
@@ -47,10 +44,11 @@ from migrator.migration.zk_diff import (
     repairs_of,
     structural,
 )
+from migrator.migration.zk_fit import Key, entity_key
 from migrator.model import ClusterImage, ControllerZnode, MigrationZnode, ZkControlState
 from migrator.zk import layout
 from migrator.zk import paths as P
-from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, ZkOp
+from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, OversizedWriteError, ZkOp
 from migrator.zk.reader import read_tree
 from migrator.zk.tree import ZkTree
 
@@ -71,9 +69,7 @@ DEFAULT_CHUNK_KEYS = 10_000
 DEFAULT_CHUNK_RECORDS = 50_000
 
 _BEGIN, _END, _ABORT = 23, 24, 25
-_CHANGE_ASSIGNMENT = ("Replicas", "AddingReplicas", "RemovingReplicas")
 
-Key = tuple[object, ...]
 _ABSENT = object()
 
 
@@ -97,6 +93,14 @@ class SyncReport:
 class _Counters:
     records: int = 0
     entities: int = 0
+
+
+def _never_synced(e: OversizedWriteError) -> OversizedWriteError:
+    """The writer's refusal with the way out: the record stays in the log until it is cut off."""
+    return OversizedWriteError(
+        f"{e}; a record after /migration's offset can never be synced: `zk2kraft status` names it, "
+        "`zk2kraft log truncate-unsynced --yes` removes it"
+    )
 
 
 class ZkSyncer:
@@ -281,59 +285,8 @@ class ZkSyncer:
 
     def _key(self, rec: MetadataRecord) -> Key | None:
         """The entity a record touches in ZooKeeper (looked up before the record is applied)."""
-        api = rec.api_key
-        f = rec.fields
-        if api == 5:  # PartitionChangeRecord: the hot path
-            name = self._topic_ids.get(f["TopicId"])
-            if name is None:
-                return None
-            for k in _CHANGE_ASSIGNMENT:
-                if f.get(k) is not None:
-                    return ("topic", name)
-            return ("state", name, f["PartitionId"])
-        if api == 3:
-            name = self._topic_ids.get(f["TopicId"])
-            return None if name is None else ("topic", name)
-        if api == 2:
-            self._topic_ids[f["TopicId"]] = f["Name"]
-            return ("topic", f["Name"])
-        if api == 9:
-            name = self._topic_ids.pop(f["TopicId"], None)
-            return None if name is None else ("topic", name)
-        if api == 4:
-            rtype = CONFIG_RESOURCE_TYPES.get(f["ResourceType"])
-            if rtype in ("TOPIC", "BROKER"):
-                return ("config", rtype, f["ResourceName"])
-            return None  # BROKER_LOGGER, CLIENT_METRICS, GROUP: no ZooKeeper form (Kafka skips them too)
-        if api == 14:
-            entity = {e["EntityType"]: e["EntityName"] for e in f["Entity"]}
-            try:
-                path = P.quota_entity_path(entity)
-            except ValueError:
-                return None
-            return ("client", "/".join(path.split("/")[:4]))
-        if api in (11, 22):
-            return ("client", P.config_entity_path(P.CONFIG_TYPE_USERS, P.sanitize(f["Name"])))
-        if api == 18:
-            pattern = PATTERN_TYPES.get(f["PatternType"])
-            rtype = ACL_RESOURCE_TYPES.get(f["ResourceType"])
-            if pattern not in P.ACL_STORES or rtype not in P.ACL_RESOURCE_TYPES:
-                return None
-            return ("acl", pattern, rtype, f["ResourceName"])
-        if api == 19:
-            assert self._builder is not None
-            acl_id = uuid_to_kafka(f["Id"])
-            for acl in self._builder.image.acls:
-                if acl.acl_id == acl_id:
-                    if acl.pattern_type not in P.ACL_STORES:
-                        return None
-                    return ("acl", acl.pattern_type, acl.resource_type, acl.resource_name)
-            return None
-        if api == 15:
-            return ("pid",)
-        if api in (10, 26):
-            return ("token", f["TokenId"])
-        return None
+        assert self._builder is not None
+        return entity_key(rec, self._topic_ids, self._builder.image)
 
     # -- from touched entities to ops -------------------------------------------------------------
 
@@ -498,6 +451,9 @@ class ZkSyncer:
                 self._cache = cache
                 ops.extend(self._notes(changes, None))
                 self.writer.write_groups([OpGroup(ops, offset, epoch)])
+            except OversizedWriteError as e:
+                self._reset()
+                raise _never_synced(e) from None
             except BaseException:
                 self._reset()
                 raise
@@ -522,6 +478,9 @@ class ZkSyncer:
                 counters = _Counters()
                 try:
                     self.writer.write_groups(self._groups(until_offset, counters))
+                except OversizedWriteError as e:
+                    self._reset()
+                    raise _never_synced(e) from None
                 except BaseException:
                     self._reset()
                     raise

@@ -55,6 +55,7 @@ __all__ = [
     "DEFAULT_RETRY_TIMEOUT",
     "FencedZkWriter",
     "OpGroup",
+    "OversizedWriteError",
     "WriteStats",
     "ZkOp",
     "is_transient",
@@ -90,6 +91,10 @@ _SEQUENTIAL = 2
 TRANSIENT = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, KazooTimeoutError)
 
 T = TypeVar("T")
+
+
+class OversizedWriteError(BadInputError):
+    """A znode write no ZooKeeper request can carry (over jute.maxbuffer even alone in a multi)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +346,25 @@ class FencedZkWriter:
         multi = _Multi(list(ops), [self._encode(op) for op in ops], 0, (0, 0))
         return _REQUEST_HEADER + len(self._payload(multi, 0))
 
+    def _too_big(self, op: ZkOp) -> OversizedWriteError:
+        return OversizedWriteError(
+            f"znode {op.path}: a {op.kind} of {len(op.data):,} data bytes does not fit "
+            f"in one ZooKeeper request (jute.maxbuffer {self.jute_maxbuffer:,} bytes)"
+        )
+
+    def refuse_oversized(self, ops: Iterable[ZkOp], what: str = "") -> None:
+        """Raise the BadInputError `_pack` would raise for the first op no multi can carry.
+
+        A group is split across multis as needed, so only a single op alone with the fence and the
+        /migration set can be too big; checked before a change is appended, this keeps a record
+        ZooKeeper can never take out of the log.
+        """
+        hard = self.jute_maxbuffer - self._fixed
+        for op in ops:
+            if len(self._encode(op)) > hard:
+                e = self._too_big(op)
+                raise OversizedWriteError(f"{e}{what}") from None
+
     # -- packing ------------------------------------------------------------------------------
 
     def _pack(self, groups: Iterable[OpGroup]) -> Iterator[_Multi]:
@@ -371,10 +395,7 @@ class FencedZkWriter:
             else:
                 for op, e in zip(group.ops, enc, strict=True):
                     if len(e) > hard:
-                        raise BadInputError(
-                            f"znode {op.path}: a {op.kind} of {len(op.data):,} data bytes does not fit "
-                            f"in one ZooKeeper request (jute.maxbuffer {self.jute_maxbuffer:,} bytes)"
-                        )
+                        raise self._too_big(op)
                     if ops and size + len(e) > budget:
                         yield _Multi(ops, encoded, size, last)
                         emitted = last
