@@ -57,8 +57,10 @@ def test_oversized_config_apply_is_refused_with_nothing_appended(
         assert (
             f"znode /config/topics/{topic}" in line and "does not fit" in line and "nothing appended" in line
         )
-        applied = [json.loads(x) for x in r.stdout.splitlines()]
+        out = [json.loads(x) for x in r.stdout.splitlines()]
+        applied = [x for x in out if "error" not in x]
         assert len(applied) == 1  # the first change fits and is applied; the second is not appended
+        assert out[-1]["error"]["exit_code"] == 2  # --json: the refusal as a JSON object too
         # The admin run's claim appends a LeaderChange first; the log ends with the first change.
         assert _end(log_dir) == applied[0]["last_offset"] + 1 > before
         status = json.loads(run_cli(["status", "--json", *where]).stdout)
