@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import FrameType
 from typing import Any
 
 import click
@@ -26,6 +23,7 @@ from rich.table import Table
 
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
+from migrator import stop as stopping
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.errors import BadInputError, UnreachableError
 from migrator.metrics import MigrationMetrics
@@ -131,22 +129,6 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
             bar.update(task, completed=done, total=total)
 
         yield update
-
-
-@contextmanager
-def _stop_on_signals() -> Iterator[threading.Event]:
-    """SIGTERM and SIGINT set the event (a clean stop of `--follow`) instead of killing the process."""
-    stop = threading.Event()
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield stop
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 # --- migrate ---------------------------------------------------------------------------------------
@@ -258,7 +240,9 @@ def run_migrate(
         host, port = metrics.serve(metrics_listen)
         if interactive:
             err.print(f"[dim]metrics on http://{escape(host)}:{port}/metrics[/dim]")
-    with _progress(interactive) as progress, _stop_on_signals() as stop, _closing(metrics):
+    # SIGTERM/SIGINT: a stop request every loop of the run checks (migrator.stop); one mid-way raises
+    # Stopped there, one that lands while following (ZooKeeper up) ends it and the result is shown
+    with _progress(interactive) as progress, stopping.handle_signals() as stop, _closing(metrics):
         result = commands.migrate(
             zookeeper,
             log_dir,
@@ -277,6 +261,22 @@ def run_migrate(
             session_timeout_ms=session_timeout_ms,
             metrics=metrics,
         )
+        signalled = stopping.signal_number()
+    _render_migrate(result, log_dir, as_json)
+    if signalled is not None:
+        done = (
+            f"after following {result.followed_seconds:.1f}s ({result.changes_applied} changes applied)"
+            if result.followed_seconds is not None
+            else f"after reaching {result.state_after}"
+        )
+        raise stopping.Stopped(
+            f"stopped by {stopping.signal_name(signalled)} {done}; ZooKeeper covers the log up to offset "
+            f"{result.migration_offset} (write-behind lag {result.lag})",
+            signalled,
+        )
+
+
+def _render_migrate(result: commands.MigrateResult, log_dir: str, as_json: bool) -> None:
     if as_json:
         _emit_json(result)
         return
