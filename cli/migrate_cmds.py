@@ -220,7 +220,8 @@ def run_migrate(
     if not yes and sys.stdin.isatty():
 
         def confirm(question: str) -> bool:
-            return click.confirm(question, default=False, err=True)
+            with stopping.interruptible():  # Ctrl-C at the prompt stops at once: nothing is written yet
+                return click.confirm(question, default=False, err=True)
 
     say: Callable[[str], None] | None = None
     if interactive:

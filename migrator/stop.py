@@ -33,6 +33,7 @@ __all__ = [
     "Stopped",
     "check",
     "handle_signals",
+    "interruptible",
     "phase",
     "request",
     "requested",
@@ -55,6 +56,7 @@ class _Phase:
 
 _DEFAULT = _Phase("before changing anything", "nothing was written; run the command again")
 _phases: list[_Phase] = []
+_blocking: list[bool] = []  # inside `interruptible()`: the handler raises at once
 
 
 def signal_number() -> int | None:
@@ -126,6 +128,17 @@ def phase(doing: str, then: str) -> Iterator[None]:
 
 
 @contextmanager
+def interruptible() -> Iterator[None]:
+    """A wait no loop can check (a prompt reading the terminal): the handler raises Stopped there
+    itself. Only around code that changes nothing."""
+    _blocking.append(True)
+    try:
+        yield
+    finally:
+        _blocking.pop()
+
+
+@contextmanager
 def handle_signals() -> Iterator[threading.Event]:
     """SIGTERM and SIGINT request a stop instead of killing the process (main thread only).
 
@@ -134,6 +147,8 @@ def handle_signals() -> Iterator[threading.Event]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         request(signum)
+        if _blocking:
+            raise stopped()
 
     reset()
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}

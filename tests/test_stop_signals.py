@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import signal
 import subprocess
 import time
@@ -137,3 +139,44 @@ def _hand_over_a_change(inbox: Inbox, follower: subprocess.Popen[str], log_dir: 
         assert follower.poll() is None and time.monotonic() < deadline, "the change was not appended"
         time.sleep(0.1)
     return rid
+
+
+@pytest.mark.zk
+def test_ctrl_c_at_the_confirmation_prompt_stops_at_once(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """The prompt blocks reading the terminal, where no loop can check the stop request."""
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZK2KRAFT_")}
+    with cluster(zk, zk_connect):
+        proc = subprocess.Popen(
+            [*ZK2KRAFT, "migrate", "--brokers-from-zk", "-z", zk_connect, "-l", str(tmp_path / "meta")],
+            stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, close_fds=True,
+            env={**env, "TERM": "dumb", "COLUMNS": "200"},
+        )  # fmt: skip
+        os.close(slave)
+        seen = b""
+        try:
+            deadline = time.monotonic() + 60
+            while b"from now on" not in seen:  # the end of the question
+                assert proc.poll() is None and time.monotonic() < deadline, seen.decode(errors="replace")
+                if select.select([master], [], [], 0.2)[0]:
+                    seen += os.read(master, 65536)
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=10) == 130
+            while select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+        finally:
+            os.close(master)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = seen.decode(errors="replace")
+    assert "stopped by SIGINT before the copy" in text and "Traceback" not in text, text
+    assert not (tmp_path / "meta").exists()  # nothing was written
