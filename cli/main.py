@@ -19,6 +19,7 @@ import click
 from migrator.errors import EXIT_BAD_INPUT, EXIT_UNREACHABLE, BadInputError, ZkKraftError
 from migrator.kraft.retention import RetentionConfig, set_default_config
 from migrator.properties import read_properties
+from migrator.stop import Stopped
 
 # Kafka property names that map onto zk2kraft options, so a controller.properties drops in.
 _PROPERTY_OPTIONS = {
@@ -182,6 +183,9 @@ def run(argv: list[str] | None = None) -> int:
     verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
     try:
         rv = main.main(args=argv, prog_name="zk2kraft", standalone_mode=False)
+    except Stopped as e:  # SIGTERM/SIGINT at a safe point: what it did, not an error
+        click.echo(f"zk2kraft: {e}", err=True)
+        return e.exit_code
     except ZkKraftError as e:
         if verbose:
             traceback.print_exc()

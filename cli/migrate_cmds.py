@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import FrameType
 from typing import Any
 
 import click
@@ -27,6 +24,7 @@ from rich.table import Table
 from cli import render
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
+from migrator import stop as stopping
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.errors import BadInputError, UnreachableError
 from migrator.metrics import MigrationMetrics
@@ -134,22 +132,6 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
         yield update
 
 
-@contextmanager
-def _stop_on_signals() -> Iterator[threading.Event]:
-    """SIGTERM and SIGINT set the event (a clean stop of `--follow`) instead of killing the process."""
-    stop = threading.Event()
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield stop
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
 # --- migrate ---------------------------------------------------------------------------------------
 
 
@@ -239,7 +221,8 @@ def run_migrate(
     if not yes and sys.stdin.isatty():
 
         def confirm(question: str) -> bool:
-            return click.confirm(question, default=False, err=True)
+            with stopping.interruptible():  # Ctrl-C at the prompt stops at once: nothing is written yet
+                return click.confirm(question, default=False, err=True)
 
     say: Callable[[str], None] | None = None
     if interactive:
@@ -259,7 +242,9 @@ def run_migrate(
         host, port = metrics.serve(metrics_listen)
         if interactive:
             err.print(f"[dim]metrics on http://{escape(host)}:{port}/metrics[/dim]")
-    with _progress(interactive) as progress, _stop_on_signals() as stop, _closing(metrics):
+    # SIGTERM/SIGINT: a stop request every loop of the run checks (migrator.stop); one mid-way raises
+    # Stopped there, one that lands while following (ZooKeeper up) ends it and the result is shown
+    with _progress(interactive) as progress, stopping.handle_signals() as stop, _closing(metrics):
         result = commands.migrate(
             zookeeper,
             log_dir,
@@ -278,6 +263,22 @@ def run_migrate(
             session_timeout_ms=session_timeout_ms,
             metrics=metrics,
         )
+        signalled = stopping.signal_number()
+    _render_migrate(result, log_dir, as_json)
+    if signalled is not None:
+        done = (
+            f"after following {result.followed_seconds:.1f}s ({result.changes_applied} changes applied)"
+            if result.followed_seconds is not None
+            else f"after reaching {result.state_after}"
+        )
+        raise stopping.Stopped(
+            f"stopped by {stopping.signal_name(signalled)} {done}; ZooKeeper covers the log up to offset "
+            f"{result.migration_offset} (write-behind lag {result.lag})",
+            signalled,
+        )
+
+
+def _render_migrate(result: commands.MigrateResult, log_dir: str, as_json: bool) -> None:
     if as_json:
         _emit_json(result)
         return

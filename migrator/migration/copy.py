@@ -21,6 +21,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from pydantic import BaseModel, Field
 
+from migrator import stop
 from migrator.errors import BadInputError
 from migrator.kraft import dirfiles
 from migrator.kraft.batch import encode_batch, encode_control_batch
@@ -209,6 +210,8 @@ def copy_zk_data(
         if progress is not None:
             progress(done, total)
         crash_point("copy.batch")
+        # A safe point, like the crash point: the transaction stays open and the next run aborts it.
+        stop.check(f"{done:,} of {total:,} records appended, offsets {first}-{log.end_offset - 1}")
     crash_point("copy.before-end")
     _, last = log.append(
         [

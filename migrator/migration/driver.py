@@ -31,6 +31,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
 from pydantic import BaseModel, Field
 
+from migrator import stop as stopping
 from migrator.controller import core as ctl_core
 from migrator.controller.service import ControllerService
 from migrator.errors import (
@@ -446,6 +447,28 @@ def _replay_of(facts: Facts) -> ReplayResult:
 
 # --- migrate ---------------------------------------------------------------------------------------
 
+# What the stop line (SIGTERM/SIGINT, migrator.stop) says for each phase of `migrate`: where it
+# stopped and what the next run does. Each phase's safe points leave what a SIGKILL there would.
+_BEFORE_COPY = ("before the copy", "the next `zk2kraft migrate` starts it again")
+_WAITING = (
+    "while waiting for brokers to register, before the copy",
+    "nothing was copied; the next `zk2kraft migrate` waits for them again",
+)
+_COPYING = (
+    "during the copy",
+    "the copy transaction, if begun, is left open as after a crash: the next `zk2kraft migrate` aborts it "
+    "and copies ZooKeeper again (all or nothing)",
+)
+_SYNCING = (
+    "while syncing ZooKeeper (the copy is committed: DualWriteMetadata)",
+    "the next `zk2kraft migrate` or `controller` reconciles ZooKeeper with the log and carries what it lacks",
+)
+_FOLLOWING = (
+    "while following as the controller",
+    "records in the log that ZooKeeper lacks are carried to it by the next `zk2kraft migrate --follow` "
+    "or `controller`",
+)
+
 
 def migrate(
     opts: DriverOptions,
@@ -471,7 +494,7 @@ def migrate(
     """
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    with _zk(opts) as client:
+    with stopping.phase(*_BEFORE_COPY), _zk(opts) as client:
         facts = gather(client, opts.log_dir)
         state = facts.derived.state
         if opts.metrics is not None:
@@ -534,11 +557,13 @@ def migrate(
                     runtime = _soft_start(client, log, facts, opts, listen, session_timeout_ms, result)
                     if on_listen is not None:
                         on_listen(runtime.service, runtime.address)
-                    _wait_for_brokers(client, runtime, opts, broker_wait_timeout, result, stop)
+                    with stopping.phase(*_WAITING):
+                        _wait_for_brokers(client, runtime, opts, broker_wait_timeout, result, stop)
                     timings["wait_for_brokers"] = round(time.perf_counter() - t0, 3)
                     facts = gather(client, opts.log_dir, log)
                 if state is S.DUAL_WRITE_METADATA:
-                    syncer = _resume_dual_write(client, log, facts, opts, result, timings)
+                    with stopping.phase(*_SYNCING):
+                        syncer = _resume_dual_write(client, log, facts, opts, result, timings)
                 else:
                     hold: AbstractContextManager[None] = (
                         runtime.service.exclusive() if runtime is not None else nullcontext()
@@ -575,17 +600,18 @@ def migrate(
                 timings["total"] = round(time.perf_counter() - started, 3)
                 result.timings = timings
                 if follow:
-                    _follow(
-                        client,
-                        log,
-                        syncer,
-                        opts,
-                        result,
-                        stop or threading.Event(),
-                        poll_interval,
-                        runtime.service if runtime is not None else None,
-                    )
-                    facts = gather(client, opts.log_dir, log)
+                    with stopping.phase(*_FOLLOWING):
+                        _follow(
+                            client,
+                            log,
+                            syncer,
+                            opts,
+                            result,
+                            stop or threading.Event(),
+                            poll_interval,
+                            runtime.service if runtime is not None else None,
+                        )
+                        facts = gather(client, opts.log_dir, log)
                     result.lag = facts.lag
                     result.log_end_offset = facts.log.end_offset
                     result.migration_offset = (
@@ -772,6 +798,7 @@ def _wait_for_brokers(
                 + (", ".join(map(str, missing)) if missing else "no broker is registered in ZooKeeper")
             )
             said = missing
+        stopping.check(f"missing: {', '.join(map(str, missing)) or 'any broker'}")
         if now >= deadline or (stop is not None and stop.is_set()):
             raise BrokersNotReadyError(_missing_report(missing, zk_ids, assigned, have, runtime, timeout))
         service.wait_for(lambda image, seen=have: registered() != seen, min(0.5, max(0.0, deadline - now)))
@@ -908,6 +935,21 @@ def _claim_and_copy(
     progress: Progress | None,
 ) -> GuardedSyncer:
     """MigratingZkData: claim, bootstrap a fresh log, abort an interrupted copy, copy, first sync."""
+    with stopping.phase(*_COPYING):
+        syncer_args = _claim_and_copy_only(client, log, facts, opts, result, timings, progress)
+    with stopping.phase(*_SYNCING):
+        return _first_sync(client, *syncer_args, opts, result, timings)
+
+
+def _claim_and_copy_only(
+    client: KazooClient,
+    log: MetadataLog,
+    facts: Facts,
+    opts: DriverOptions,
+    result: MigrateResult,
+    timings: dict[str, float],
+    progress: Progress | None,
+) -> tuple[MetadataLog, Facts, Claim, MigrationZnode]:
     t0 = time.perf_counter()
     opts.note("claiming ZooKeeper controllership")
     claim, migration = _claim(client, log, facts, opts.node_id, (-1, -1))
@@ -958,7 +1000,7 @@ def _claim_and_copy(
     )
     facts = gather(client, opts.log_dir, log)
     _transition(S.MIGRATING_ZK_DATA, E.COMMIT_COPY, GuardFacts(copy_committed=facts.log.migration_code == 1))
-    return _first_sync(client, log, facts, claim, migration, opts, result, timings)
+    return log, facts, claim, migration
 
 
 def _first_sync(
@@ -1158,6 +1200,11 @@ def _follow(
                         inbox.answer(
                             rid, reply_of(FencedError("the follower was fenced by a newer controller"))
                         )
+                        raise
+                    except (
+                        stopping.Stopped
+                    ) as e:  # the change may be in the log: ZooKeeper gets it next start
+                        inbox.answer(rid, reply_of(UnreachableError(f"the follower was {e}")))
                         raise
                     except (BadInputError, FindingsError) as e:
                         reply = reply_of(e)

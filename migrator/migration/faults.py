@@ -6,6 +6,10 @@ production the variable is unset and every call is one dictionary lookup; nothin
 
 `<nth>` counts the times the process reaches the point (default 1), so `copy.batch:3` dies after the
 third copy batch is durable. docs/migration.md lists every point and what the next run must do.
+
+`ZK2KRAFT_SIGNAL_AT=<SIGNAL>,<point>[:<nth>]` (e.g. `SIGINT,copy.batch:2`) sends the process that
+signal there instead: the signal tests land a real Ctrl-C or SIGTERM at an exact step of a run that
+would otherwise be over before a test could time it.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from typing import Any
 from migrator.errors import BadInputError
 from migrator.zk.fenced_writer import FencedZkWriter
 
-__all__ = ["CRASH_ENV", "POINTS", "CrashPointWriter", "crash_point", "parse_crash_spec"]
+__all__ = ["CRASH_ENV", "POINTS", "SIGNAL_ENV", "CrashPointWriter", "crash_point", "parse_crash_spec"]
 
 CRASH_ENV = "ZK2KRAFT_CRASH_AT"
+SIGNAL_ENV = "ZK2KRAFT_SIGNAL_AT"
 
 #: Every crash point, in the order a migration reaches them, with what is durable when it fires.
 POINTS: dict[str, str] = {
@@ -68,20 +73,33 @@ def parse_crash_spec(spec: str) -> tuple[str, int]:
 
 
 def crash_point(name: str) -> None:
-    """SIGKILL this process if `ZK2KRAFT_CRASH_AT` names `name` and this is its nth arrival."""
+    """SIGKILL this process if `ZK2KRAFT_CRASH_AT` names `name` and this is its nth arrival (or send
+    the signal `ZK2KRAFT_SIGNAL_AT` names)."""
     spec = os.environ.get(CRASH_ENV)
-    if not spec:
+    signal_spec = os.environ.get(SIGNAL_ENV)
+    if not spec and not signal_spec:
         return
     if name not in POINTS:
         raise AssertionError(f"undeclared crash point {name!r}")
-    point, nth = parse_crash_spec(spec)
-    if point != name:
-        return
-    _counts[name] = _counts.get(name, 0) + 1
-    if _counts[name] == nth:
+    if signal_spec:
+        signame, _, at = signal_spec.partition(",")
+        if signame not in ("SIGINT", "SIGTERM"):
+            raise BadInputError(f"{SIGNAL_ENV}={signal_spec!r}: expected SIGINT or SIGTERM, then ',<point>'")
+        if _arrived(name, at, "signal:"):
+            os.kill(os.getpid(), signal.Signals[signame])
+    if spec and _arrived(name, spec, ""):
         sys.stdout.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _arrived(name: str, spec: str, counter: str) -> bool:
+    point, nth = parse_crash_spec(spec)
+    if point != name:
+        return False
+    key = counter + name
+    _counts[key] = _counts.get(key, 0) + 1
+    return _counts[key] == nth
 
 
 class CrashPointWriter(FencedZkWriter):

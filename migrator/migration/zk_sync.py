@@ -26,6 +26,7 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
+from migrator import stop
 from migrator.errors import BadInputError, UnreachableError
 from migrator.kraft.image import (
     ImageBuilder,
@@ -556,6 +557,7 @@ class ZkSyncer:
             lag = self.lag()
             if lag < bound:
                 return lag
+            stop.check(f"write-behind lag {lag}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise UnreachableError(

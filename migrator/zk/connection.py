@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialThreadingHandler
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
+from migrator import stop
 from migrator.errors import BadInputError, PermissionDeniedError, UnreachableError
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,28 @@ class _RedactKazooPayloads(logging.Filter):
 
 KAZOO_LOG = logging.getLogger("kazoo")
 KAZOO_LOG.addFilter(_RedactKazooPayloads())
+
+
+class _StoppableResult(AsyncResult):  # type: ignore[misc]
+    """kazoo's result of one request, whose untimed `get()` — behind every synchronous call
+    (`client.get`, `exists`, ...) — waits in slices and ends at a stop request (SIGTERM/SIGINT).
+
+    A request made while the connection is down is queued for a reconnect that, with ZooKeeper
+    stopped and reconnection unbounded (a long-running writer), never comes: without this a
+    stopped controller hung there for ever (issue 20).
+    """
+
+    def get(self, block: bool = True, timeout: float | None = None) -> object:
+        if not block or timeout is not None:
+            return super().get(block, timeout)
+        while not self.wait(0.25):
+            stop.check("waiting for ZooKeeper to answer")
+        return super().get(False)
+
+
+class _StoppableHandler(SequentialThreadingHandler):  # type: ignore[misc]
+    def async_result(self) -> AsyncResult:
+        return _StoppableResult(self)
 
 
 @dataclass(frozen=True)
@@ -233,6 +256,7 @@ def connect(
         "connection_retry": {"max_tries": connection_tries, "delay": 0.2, "backoff": 2, "max_delay": 2},
         "command_retry": {"max_tries": 3, "delay": 0.2, "backoff": 2, "max_delay": 2},
         "logger": KAZOO_LOG,
+        "handler": _StoppableHandler(),
     }
     if sasl:
         kwargs["sasl_options"] = {"service": "zookeeper", **sasl}

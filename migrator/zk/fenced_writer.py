@@ -39,6 +39,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import ACL, OPEN_ACL_UNSAFE
 
+from migrator import stop
 from migrator.errors import BadInputError, FencedError, PermissionDeniedError, UnreachableError, ZkKraftError
 from migrator.model import MigrationZnode
 from migrator.zk import codec
@@ -169,7 +170,7 @@ def retry_transient(
     """Run `fn`, retrying lost connections with exponential backoff (0.1 s doubling to 5 s).
 
     With `client`, a connection kazoo gave up on is restarted (`revive`). After `timeout` seconds an
-    UnreachableError names `what`.
+    UnreachableError names `what`; a stop request (SIGTERM/SIGINT) raises `stop.Stopped` at once.
     """
     deadline = time.monotonic() + timeout
     delay = 0.1
@@ -182,7 +183,7 @@ def retry_transient(
                     f"lost ZooKeeper for {timeout:g}s while {what} ({type(e).__name__})"
                 ) from None
             log.info("ZooKeeper %s while %s; retrying in %.1fs", type(e).__name__, what, delay)
-            time.sleep(delay)
+            stop.wait(delay, f"ZooKeeper unreachable while {what}")  # SIGTERM ends the retries
             revive(client)
             delay = min(delay * 2, 5.0)
 
@@ -495,12 +496,18 @@ class FencedZkWriter:
         return _Sent(multi, expected, result)
 
     def _wait(self, sent: _Sent) -> tuple[bytes, int] | BaseException:
-        try:
-            return sent.result.get(timeout=_RESULT_TIMEOUT)  # type: ignore[no-any-return]
-        except KazooTimeoutError as e:
-            return e
-        except KazooException as e:
-            return e
+        # In slices, so a stop request ends a wait on a half-open connection (the multi landed or
+        # not: the next writer learns which from /migration's version, as after a crash).
+        deadline = time.monotonic() + _RESULT_TIMEOUT
+        while True:
+            try:
+                return sent.result.get(timeout=min(0.5, max(0.0, deadline - time.monotonic())))  # type: ignore[no-any-return]
+            except KazooTimeoutError as e:
+                if time.monotonic() >= deadline:
+                    return e
+                stop.check("waiting for ZooKeeper to answer a fenced write")
+            except KazooException as e:
+                return e
 
     def _unexpected(self, error: BaseException) -> None:
         """Raise for a whole-request error that retrying cannot fix."""

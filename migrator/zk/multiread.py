@@ -34,6 +34,8 @@ from kazoo.exceptions import EXCEPTIONS, ConnectionLoss, KazooException, Unimple
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 
+from migrator import stop
+
 __all__ = [
     "MIN_MULTI_READ_VERSION",
     "OP_GET_ALL_CHILDREN_NUMBER",
@@ -317,4 +319,4 @@ def wait_for_session(client: KazooClient, timeout: float) -> None:
         except (ConnectionLoss, KazooTimeoutError):
             if time.monotonic() >= deadline:
                 raise
-            time.sleep(0.05)
+            stop.wait(0.05, "waiting for the ZooKeeper session")

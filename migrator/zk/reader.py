@@ -38,6 +38,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
+from migrator import stop
 from migrator.errors import BadInputError, PermissionDeniedError, UnreachableError
 from migrator.zk.connection import permission_denied
 from migrator.zk.layout import LayoutResult, image_from_tree
@@ -784,6 +785,7 @@ class BulkReader:
                 apply(batch, results)
             if progress is not None:
                 progress(len(nodes))
+            stop.check(f"{len(nodes):,} znodes read")  # a read-only walk: any reply is a safe point
 
         missing_roots = set(self.roots)
         lost = sum(1 for path in vanished if path not in missing_roots)
