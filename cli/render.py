@@ -8,8 +8,10 @@ output that is not a terminal gets a width no table reaches and lines are never 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from rich.console import Console
+from rich.rule import Rule
 
 __all__ = ["console"]
 
@@ -17,9 +19,22 @@ __all__ = ["console"]
 _NOT_A_TERMINAL_WIDTH = 10_000
 
 
+#: Width of a rule (section line) when there is no terminal to span.
+_RULE_WIDTH = 100
+
+
+class _PipeConsole(Console):
+    """A console into a pipe or file: as wide as the content, but rules stay a readable width."""
+
+    def rule(
+        self, title: Any = "", *, characters: str = "─", style: Any = "rule.line", align: Any = "center"
+    ) -> None:
+        self.print(Rule(title, characters=characters, style=style, align=align), width=_RULE_WIDTH)
+
+
 def console(*, stderr: bool = False, highlight: bool = False, soft_wrap: bool = False) -> Console:
     """A console on stdout (or stderr) that cuts nothing when the stream is not a terminal."""
     stream = sys.stderr if stderr else sys.stdout
     if stream.isatty():
         return Console(stderr=stderr, highlight=highlight, soft_wrap=soft_wrap)
-    return Console(stderr=stderr, highlight=highlight, soft_wrap=True, width=_NOT_A_TERMINAL_WIDTH)
+    return _PipeConsole(stderr=stderr, highlight=highlight, soft_wrap=True, width=_NOT_A_TERMINAL_WIDTH)

@@ -928,3 +928,11 @@ def test_without_a_terminal_no_table_cell_is_cut(zk, zk_connect):
     assert "…" not in proc.stdout
     assert "(zookeeper-shell: set /controller_epoch 10)" in proc.stdout
     assert "ZK_EPOCH_NOT_ABOVE_KRAFT_EPOCH" in proc.stdout
+
+
+def test_without_a_terminal_rules_keep_a_readable_width(capsys):
+    from cli import render
+
+    render.console().rule("section")
+    (line,) = capsys.readouterr().out.strip().splitlines()
+    assert "section" in line and len(line) <= 100
