@@ -37,7 +37,7 @@ def fsync_dir(path: Path) -> None:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write `path` via `path.tmp`, fsync, rename and fsync the directory (Kafka's AtomicMoveWithFallback)."""
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(path.name + TMP_SUFFIX)
     try:
         with open(tmp, "wb") as f:
             f.write(data)
@@ -47,6 +47,35 @@ def atomic_write(path: Path, data: bytes) -> None:
         fsync_dir(path.parent)
     except PermissionError as e:
         raise UnreachableError(f"cannot write {path}: {e.strerror}") from None
+
+
+#: What `atomic_write` leaves when a crash comes between the write and the rename.
+TMP_SUFFIX = ".tmp"
+
+
+def remove_stale_temporaries(directory: Path, older_than: float = 0.0) -> list[Path]:
+    """Delete `*.tmp` files a crashed writer left in `directory` (only the lock holder calls this).
+
+    `older_than` (seconds) spares temporaries another process may be writing right now.
+    """
+    removed: list[Path] = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return removed
+    cutoff = time.time() - older_than
+    for name in names:
+        if not name.endswith(TMP_SUFFIX):
+            continue
+        path = directory / name
+        try:
+            if older_than and path.stat().st_mtime > cutoff:
+                continue
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(path)
+    return removed
 
 
 def _read_text(path: Path) -> str:

@@ -389,6 +389,8 @@ class MetadataLog:
         self.partition_dir.mkdir(exist_ok=True)
         remove_partial_snapshots(self.partition_dir)
         remove_deleted_files(self.partition_dir)
+        dirfiles.remove_stale_temporaries(self.log_dir)
+        dirfiles.remove_stale_temporaries(self.partition_dir)
         pm = self.partition_dir / dirfiles.PARTITION_METADATA
         if pm.exists():
             topic_id = dirfiles.read_partition_metadata(pm)

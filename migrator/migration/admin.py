@@ -768,6 +768,8 @@ INBOX_DIR = "zk2kraft-inbox"
 FOLLOWER_FILE = "zk2kraft-follower.json"
 _REQUEST = ".request.json"
 _REPLY = ".reply.json"
+#: A request temporary older than this is a crashed requester's, not one being written.
+_STALE_SUBMIT_S = 60.0
 
 
 class AdminReply(BaseModel):
@@ -796,6 +798,12 @@ class Inbox:
     def announce(self) -> None:
         """Say that a follower serves this inbox (its pid); requesters check that it holds the lock."""
         self.path.mkdir(exist_ok=True)
+        # A follower killed while answering leaves `<id>.reply.json.tmp`; a requester killed while
+        # submitting leaves `.<id>.tmp`. Neither is anyone's any more once a new follower starts (a
+        # requester writing right now is spared by the age limit).
+        for path in self.path.glob(f"*{_REPLY}{dirfiles.TMP_SUFFIX}"):
+            path.unlink(missing_ok=True)
+        dirfiles.remove_stale_temporaries(self.path, older_than=_STALE_SUBMIT_S)
         body = {"pid": os.getpid(), "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         dirfiles.atomic_write(self.log_dir / FOLLOWER_FILE, json.dumps(body).encode())
 
@@ -804,9 +812,12 @@ class Inbox:
 
     def pending(self) -> list[Path]:
         try:
-            return sorted(p for p in self.path.iterdir() if p.name.endswith(_REQUEST))
+            names = os.listdir(self.path)
         except FileNotFoundError:
             return []
+        if any(n.endswith(dirfiles.TMP_SUFFIX) for n in names):
+            dirfiles.remove_stale_temporaries(self.path, older_than=_STALE_SUBMIT_S)
+        return sorted(self.path / n for n in names if n.endswith(_REQUEST))
 
     def take(self, path: Path) -> tuple[str, AdminChange | None, str]:
         """Read and remove one request: (id, change or None, error when unreadable)."""
