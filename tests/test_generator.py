@@ -385,3 +385,58 @@ def test_cli_errors_are_one_line(zk_connect, zk_server, capsys, monkeypatch):
     assert err.startswith("zk2kraft: error: znode ") and "already exists" in err and err.count("\n") == 1
     assert run(["fixtures", "load", "--topics", "1", "--partitions", "1", "--exist-ok", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["znodes_written"] == 0
+
+
+@pytest.mark.zk
+def test_a_restarted_brokers_process_waits_out_its_killed_predecessor(zk, zk_connect):
+    """Kafka's brokers come back after a kill -9; so does the fixture, not "/controller already exists"."""
+    spec = ClusterSpec(seed=5, brokers=2, topics=1, partitions=1)
+    load_cluster(zk, spec)
+    first = run_brokers_process(zk_connect, spec, session_timeout=4.0)
+    old_owner = zk.exists("/controller").ephemeralOwner
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait(timeout=10)
+    second = run_brokers_process(zk_connect, spec, session_timeout=4.0, ready_timeout=60)
+    try:
+        assert sorted(zk.get_children("/brokers/ids")) == ["1", "2"]
+        owner = zk.exists("/controller").ephemeralOwner
+        assert owner not in (0, old_owner)
+    finally:
+        second.terminate()
+        second.wait(timeout=20)
+
+
+@pytest.mark.zk
+def test_brokers_process_outlives_a_zookeeper_outage_and_stops_on_sigterm_during_one(tmp_path):
+    """Kafka's brokers keep reconnecting through an outage and register again; so does the fixture."""
+    from migrator.zk.connection import close, connect
+    from zk_fixtures.server import ZkServer
+
+    server = ZkServer(tmp_path / "zk").start()
+    spec = ClusterSpec(seed=5, brokers=2, topics=1, partitions=1)
+    client = connect(server.connect_string)
+    proc = None
+    try:
+        load_cluster(client, spec)
+        close(client)
+        proc = run_brokers_process(server.connect_string, spec, session_timeout=4.0)
+        server.stop()
+        time.sleep(8)  # the outage: longer than kazoo's default retries and the session timeout
+        server.start()
+        client = connect(server.connect_string)
+        # registered all along the way after the outage (kept or re-registered), not gone for good
+        _wait_until(lambda: sorted(client.get_children("/brokers/ids")) == ["1", "2"], 30, "registrations")
+        time.sleep(6)  # past the session timeout: an abandoned session would have expired by now
+        assert sorted(client.get_children("/brokers/ids")) == ["1", "2"]
+        assert client.exists("/controller") is not None
+        close(client)
+        server.stop()
+        started = time.monotonic()
+        proc.terminate()  # during the next outage
+        assert proc.wait(timeout=15) == 0
+        assert time.monotonic() - started < 10
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        server.stop()

@@ -28,13 +28,12 @@ from collections.abc import Sequence
 from types import FrameType
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException, NodeExistsError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
 from migrator.errors import BadInputError, UnreachableError, ZkKraftError
 from migrator.model import ClusterImage, ZkControlState
 from migrator.zk import paths
-from migrator.zk.bulk_write import create_all
-from migrator.zk.codec import encode_controller
+from migrator.zk.codec import decode_controller, encode_controller
 from migrator.zk.connection import close, connect
 from migrator.zk.layout import broker_znodes
 from zk_fixtures.generator import ClusterSpec, generate
@@ -45,6 +44,16 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SESSION_TIMEOUT = 4.0
 READY = "ready"
+#: How long a (re)started fixture waits for a dead holder's registrations to expire: ZooKeeper's
+#: default maxSessionTimeout (20 ticks of 2 s).
+STALE_REGISTRATION_WAIT_S = 40.0
+
+
+def _is_kraft_controller(data: bytes) -> bool:
+    try:
+        return decode_controller(paths.CONTROLLER, data).kraft_controller_epoch >= 0
+    except BadInputError:
+        return False
 
 
 class BrokerSessions:
@@ -87,14 +96,57 @@ class BrokerSessions:
         try:
             for path in self.registrations:
                 broker_id = int(path.rsplit("/", 1)[1])
-                client = connect(self.connect_string, auth=self.auth, timeout=self.session_timeout)
+                # A Kafka broker reconnects for as long as it lives; kazoo's default gives up after a
+                # few tries, and a fixture that outlived a ZooKeeper restart would never register again.
+                client = connect(
+                    self.connect_string, auth=self.auth, timeout=self.session_timeout, connection_tries=-1
+                )
                 self.sessions[broker_id] = client
-                create_all(client, self._znodes_of(broker_id), ephemeral=True)
+                for znode, data in self._znodes_of(broker_id).items():
+                    self._create_when_free(client, broker_id, znode, data)
                 client.add_listener(self._listener(broker_id))
         except BaseException:
             self.close()
             raise
         return self
+
+    def _create_when_free(self, client: KazooClient, broker_id: int, path: str, data: bytes) -> None:
+        """Create an ephemeral, waiting out one a dead session still holds (a fixture killed moments ago).
+
+        ZooKeeper keeps a killed holder's ephemerals until its session expires; a restarted fixture
+        waits for that instead of failing with "already exists". `/controller` held by a KRaft
+        controller (or still held after the wait) is left to it: a ZK broker loses that election.
+        """
+        deadline = time.monotonic() + STALE_REGISTRATION_WAIT_S
+        while True:
+            try:
+                client.create(path, data, ephemeral=True)
+                return
+            except NodeExistsError:
+                pass
+            except NoNodeError:
+                parent = path.rsplit("/", 1)[0] or "/"
+                raise BadInputError(f"{path}: its parent {parent} does not exist") from None
+            try:
+                held, stat = client.get(path)
+            except NoNodeError:
+                continue  # expired between the create and the read: try again
+            if stat.ephemeralOwner == client.client_id[0]:
+                return
+            if path == paths.CONTROLLER and _is_kraft_controller(held):
+                log.info("broker %d: /controller is held by a KRaft controller", broker_id)
+                return
+            if time.monotonic() > deadline:
+                if path == paths.CONTROLLER:
+                    log.info("broker %d: /controller is held by another session", broker_id)
+                    return
+                raise BadInputError(
+                    f"{path} is held by another live ZooKeeper session (0x{stat.ephemeralOwner:x}) after "
+                    f"{STALE_REGISTRATION_WAIT_S:g}s: is another process registering broker {broker_id}?"
+                )
+            gone = threading.Event()
+            if client.exists(path, watch=lambda _event, gone=gone: gone.set()) is not None:
+                gone.wait(min(1.0, max(0.0, deadline - time.monotonic())))
 
     def _listener(self, broker_id: int):  # noqa: ANN202 - kazoo's listener protocol
         def on_state(state: str) -> None:
