@@ -180,3 +180,47 @@ def test_ctrl_c_at_the_confirmation_prompt_stops_at_once(
     text = seen.decode(errors="replace")
     assert "stopped by SIGINT before the copy" in text and "Traceback" not in text, text
     assert not (tmp_path / "meta").exists()  # nothing was written
+
+
+@pytest.mark.zk
+def test_sigterm_while_waiting_for_brokers_stops_at_once_and_copies_nothing(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """No broker ever registers with the controller: a supervisor's SIGTERM still ends it, exit 0."""
+    log_dir = tmp_path / "meta"
+    where = ["-z", zk_connect, "-l", str(log_dir)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZK2KRAFT_")}
+    with cluster(zk, zk_connect):
+        proc = subprocess.Popen(
+            [*ZK2KRAFT, "migrate", "--yes", *where, "--listen", f"127.0.0.1:{free_port()}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            cwd=ROOT,
+            env=env,
+        )
+        try:
+            assert proc.stderr is not None
+            deadline = time.monotonic() + 90
+            said = ""
+            while "waiting for brokers" not in said:  # its own progress note on stderr
+                assert proc.poll() is None and time.monotonic() < deadline, said
+                if select.select([proc.stderr], [], [], 0.5)[0]:
+                    said += proc.stderr.readline()
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+            took = time.monotonic() - started
+            err = said + err
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0, err
+        assert took < 5, took
+        line = _stop_line(err, "SIGTERM")
+        assert "waiting for brokers" in line, line
+        replay, _ = log_replay(log_dir)
+        assert replay.migration_state != 1 and replay.open_transaction is None  # no copy began
+        assert zk.exists("/migration") is None  # the claim comes after the brokers: ZooKeeper untouched
