@@ -12,7 +12,7 @@ in two zk2kraft-owned znodes beside Kafka's (Kafka's `/migration` stays byte-for
 
 Both are written in one multi fenced by the claim's `/controller_epoch` version.
 
-A log *holds* the claim when it is the bound directory and holds the (offset, epoch) `/migration`
+A log *holds* the claim when it is the bound directory (same directory id, host and path) and holds the (offset, epoch) `/migration`
 covers; or, for another directory, when it holds exactly what `/migration` covers and nothing after
 it (records after it were written by a writer that is not bound: never acknowledged, never carried).
 Every writing command checks this before it touches anything (`require_bound`).
@@ -77,6 +77,10 @@ class LogIdentity:
     copy_offset: int = -1
     copy_epoch: int = -1
 
+    @property
+    def key(self) -> tuple[str | None, str, str]:
+        return (self.directory_id, self.host, self.path)
+
     def describe(self) -> str:
         return (
             f"log directory {self.path} on {self.host} (directory id {self.directory_id}, "
@@ -95,6 +99,10 @@ class WriterInfo:
     directory_id: str | None
     path: str
     kraft_epoch: int
+
+    @property
+    def key(self) -> tuple[str | None, str, str]:
+        return (self.directory_id, self.host, self.path)
 
     def describe(self) -> str:
         return (
@@ -194,19 +202,21 @@ def problem(
     if bound is None and writer is None:
         return None  # a claim from before the binding (or Kafka's own): the node-id guard applies
     meta = _meta(log_dir) if facts.log.exists else None
-    ours = meta.directory_id if meta is not None else None
+    # A directory is its directory id where it lives: a copy (rsync, cp -a) keeps the id but is
+    # another log, whose records after what ZooKeeper covers no claim ever acknowledged.
+    ours = (meta.directory_id, socket.gethostname(), str(Path(log_dir).resolve())) if meta else None
     if ours is None and archived_ok and bound is not None:
         path = Path(log_dir)
         for archived in sorted(path.parent.glob(f"{path.name}.rolled-back-*")):
             am = _meta(archived)
             if am is not None and am.directory_id == bound.directory_id:
                 return None
-    same_dir = ours is not None and bound is not None and ours == bound.directory_id
+    same_dir = ours is not None and bound is not None and ours == bound.key
     why = _holds(log_dir, facts, bound if same_dir else None, log)
-    live_other = writer is not None and writer.directory_id != ours
+    live_other = writer is not None and writer.key != ours
     if why is None and not (live_other and same_dir):
         return None  # the bound log, or another log holding exactly what ZooKeeper covers
-    given = f"-l {log_dir} " + (why or f"has directory id {ours}")
+    given = f"-l {log_dir} " + (why or f"is not that directory (directory id {ours and ours[0]})")
     if live_other:
         assert writer is not None
         return BindingProblem(
