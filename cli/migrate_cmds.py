@@ -154,6 +154,14 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     help="Rehearsal option: treat the brokers registered in ZooKeeper (/brokers/ids) as migration-ready "
     "instead of waiting for them to register with the KRaft controller over --listen.",
 )
+@click.option(
+    "--recopy",
+    is_flag=True,
+    help="Take over from a lost log directory: ZooKeeper's claim and /migration name a log that is gone; "
+    "copy ZooKeeper's data again into --log-dir (which must hold no log) and bind the claim to it. "
+    "Records of the lost log that ZooKeeper never received are abandoned. Refused while another "
+    "writer is alive.",
+)
 @listen_options
 @node_id_option
 @json_option
@@ -170,6 +178,7 @@ def migrate(
     session_timeout_ms: int,
     node_id: int,
     as_json: bool,
+    recopy: bool,
 ) -> None:
     """Migrate from wherever the migration is: check, claim ZooKeeper, copy, first sync.
 
@@ -196,6 +205,7 @@ def migrate(
         session_timeout_ms=session_timeout_ms,
         node_id=node_id,
         as_json=as_json,
+        recopy=recopy,
     )
 
 
@@ -213,6 +223,7 @@ def run_migrate(
     session_timeout_ms: int,
     node_id: int,
     as_json: bool,
+    recopy: bool = False,
 ) -> None:
     """`migrate` and `controller`: run the driver, then render its result."""
     interactive = _interactive(as_json)
@@ -260,6 +271,7 @@ def run_migrate(
             say=say,
             listen=listen,
             broker_wait_timeout=broker_wait_timeout,
+            recopy=recopy,
             session_timeout_ms=session_timeout_ms,
             metrics=metrics,
         )
@@ -570,6 +582,13 @@ def finalize(
 @click.option(
     "--yes", "-y", is_flag=True, help="Answer the confirmation prompt with yes (needed without a terminal)."
 )
+@click.option(
+    "--force-orphaned",
+    is_flag=True,
+    help="Release ZooKeeper although the log directory its claim names is lost: nothing is drained, "
+    "ZooKeeper keeps the data /migration covers and records the lost log never carried are abandoned. "
+    "--log-dir must hold no log. Refused while another writer is alive.",
+)
 @node_id_option
 @json_option
 def rollback(
@@ -578,6 +597,7 @@ def rollback(
     zk_timeout: float,
     log_dir: str,
     yes: bool,
+    force_orphaned: bool,
     node_id: int,
     as_json: bool,
 ) -> None:
@@ -598,7 +618,13 @@ def rollback(
             err=True,
         )
     result = commands.rollback(
-        zookeeper, log_dir, yes=yes, zk_auth=zk_auth, zk_timeout=zk_timeout, node_id=node_id
+        zookeeper,
+        log_dir,
+        yes=yes,
+        zk_auth=zk_auth,
+        zk_timeout=zk_timeout,
+        node_id=node_id,
+        force_orphaned=force_orphaned,
     )
     if as_json:
         _emit_json(result)

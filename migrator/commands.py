@@ -27,7 +27,7 @@ from migrator.errors import (
 )
 from migrator.kraft.log import MetadataLog
 from migrator.metrics import MigrationMetrics
-from migrator.migration import checks, driver, unsynced
+from migrator.migration import checks, driver, log_binding, unsynced
 from migrator.migration.admin import AdminChange
 from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
 from migrator.migration.checks import Finding, Severity
@@ -41,7 +41,7 @@ from migrator.migration.driver import (
     RollbackResult,
     StatusResult,
 )
-from migrator.migration.facts import log_exists
+from migrator.migration.facts import gather, log_exists
 from migrator.model import MigrationZnode
 from migrator.zk.connection import ConnectSpec, close, connect, parse_auth
 from migrator.zk.layout import image_from_tree
@@ -107,6 +107,7 @@ def check(
     )
     unreachable = False
     registered: list[int] | None = None
+    unbound: list[Finding] = []  # shown first: nothing else said about this log matters then
     t0 = time.perf_counter()
     try:
         tree = _read_view(zookeeper, zk_auth, zk_timeout)
@@ -133,7 +134,9 @@ def check(
         summary.partitions = image.partition_count()
         summary.znodes = len(tree)
         summary.check_seconds = round(time.perf_counter() - t1, 3)
-        if log_dir is not None and control.migration is not None and log_exists(log_dir):
+        if log_dir is not None:
+            unbound = _binding_findings(zookeeper, zk_auth, zk_timeout, log_dir)
+        if log_dir is not None and control.migration is not None and log_exists(log_dir) and not unbound:
             findings += _stuck_findings(zookeeper, zk_auth, zk_timeout, log_dir, control.migration)
     if broker_configs is None:
         findings.append(
@@ -143,7 +146,7 @@ def check(
         )
     else:
         findings += check_broker_configs(broker_configs, registered)
-    findings = checks.sort_findings(findings)
+    findings = unbound + checks.sort_findings(findings)
     counts = {s: sum(1 for f in findings if f.severity == s) for s in Severity}
     summary.blockers = counts[Severity.BLOCKER]
     summary.warnings = counts[Severity.WARNING]
@@ -244,6 +247,7 @@ def migrate(
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
     on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None,
     metrics: MigrationMetrics | None = None,
+    recopy: bool = False,
 ) -> MigrateResult:
     """Run the migration from wherever it is to DualWriteMetadata; with `follow`, stay the controller
     until `stop` is set. With `listen` (HOST:PORT) the controller protocol is served there: brokers
@@ -264,6 +268,7 @@ def migrate(
         broker_wait_timeout=broker_wait_timeout,
         session_timeout_ms=session_timeout_ms,
         on_listen=on_listen,
+        recopy=recopy,
     )
 
 
@@ -377,9 +382,15 @@ def rollback(
     zk_auth: Sequence[str] = (),
     zk_timeout: float = 10.0,
     node_id: int = DEFAULT_NODE_ID,
+    force_orphaned: bool = False,
 ) -> RollbackResult:
-    """Back to ZooKeeper mode (not after finalize): drain, archive the log, release ZooKeeper."""
-    return driver.rollback(_driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None), yes=yes)
+    """Back to ZooKeeper mode (not after finalize): drain, archive the log, release ZooKeeper.
+    `force_orphaned`: release although the bound log directory is lost (nothing is drained)."""
+    return driver.rollback(
+        _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None),
+        yes=yes,
+        force_orphaned=force_orphaned,
+    )
 
 
 def admin(
@@ -538,6 +549,18 @@ def truncate_unsynced(
         migration_offset=done.migration_offset,
         dropped_offsets=done.end_offset_before - done.end_offset,
     )
+
+
+def _binding_findings(
+    zookeeper: str, zk_auth: Sequence[str], zk_timeout: float, log_dir: str
+) -> list[Finding]:
+    """--log-dir is not the log ZooKeeper's claim is bound to (log_binding)."""
+    client = connect(zookeeper, auth=tuple(zk_auth), timeout=zk_timeout)
+    try:
+        found = log_binding.problem(client, gather(client, log_dir), log_dir)
+    finally:
+        close(client)
+    return [] if found is None else [checks.finding(checks.LOG_NOT_BOUND, found.message)]
 
 
 def _stuck_findings(

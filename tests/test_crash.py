@@ -415,6 +415,82 @@ def test_kill_follower_at_a_random_moment_under_admin_changes(
         assert not missing, f"acknowledged changes lost: {missing[:5]}"
 
 
+# --- a second controller and a fenced writer (issue 18.2): the claim is bound to one log ---------
+
+
+def _controller_znode(zk: KazooClient) -> tuple[bytes, int]:
+    data, stat = zk.get("/controller")
+    return data, stat.mzxid
+
+
+def test_second_controller_with_the_same_node_id_is_refused(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """A follows on log3a; B starts on log3b with the same (default) node id, an admin change goes to
+    B, one is in flight on A when it dies, A restarts: B never claims, nothing of B's reaches ZooKeeper,
+    A's restart repairs nothing away."""
+    log3a, log3b = tmp_path / "log3a", tmp_path / "log3b"
+    with cluster(zk, zk_connect):
+        recover(zk_connect, log3a)
+        proc = _start_follower(zk_connect, log3a, {"ZK2KRAFT_CRASH_AT": "follow.appended"})
+        try:
+            held = _controller_znode(zk)
+            b = run_cli(_cmd(zk_connect, log3b, *MIGRATE))
+            assert b.returncode == 4, b.stderr
+            assert str(log3a) in b.stderr and str(log3b) in b.stderr and len(b.stderr.splitlines()) == 1
+            assert not log3b.exists(), "B formatted a log"
+            r = run_cli(_cmd(zk_connect, log3b, "admin", "create-topic", "fromB-1", "-p", "1"))
+            assert r.returncode == 4, r.stderr
+            assert _controller_znode(zk) == held, "B's refused start changed /controller"
+            # A change in flight on A when A dies: appended to log3a, never acknowledged
+            with pytest.raises(UnreachableError):
+                commands.admin(
+                    zk_connect, str(log3a), AdminChange(kind="create-topic", topic="fromA-2", partitions=1)
+                )
+            assert proc.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            _stop(proc)
+        result = recover(zk_connect, log3a)  # A restarts: it still holds the claim
+        assert not [r for r in result.repairs if "delete" in json.dumps(r)], result.repairs
+        zk_image, _ = assert_consistent(zk, log3a)
+        assert "fromB-1" not in zk_image.topics and "fromB-1" not in log_replay(log3a)[0].image.topics
+        assert "fromA-2" in zk_image.topics  # in A's own log, and A never lost the claim: carried
+
+
+def test_takeover_never_carries_a_fenced_writers_records(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """A dies with fromA-2 appended but not in ZooKeeper; its disk is given up and B takes over with
+    `migrate --recopy` (refused while A's session lives); B acknowledges fromB-1; A comes back: every
+    writing command on log3a is refused, so fromB-1 stays and fromA-2 appears nowhere."""
+    log3a, log3b = tmp_path / "log3a", tmp_path / "log3b"
+    with cluster(zk, zk_connect):
+        recover(zk_connect, log3a)
+        crash(
+            _cmd(zk_connect, log3a, "admin", "create-topic", "fromA-2", "-p", "1", "--zk-timeout", "4"),
+            "admin.appended",
+        )
+        deadline = time.monotonic() + 60
+        while True:  # exit 4 while A's ZooKeeper session (and so its writer znode) lives on
+            b = run_cli(_cmd(zk_connect, log3b, *MIGRATE, "--recopy"))
+            if b.returncode != 4 or time.monotonic() > deadline:
+                break
+            assert not log3b.exists()
+            time.sleep(0.5)
+        assert b.returncode == 0, b.stderr
+        assert "taking over from log directory" in b.stdout and str(log3a) in b.stdout
+        r = run_cli(_cmd(zk_connect, log3b, "admin", "create-topic", "fromB-1", "-p", "1"))
+        assert r.returncode == 0, r.stderr
+        for cmd in (MIGRATE, ["admin", "create-topic", "fromA-3", "-p", "1"], ["rollback", "--yes"]):
+            a = run_cli(_cmd(zk_connect, log3a, *cmd))
+            assert a.returncode == 2, f"{cmd}: {a.stderr}"
+            assert str(log3a) in a.stderr and str(log3b) in a.stderr and len(a.stderr.splitlines()) == 1
+        zk_image, _ = assert_consistent(zk, log3b)
+        assert "fromB-1" in zk_image.topics and "fromA-2" not in zk_image.topics
+        assert "fromA-2" not in log_replay(log3b)[0].image.topics
+        assert "fromA-2" in log_replay(log3a)[0].image.topics  # left where it was, never carried
+
+
 @pytest.mark.slow
 def test_zookeeper_restart_during_dual_write(tmp_path: Path) -> None:
     """The follower rides out a ZooKeeper restart; the syncer resumes and the lag returns to 0."""

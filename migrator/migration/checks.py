@@ -328,6 +328,13 @@ LOG_RECORD_NEVER_SYNCED = define(
     "The write-behind lag can never drain: every controller, migrate, rollback and admin run stops on it, and finalize refuses on lag.",
     "Run `zk2kraft log truncate-unsynced --yes` (no controller running) to cut the log back to what ZooKeeper covers; then re-apply the change in smaller parts.",
 )
+LOG_NOT_BOUND = define(
+    "LOG_NOT_BOUND",
+    Severity.BLOCKER,
+    "ZooKeeper's claim or committed copy belongs to another log directory than --log-dir (or another live writer holds it).",
+    "Every writing command refuses this directory: acting on it would fence the real controller, copy the cluster again or lose acknowledged changes.",
+    "Check --log-dir against the path named; a lost disk is taken over with `zk2kraft migrate --recopy` or `zk2kraft rollback --force-orphaned`.",
+)
 BROKER_CONFIG_NOT_CHECKED = define(
     "BROKER_CONFIG_NOT_CHECKED",
     Severity.INFO,

@@ -46,7 +46,7 @@ from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, record
 from migrator.metrics import MigrationMetrics
-from migrator.migration import checks
+from migrator.migration import checks, log_binding
 from migrator.migration import copy as copy_mod
 from migrator.migration.admin import (
     BIG_CHANGE_RECORDS,
@@ -334,7 +334,11 @@ def _claim(
             f"{P.CONTROLLER_EPOCH} missing: is this a Kafka cluster? (check the chroot of --zookeeper)"
         )
     c = zk.controller
-    if zk.kraft_holds_controller and c is not None and c.broker_id != node_id:
+    bound = log_binding.problem(client, facts, str(log.log_dir), log=log)
+    if bound is not None and bound.live:  # another live writer took the claim since the command began
+        raise bound.error()
+    unbound = log_binding.read_binding(client) is None  # a claim from before the binding: node ids
+    if unbound and zk.kraft_holds_controller and c is not None and c.broker_id != node_id:
         raise FencedError(
             f"{P.CONTROLLER} is held by KRaft controller {c.broker_id} (epoch {c.kraft_controller_epoch}), "
             f"not by this log's node {node_id}: another controller runs this migration"
@@ -353,6 +357,7 @@ def _claim(
         ),
         claim,
     )
+    log_binding.record_claim(client, claim, log_binding.identity_of(log, facts, claim.kraft_epoch))
     crash_point("claim.migration-written")
     return claim, migration
 
@@ -447,6 +452,12 @@ def _replay_of(facts: Facts) -> ReplayResult:
 
 # --- migrate ---------------------------------------------------------------------------------------
 
+_RECOPY = ("--recopy", "ZooKeeper's data is copied again into this new log and the claim bound to it")
+_ORPHANED = (
+    "--force-orphaned",
+    "ZooKeeper is released to ZooKeeper-mode controllers without draining the lost log",
+)
+
 # What the stop line (SIGTERM/SIGINT, migrator.stop) says for each phase of `migrate`: where it
 # stopped and what the next run does. Each phase's safe points leave what a SIGKILL there would.
 _BEFORE_COPY = ("before the copy", "the next `zk2kraft migrate` starts it again")
@@ -484,13 +495,15 @@ def migrate(
     broker_wait_timeout: float = DEFAULT_BROKER_WAIT_SECONDS,
     session_timeout_ms: int = ctl_core.DEFAULT_SESSION_TIMEOUT_MS,
     on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None,
+    recopy: bool = False,
 ) -> MigrateResult:
     """Run the migration from the derived state to DualWriteMetadata (and keep following with `follow`).
 
     With `listen`, the controller protocol is served on that address from the start: in soft start
     (registration and heartbeats only) while the copy waits for every ZooKeeper broker to register,
     then in full once the copy is committed. `on_listen` is given the service and its bound address
-    (in-process users: tests, the broker simulator).
+    (in-process users: tests, the broker simulator). `recopy`: take over from a lost log directory
+    (log_binding): copy ZooKeeper into a new log and rebind the claim to it.
     """
     timings: dict[str, float] = {}
     started = time.perf_counter()
@@ -503,6 +516,10 @@ def migrate(
         result = MigrateResult(
             state_before=_public(state), state_after=_public(state), anomalies=list(facts.derived.anomalies)
         )
+        takeover = log_binding.guard(client, facts, opts.log_dir, takeover=_RECOPY if recopy else None)
+        if takeover is not None:
+            opts.note(takeover)
+            result.actions.append(takeover)
         if state is S.NONE:
             _transition(state, E.START, GuardFacts())
         if state is S.MIGRATION_FINALIZED:
@@ -1016,6 +1033,8 @@ def _first_sync(
     """SYNC_KRAFT_TO_ZK: a full reconciliation of ZooKeeper against the image, then the records."""
     opts.note("reconciling ZooKeeper with the log")
     t0 = time.perf_counter()
+    # the copy is committed now: its (offset, epoch) joins the log identity bound to the claim
+    log_binding.record_claim(client, claim, log_binding.identity_of(log, facts, claim.kraft_epoch))
     syncer = _syncer(client, log, claim, migration, facts)
     syncer.metrics = opts.metrics
     repairs = syncer.reconcile(_replay_of(facts))
@@ -1295,6 +1314,7 @@ def status(opts: DriverOptions) -> StatusResult:
     stuck = None
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
+        unbound = log_binding.problem(client, facts, opts.log_dir)
         if facts.lag > 0 and facts.zk.migration is not None and log_exists(opts.log_dir):
             with MetadataLog.open(opts.log_dir) as mlog:
                 stuck = find_stuck(client, mlog, facts.zk.migration)
@@ -1316,6 +1336,8 @@ def status(opts: DriverOptions) -> StatusResult:
     writer = _writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
     follower = Inbox(opts.log_dir).follower_pid() if writer else None
     anomalies = list(d.anomalies)
+    if unbound is not None:  # first: nothing else said about this log matters while it is not the one
+        anomalies.insert(0, unbound.message)
     if stuck is not None:
         anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
     if lf.foreign_cluster is not None:
@@ -1379,6 +1401,7 @@ def finalize(opts: DriverOptions, *, yes: bool = False) -> FinalizeResult:
     """DualWriteMetadata → MigrationFinalized: POST_MIGRATION in the log; ZooKeeper is not written again."""
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
+        log_binding.guard(client, facts, opts.log_dir)
         state = facts.derived.state
         _guard_finalize(state, facts, yes)
         require_own_log(facts)
@@ -1430,7 +1453,7 @@ def _guard_finalize(state: MigrationState, facts: Facts, yes: bool) -> None:
 # --- rollback --------------------------------------------------------------------------------------
 
 
-def rollback(opts: DriverOptions, *, yes: bool = False) -> RollbackResult:
+def rollback(opts: DriverOptions, *, yes: bool = False, force_orphaned: bool = False) -> RollbackResult:
     """Back to ZooKeeper mode from MigratingZkData or DualWriteMetadata.
 
     Drains the syncer first (ZooKeeper must hold everything the log committed), then renames the log
@@ -1440,6 +1463,9 @@ def rollback(opts: DriverOptions, *, yes: bool = False) -> RollbackResult:
     """
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
+        takeover = log_binding.guard(
+            client, facts, opts.log_dir, takeover=_ORPHANED if force_orphaned else None, archived_ok=True
+        )
         state = facts.derived.state
         # Refuses a state without rollback (finalized, ineligible) or a missing --yes before any write;
         # the lag guard is checked again once the syncer has drained.
@@ -1447,6 +1473,8 @@ def rollback(opts: DriverOptions, *, yes: bool = False) -> RollbackResult:
         result = RollbackResult(
             state_before=_public(state), state_after=_public(state), kraft_epoch=-1, zk_controller_epoch=-1
         )
+        if takeover is not None:
+            result.actions.append(takeover)
         log: MetadataLog | None = None
         if facts.log.exists:
             log = _open_log(
@@ -1483,6 +1511,7 @@ def rollback(opts: DriverOptions, *, yes: bool = False) -> RollbackResult:
                 result.actions.append(f"archived the log directory to {result.archived_log}")
                 crash_point("rollback.archived")
             result.zk_controller_epoch, result.removed = _release(client, claim, kraft_epoch)
+            log_binding.forget(client)
             crash_point("rollback.released")
             result.actions.append(
                 f"released ZooKeeper: removed {', '.join(result.removed) or 'nothing'}; /controller_epoch is now "
@@ -1571,6 +1600,7 @@ def admin_many(
 
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
+        log_binding.guard(client, facts, opts.log_dir)
         if facts.derived.state is not S.DUAL_WRITE_METADATA:
             raise _refused_admin(facts, opts)
         require_own_log(facts)
