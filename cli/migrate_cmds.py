@@ -381,6 +381,8 @@ def _status_table(s: commands.StatusResult) -> Table:
     table.add_column(style="bold")
     table.add_column()
     kafka = f"{s.kafka_state} ({s.kafka_code})" if s.kafka_code is not None else "-"
+    if s.log_binding:  # first: nothing below describes this directory's place in the migration
+        table.add_row("[red]not this log[/red]", escape(s.log_binding))
     table.add_row("state", f"{s.state} ({s.state_code}), Kafka {kafka}")
     table.add_row("why", escape(s.reason))
     ctrl = "-"

@@ -215,6 +215,8 @@ class StatusResult(BaseModel):
     reason: str
     next_action: str
     anomalies: list[str] = Field(default_factory=list)
+    #: --log-dir does not hold ZooKeeper's claim (log_binding): every writing command refuses it
+    log_binding: str | None = None
     cluster_id: str | None = None
     controller_id: int | None = None
     controller_is_kraft: bool = False
@@ -1350,8 +1352,13 @@ def status(opts: DriverOptions) -> StatusResult:
         kafka_code=int(d.kafka_code) if d.kafka_code is not None else None,
         kafka_state=d.kafka_code.name if d.kafka_code is not None else None,
         reason=d.reason,
-        next_action=_next_action(facts),
+        next_action=(
+            _next_action(facts)
+            if unbound is None
+            else "check --log-dir: ZooKeeper's claim belongs to the log directory named above"
+        ),
         anomalies=anomalies,
+        log_binding=None if unbound is None else unbound.message,
         cluster_id=zk.cluster_id,
         controller_id=c.broker_id if c is not None else None,
         controller_is_kraft=zk.kraft_holds_controller,
