@@ -45,6 +45,7 @@ from migrator.kraft.records import kafka_to_uuid
 from migrator.model import ClusterImage
 from migrator.zk.connection import close, connect
 from migrator.zk.reader import read_cluster
+from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
 
 __all__ = ["BrokerSimulator", "PartitionView", "SimBroker", "listeners_of", "read_partitions"]
 
@@ -86,6 +87,19 @@ def listeners_of(image: ClusterImage) -> tuple[dict[int, list[M.Listener]], dict
         for b in image.brokers.values()
     }
     return listeners, {b.id: b.rack for b in image.brokers.values()}
+
+
+def with_plaintext(listeners: list[M.Listener], broker_id: int, address: tuple[str, int]) -> list[M.Listener]:
+    """`listeners` with the PLAINTEXT one (by name, else by protocol, else added) moved to `address`."""
+    out = list(listeners) or [M.Listener("PLAINTEXT", f"broker-{broker_id}.sim", 9092, 0)]
+    i = next((i for i, x in enumerate(out) if x.name == "PLAINTEXT"), None)
+    if i is None:
+        i = next((i for i, x in enumerate(out) if x.security_protocol == 0), None)
+    moved = M.Listener(out[i].name if i is not None else "PLAINTEXT", address[0], address[1], 0)
+    if i is None:
+        return [*out, moved]
+    out[i] = moved
+    return out
 
 
 def read_partitions(client: KazooClient) -> dict[Key, PartitionView]:
@@ -349,6 +363,7 @@ class BrokerSimulator:
         own_timeout_s: float = 6.0,
         lag_rounds: int = 6,
         zk_auth: Sequence[str] = (),
+        inter_broker: bool = False,
     ) -> None:
         self.controller = controller
         self.zookeeper = zookeeper
@@ -366,6 +381,15 @@ class BrokerSimulator:
             )
             for b in broker_ids
         }
+        #: with ``inter_broker``, each broker serves LeaderAndIsr/UpdateMetadata/StopReplica on a loopback
+        #: port it registers as its PLAINTEXT listener, and keeps the metadata cache they build
+        self.caches: dict[int, ZkBrokerCache] = {}
+        self.servers: dict[int, ZkBrokerServer] = {}
+        if inter_broker:
+            for b, sim in self.brokers.items():
+                self.caches[b] = ZkBrokerCache(b, lambda sim=sim: sim.epoch)
+                self.servers[b] = ZkBrokerServer(self.caches[b]).start()
+                sim.listeners = with_plaintext(sim.listeners, b, self.servers[b].address)
         self.partitions: dict[Key, PartitionView] = {}
         #: the newest (partition epoch, leader, leader epoch, ISR) each partition was seen with: ZooKeeper
         #: is written behind the controller's replies, so an AlterPartition's answer can be newer
@@ -446,9 +470,19 @@ class BrokerSimulator:
                 thread.join(10)
         for sim in self.brokers.values():
             sim.close()
+        for server in self.servers.values():
+            server.stop()
         if self._zk is not None:
             close(self._zk)
             self._zk = None
+
+    def restart(self, broker_id: int, empty_disk: bool = True) -> int:
+        """Crash and reboot one broker; its metadata cache goes with an empty disk."""
+        if broker_id in self.caches:
+            self.servers[broker_id].drop_connections()
+            if empty_disk:
+                self.caches[broker_id].reset()
+        return self.brokers[broker_id].reboot(empty_disk=empty_disk)
 
     def __enter__(self) -> BrokerSimulator:
         return self

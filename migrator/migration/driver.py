@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
@@ -117,6 +117,9 @@ BROKERS_FLAG_MESSAGE = (
     "docs/migration.md)"
 )
 DEFAULT_BROKER_WAIT_SECONDS = 300.0
+
+if TYPE_CHECKING:
+    from migrator.controller.zk_propagator import ZkPropagator
 
 
 class BrokersNotReadyError(FindingsError):
@@ -587,6 +590,7 @@ def migrate(
                         runtime.service.activate(
                             ImageBuilder(_replay_of(facts)), syncer, result.claim.kraft_epoch
                         )
+                    runtime.propagate_to_zk_brokers(result.claim.zk_controller_epoch)
                     result.actions.append(f"serving the controller protocol on {runtime.describe()}")
                 result.state_after = _public(facts.derived.state)
                 result.kafka_code_after = _kafka_name(facts.log.migration_code)
@@ -637,13 +641,27 @@ class _Listener:
         self.service = service
         self.server = start_server(service, listen)
         self.address: tuple[str, int] = self.server.address
+        self.propagator: ZkPropagator | None = None
         service.start_timer()
 
     def describe(self) -> str:
         return f"{self.address[0]}:{self.address[1]}"
 
+    def propagate_to_zk_brokers(self, zk_controller_epoch: int) -> None:
+        """From activation on, ZK-mode brokers learn every change from this controller (KIP-866)."""
+        from migrator.controller.zk_propagator import ZkPropagator
+
+        if self.propagator is None:
+            svc = self.service
+            self.propagator = ZkPropagator(
+                svc, svc.core.config.node_id, zk_controller_epoch, say=svc.say
+            ).start()
+            svc.zk_propagator = self.propagator
+
     def close(self) -> None:
         try:
+            if self.propagator is not None:
+                self.propagator.stop()
             self.server.stop()
         finally:
             self.service.stop()
