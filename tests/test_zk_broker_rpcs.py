@@ -2,7 +2,8 @@
 
 The real controller (`migrate --follow --listen`) on a real ZooKeeper, its brokers simulated with an
 inter-broker listener each (zk_fixtures.zk_broker_server): after activation, after an election on
-fencing, after AlterPartitions and after a broker's restart (a new broker epoch: a full resend), every
+fencing, after AlterPartitions, after a broker's restart (a new broker epoch: a full resend) and a topic's
+creation and deletion, every
 live broker's metadata cache equals the controller's image, and no broker leads a partition the
 controller gave to another.
 """
@@ -19,6 +20,7 @@ from migrate_helpers import cluster
 
 from migrator import commands
 from migrator.controller.zk_broker_channel import wait_until
+from migrator.migration.admin import AdminChange
 from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
 from zk_fixtures.zk_broker_server import CachedPartition
 
@@ -117,7 +119,7 @@ def converged(running: commands.RunningController, sim: BrokerSimulator, timeout
     assert wait_until(check, timeout), last
 
 
-def test_zk_brokers_follow_fencing_alter_partition_and_restart(zk, zk_connect, tmp_path):
+def test_zk_brokers_follow_fencing_alter_partition_restart_create_and_delete(zk, zk_connect, tmp_path):
     with controller_and_brokers(zk, zk_connect, tmp_path) as (running, sim):
         service = running.service
         assert service is not None
@@ -165,4 +167,20 @@ def test_zk_brokers_follow_fencing_alter_partition_and_restart(zk, zk_connect, t
         converged(running, sim)
         assert service.stats.requests.get("AlterPartition", 0) > alter_before
         assert sim.caches[victim].partitions  # the restarted broker learned everything again
+
+        # A topic created, then deleted, through the admin path: LeaderAndIsr to its replicas, then
+        # StopReplica(delete) to them and UpdateMetadata(leader -2) to everyone.
+        log_dir = str(tmp_path / "meta")
+        commands.admin(
+            zk_connect,
+            log_dir,
+            AdminChange(kind="create-topic", topic="zk-rpc", partitions=3, replication_factor=2),
+        )
+        converged(running, sim)
+        assert sum(1 for c in sim.caches.values() for k in c.roles if k[0] == "zk-rpc") == 6
+        commands.admin(zk_connect, log_dir, AdminChange(kind="delete-topic", topic="zk-rpc"))
+        converged(running, sim)
+        for cache in sim.caches.values():
+            assert not any(k[0] == "zk-rpc" for k in (*cache.roles, *cache.partitions))
+        assert sum(c.requests.get("StopReplica", 0) for c in sim.caches.values()) >= 2
         assert all(s.stopped is None for s in propagator.status())
