@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 from migrate_helpers import cluster
+from prometheus_client import generate_latest
 
 from migrator import commands
 from migrator.controller.zk_broker_channel import wait_until
+from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AdminChange
 from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
 from zk_fixtures.zk_broker_server import CachedPartition
@@ -32,7 +34,8 @@ SESSION_MS = 3000
 @contextmanager
 def controller_and_brokers(
     zk: KazooClient, zk_connect: str, tmp_path: Path
-) -> Iterator[tuple[commands.RunningController, BrokerSimulator]]:
+) -> Iterator[tuple[commands.RunningController, BrokerSimulator, MigrationMetrics]]:
+    metrics = MigrationMetrics()
     with cluster(zk, zk_connect) as generated:
         running = commands.start_controller(
             zk_connect,
@@ -41,6 +44,7 @@ def controller_and_brokers(
             yes=True,
             broker_wait_timeout=60,
             session_timeout_ms=SESSION_MS,
+            metrics=metrics,
         )
         listeners, racks = listeners_of(generated.image)
         sim = BrokerSimulator(
@@ -61,7 +65,7 @@ def controller_and_brokers(
             assert running.wait_until(
                 lambda r: not service.soft_start and service.zk_propagator is not None, 90
             ), running.error
-            yield running, sim
+            yield running, sim, metrics
         finally:
             sim.stop()
             running.stop()
@@ -120,7 +124,7 @@ def converged(running: commands.RunningController, sim: BrokerSimulator, timeout
 
 
 def test_zk_brokers_follow_fencing_alter_partition_restart_create_and_delete(zk, zk_connect, tmp_path):
-    with controller_and_brokers(zk, zk_connect, tmp_path) as (running, sim):
+    with controller_and_brokers(zk, zk_connect, tmp_path) as (running, sim, prometheus):
         service = running.service
         assert service is not None
         # Activation: every ZK-mode broker got the full state.
@@ -184,3 +188,24 @@ def test_zk_brokers_follow_fencing_alter_partition_restart_create_and_delete(zk,
             assert not any(k[0] == "zk-rpc" for k in (*cache.roles, *cache.partitions))
         assert sum(c.requests.get("StopReplica", 0) for c in sim.caches.values()) >= 2
         assert all(s.stopped is None for s in propagator.status())
+
+        # status and the Prometheus endpoint show each channel: connected, nothing queued, acknowledged
+        # up to the offset the controller last propagated.
+        offset = propagator._offset
+        assert wait_until(propagator.in_sync, 10)
+
+        def reported() -> list[dict] | None:
+            rows = commands.status(zk_connect, log_dir).zk_broker_channels
+            return rows if rows and all(r.get("acked_offset") == offset for r in rows) else None
+
+        assert wait_until(lambda: reported() is not None, 10), commands.status(
+            zk_connect, log_dir
+        ).zk_broker_channels
+        rows = reported()
+        assert rows is not None and sorted(r["broker_id"] for r in rows) == sorted(sim.brokers)
+        assert all(r["connected"] and r["queued"] == 0 and r["stopped"] is None for r in rows)
+        metrics = generate_latest(prometheus.registry).decode()
+        for bid in sim.brokers:
+            assert f'zk2kraft_zk_broker_channel_connected{{broker_id="{bid}"}} 1.0' in metrics
+            assert f'zk2kraft_zk_broker_channel_acked_offset{{broker_id="{bid}"}} {float(offset)}' in metrics
+        assert "kafka_controller_ControllerChannelManager_TotalQueueSize 0.0" in metrics

@@ -21,10 +21,16 @@ in the image is the KRaft one). Requests carry the KRaft node id with `isKRaftCo
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from migrator.controller import zk_broker_messages as Z
 from migrator.controller.zk_broker_channel import BrokerChannel, ChannelStatus, ZkBrokerTarget
@@ -38,7 +44,11 @@ from migrator.controller.zk_broker_requests import (
 from migrator.kraft.records import kafka_to_uuid
 from migrator.model import Broker, ClusterImage
 
-__all__ = ["Snapshot", "ZkPropagator", "snapshot"]
+__all__ = ["STATUS_FILE", "Snapshot", "ZkPropagator", "read_status", "snapshot"]
+
+#: Where the running controller leaves its channels' status for `zk2kraft status` (in the log
+#: directory, next to the admin inbox); observability only, never read to derive a state.
+STATUS_FILE = "zk-broker-channels.json"
 
 #: Kafka's LeaderAndIsr.EpochDuringDelete: the leader epoch StopReplica(delete) carries.
 EPOCH_DURING_DELETE = -2
@@ -134,8 +144,12 @@ class ZkPropagator:
         backoff_ms: int = 50,
         metadata_version: int | None = None,
         say: Callable[[str], None] | None = None,
+        status_dir: str | None = None,
     ) -> None:
         self.service = service
+        self.status_dir = status_dir
+        self._status_written: str | None = None
+        self._status_at = 0.0
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.listener_name = listener_name
@@ -162,6 +176,11 @@ class ZkPropagator:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if self.status_dir is not None:
+            try:
+                (Path(self.status_dir) / STATUS_FILE).unlink(missing_ok=True)
+            except OSError:
+                pass
         with self._lock:
             channels = list(self.channels.values())
             self.channels.clear()
@@ -200,6 +219,33 @@ class ZkPropagator:
             svc.wait_for(changed, 0.5)  # type: ignore[attr-defined]
             if got:
                 self.propagate(*got[-1])
+            if self.status_dir is not None and time.monotonic() - self._status_at >= 1.0:
+                self._status_at = time.monotonic()
+                self._write_status()
+
+    def status_rows(self) -> list[dict[str, Any]]:
+        """Each channel's status as plain data (status, metrics), brokers without an endpoint too."""
+        with self._lock:
+            rows = [dataclasses.asdict(s) for s in self.status()]
+            rows += [
+                {"broker_id": b, "endpoint": "", "connected": False, "last_error": why}
+                for b, why in sorted(self.unreachable.items())
+            ]
+        return rows
+
+    def _write_status(self) -> None:
+        text = json.dumps({"pid": os.getpid(), "channels": self.status_rows()}, sort_keys=True)
+        if text == self._status_written:
+            return
+        assert self.status_dir is not None
+        path = Path(self.status_dir) / STATUS_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            tmp.write_text(text)
+            os.replace(tmp, path)
+            self._status_written = text
+        except OSError:
+            pass  # status is best effort: the log directory's own errors surface elsewhere
 
     def propagate(self, offset: int, snap: Snapshot) -> None:
         """Bring every channel from the last propagated snapshot to `snap` (committed at `offset`)."""
@@ -311,3 +357,14 @@ class ZkPropagator:
                 ],
                 self._offset,
             )
+
+
+def read_status(log_dir: str, pid: int | None) -> list[dict[str, Any]] | None:
+    """The channels a running controller (process `pid`) last reported, None if it reported none."""
+    try:
+        data = json.loads((Path(log_dir) / STATUS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("pid") != pid or not isinstance(data.get("channels"), list):
+        return None
+    return [row for row in data["channels"] if isinstance(row, dict)]

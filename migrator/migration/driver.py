@@ -122,6 +122,12 @@ if TYPE_CHECKING:
     from migrator.controller.zk_propagator import ZkPropagator
 
 
+def zk_propagator_status(log_dir: str, pid: int) -> list[dict[str, Any]] | None:
+    from migrator.controller.zk_propagator import read_status
+
+    return read_status(log_dir, pid)
+
+
 class BrokersNotReadyError(FindingsError):
     """Wait-for-brokers timed out: the message names every broker that has not registered."""
 
@@ -243,6 +249,9 @@ class StatusResult(BaseModel):
     writer: str | None = None  # who holds the log's writer lock now
     follower_pid: int | None = None
     manifest: copy_mod.CopyManifest | None = None
+    #: the running controller's channel to each ZooKeeper-mode broker (connected, queued, errors, the
+    #: metadata offset the broker acknowledged), as it last reported them
+    zk_broker_channels: list[dict[str, Any]] | None = None
 
 
 class FinalizeResult(BaseModel):
@@ -590,7 +599,7 @@ def migrate(
                         runtime.service.activate(
                             ImageBuilder(_replay_of(facts)), syncer, result.claim.kraft_epoch
                         )
-                    runtime.propagate_to_zk_brokers(result.claim.zk_controller_epoch)
+                    runtime.propagate_to_zk_brokers(result.claim.zk_controller_epoch, opts)
                     result.actions.append(f"serving the controller protocol on {runtime.describe()}")
                 result.state_after = _public(facts.derived.state)
                 result.kafka_code_after = _kafka_name(facts.log.migration_code)
@@ -647,16 +656,18 @@ class _Listener:
     def describe(self) -> str:
         return f"{self.address[0]}:{self.address[1]}"
 
-    def propagate_to_zk_brokers(self, zk_controller_epoch: int) -> None:
+    def propagate_to_zk_brokers(self, zk_controller_epoch: int, opts: DriverOptions) -> None:
         """From activation on, ZK-mode brokers learn every change from this controller (KIP-866)."""
         from migrator.controller.zk_propagator import ZkPropagator
 
         if self.propagator is None:
             svc = self.service
             self.propagator = ZkPropagator(
-                svc, svc.core.config.node_id, zk_controller_epoch, say=svc.say
+                svc, svc.core.config.node_id, zk_controller_epoch, say=svc.say, status_dir=opts.log_dir
             ).start()
             svc.zk_propagator = self.propagator
+            if opts.metrics is not None:
+                opts.metrics.track_zk_brokers(self.propagator.status_rows)
 
     def close(self) -> None:
         try:
@@ -1333,6 +1344,7 @@ def status(opts: DriverOptions) -> StatusResult:
     c = zk.controller
     writer = _writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
     follower = Inbox(opts.log_dir).follower_pid() if writer else None
+    channels = zk_propagator_status(opts.log_dir, follower) if follower else None
     anomalies = list(d.anomalies)
     if stuck is not None:
         anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
@@ -1386,6 +1398,7 @@ def status(opts: DriverOptions) -> StatusResult:
         last_transition=last,
         writer=writer,
         follower_pid=follower,
+        zk_broker_channels=channels,
         manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
     )
 
