@@ -107,6 +107,10 @@ def snapshot(image: ClusterImage) -> Snapshot:
     return snap
 
 
+def _leadership(s: PartitionState) -> PartitionState:
+    return dataclasses.replace(s, offline=())
+
+
 def inter_broker_endpoint(broker: Broker, listener_name: str) -> tuple[str, int] | None:
     """The endpoint named `listener_name` (inter.broker.listener.name), else the one whose security
     protocol is that name (security.inter.broker.protocol, PLAINTEXT by default)."""
@@ -259,6 +263,12 @@ class ZkPropagator:
             live_changed = prev.live != snap.live
             if not changed and not deleted and not live_changed:
                 return
+            # A replica going offline alone changes what UpdateMetadata says, not leadership.
+            led = {
+                k: s
+                for k, s in changed.items()
+                if k not in prev.parts or _leadership(prev.parts[k]) != _leadership(s)
+            }
             um_parts = dict(changed)
             for k, s in deleted.items():
                 um_parts[k] = PartitionState(
@@ -274,7 +284,7 @@ class ZkPropagator:
                 )
             for bid, ch in self.channels.items():
                 items: list[Item] = []
-                lai = {k: s for k, s in changed.items() if bid in s.replicas}
+                lai = {k: s for k, s in led.items() if bid in s.replicas}
                 if lai:
                     new = frozenset(k for k in lai if k not in prev.parts)
                     items.append(
@@ -306,7 +316,7 @@ class ZkPropagator:
 
     def _manage_channels(self, snap: Snapshot) -> None:
         for bid in [b for b in self.channels if b not in snap.zk]:
-            self.channels.pop(bid).stop()
+            self.channels.pop(bid).stop(wait=False)  # never wait under our lock: its thread may want it
         for bid, broker in snap.zk.items():
             ep = inter_broker_endpoint(broker, self.listener_name)
             if ep is None:
