@@ -202,3 +202,16 @@ def test_a_bad_broker_is_retried_and_reported_while_others_are_served(broker, mo
         bad_ch.stop()
         good_ch.stop()
         good.stop()
+
+
+@pytest.mark.parametrize("version", range(9))
+def test_a_shared_update_metadata_is_encoded_once_with_each_brokers_epoch(version):
+    from migrator.controller.zk_broker_requests import encode_body
+
+    item = Item(
+        Z.UPDATE_METADATA, partitions={("t", p): state(p) for p in range(3)}, live_brokers=LIVE, shared=True
+    )
+    for epoch in (7, -1, 2**40 + 3):
+        h = Header(3000, 5, epoch)
+        alone = Item(Z.UPDATE_METADATA, partitions=item.partitions, live_brokers=LIVE)
+        assert encode_body(item, version, h, shared=True) == encode_body(alone, version, h)

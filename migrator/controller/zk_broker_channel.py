@@ -28,8 +28,8 @@ from migrator.controller import zk_broker_messages as Z
 from migrator.controller.zk_broker_requests import (
     Header,
     Item,
-    build_request,
     decode_response_frame,
+    encode_body,
     encode_request_frame,
     merge,
     response_errors,
@@ -242,7 +242,7 @@ class BrokerChannel:
             raise OSError("not connected")
         t = self.target
         version = t.versions[item.api_key]
-        body = build_request(item, version, self._header(t))
+        body = encode_body(item, version, self._header(t), shared=item.shared)
         self._correlation += 1
         cid = self._correlation
         sock.settimeout(self.request_timeout)

@@ -165,6 +165,7 @@ class ZkPropagator:
         self.unreachable: dict[int, str] = {}  # ZK brokers with no inter-broker endpoint
         self._lock = threading.RLock()
         self._snap: Snapshot | None = None
+        self._full_um: tuple[Snapshot, Item] | None = None
         self._offset = -1
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -282,6 +283,7 @@ class ZkPropagator:
                     s.replicas,
                     offline=s.offline,
                 )
+            um = Item(Z.UPDATE_METADATA, partitions=um_parts, live_brokers=snap.live, shared=True)
             for bid, ch in self.channels.items():
                 items: list[Item] = []
                 lai = {k: s for k, s in led.items() if bid in s.replicas}
@@ -291,7 +293,7 @@ class ZkPropagator:
                         Item(Z.LEADER_AND_ISR, partitions=lai, leaders=self._leaders(snap, lai), is_new=new)
                     )
                 if um_parts or live_changed:
-                    items.append(Item(Z.UPDATE_METADATA, partitions=um_parts, live_brokers=snap.live))
+                    items.append(um)
                 stop = {k: (EPOCH_DURING_DELETE, True) for k, s in deleted.items() if bid in s.replicas}
                 for k, s in changed.items():
                     old = prev.parts.get(k)
@@ -346,6 +348,15 @@ class ZkPropagator:
     def _header(self, target: ZkBrokerTarget) -> Header:
         return Header(self.controller_id, self.controller_epoch, target.broker_epoch)
 
+    def _full_update_metadata(self, snap: Snapshot) -> Item:
+        """UpdateMetadata FULL of `snap`: one object for every broker, so it is encoded once."""
+        if self._full_um is None or self._full_um[0] is not snap:
+            item = Item(
+                Z.UPDATE_METADATA, partitions=snap.parts, live_brokers=snap.live, full=True, shared=True
+            )
+            self._full_um = (snap, item)
+        return self._full_um[1]
+
     def _full_state(self, broker_id: int, install: Callable[[list[Item], int], None]) -> None:
         """Everything `broker_id` must know, installed on its channel under our lock (so no change
         propagated meanwhile is lost or applied before it)."""
@@ -356,7 +367,7 @@ class ZkPropagator:
             mine = {k: s for k, s in snap.parts.items() if broker_id in s.replicas}
             install(
                 [
-                    Item(Z.UPDATE_METADATA, partitions=dict(snap.parts), live_brokers=snap.live, full=True),
+                    self._full_update_metadata(snap),
                     Item(
                         Z.LEADER_AND_ISR,
                         partitions=mine,
