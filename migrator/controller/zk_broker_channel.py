@@ -97,6 +97,7 @@ class BrokerChannel:
         self._cond = threading.Condition()
         self._queue: deque[tuple[Item, int]] = deque()  # (item, metadata offset it reflects)
         self._needs_full = True
+        self._covered = -1  # the newest offset whose changes are queued or sent
         self._sock: socket.socket | None = None
         self._correlation = 0
         self._stop = threading.Event()
@@ -111,11 +112,15 @@ class BrokerChannel:
         return self
 
     def enqueue(self, items: list[Item], offset: int) -> None:
+        """Queue what changed at `offset` (nothing, if the change does not concern this broker)."""
         with self._cond:
             if self.status.stopped or self._needs_full:
                 return  # the full state about to be sent covers these
+            self._covered = max(self._covered, offset)
             self._queue.extend((it, offset) for it in items if it.size() or it.live_brokers or it.full)
             self.status.queued = len(self._queue)
+            if not self._queue and not self._busy:
+                self.status.acked_offset = max(self.status.acked_offset, offset)
             self._cond.notify_all()
 
     def retarget(self, target: ZkBrokerTarget) -> None:
@@ -138,6 +143,7 @@ class BrokerChannel:
             self._queue.clear()
             self._queue.extend((it, offset) for it in items)
             self._needs_full = False
+            self._covered = max(self._covered, offset)
             self.status.queued = len(self._queue)
             self._cond.notify_all()
 
@@ -271,7 +277,9 @@ class BrokerChannel:
                 self.status.partition_errors += len(failed)
                 self._failed(f"{name} v{version}: {len(failed)} partition errors, first {failed[0]}")
                 return
-            self.status.acked_offset = max(self.status.acked_offset, offset)
+            # Acknowledged up to `offset`; with nothing left queued, up to every offset handed to us.
+            done = offset if self._queue else max(offset, self._covered)
+            self.status.acked_offset = max(self.status.acked_offset, done)
 
 
 def _recv(sock: socket.socket, n: int) -> bytes:

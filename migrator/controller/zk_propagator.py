@@ -263,6 +263,8 @@ class ZkPropagator:
             deleted = {k: prev.parts[k] for k in prev.parts.keys() - snap.parts.keys()}
             live_changed = prev.live != snap.live
             if not changed and not deleted and not live_changed:
+                for ch in self.channels.values():
+                    ch.enqueue([], offset)  # nothing to say: in sync at this offset once idle
                 return
             # A replica going offline alone changes what UpdateMetadata says, not leadership.
             led = {
