@@ -128,3 +128,25 @@ def test_snapshot_marks_replicas_on_fenced_brokers_offline(brokers):
     assert state.offline == (2,) and state.topic_id == uuid.UUID(int=1)
     assert sorted(snap.zk) == [1, 3, 4] and [b.broker_id for b in snap.live] == [1, 3, 4]
     assert dataclasses.replace(state, offline=()).replicas == (1, 2)
+
+
+def test_snapshot_reuses_unchanged_partitions_and_sees_changes_made_in_place(brokers):
+    img = image(brokers, set(), [1, 2])
+    key = ("t", 0)
+    s1 = snapshot(img)
+    s2 = snapshot(img, s1)
+    assert s2.parts[key] is s1.parts[key]
+    # As ImageBuilder replays a PartitionChangeRecord: in place, the partition epoch bumped.
+    d = img.topics["t"].partitions[0].__dict__
+    d["leader"], d["leader_epoch"], d["partition_epoch"] = 2, d["leader_epoch"] + 1, d["partition_epoch"] + 1
+    s3 = snapshot(img, s2)
+    assert s3.parts[key].leader == 2 and s3.parts[key].leader_epoch == 2
+    img.brokers[2].fenced = True  # liveness changes every partition's offline replicas
+    assert snapshot(img, s3).parts[key].offline == (2,)
+    # A topic deleted and re-created under the same name: a new topic id, never the old state.
+    img.topics["t"] = Topic(
+        name="t",
+        topic_id="AAAAAAAAAAAAAAAAAAAAAg",
+        partitions={0: Partition(partition=0, replicas=[1, 2], isr=[1, 2], leader=1, leader_epoch=0)},
+    )
+    assert snapshot(img, s3).parts[key].topic_id == uuid.UUID(int=2)

@@ -65,6 +65,9 @@ class Snapshot:
     live: tuple[BrokerInfo, ...] = ()
     zk: dict[int, Broker] = field(default_factory=dict)
     parts: dict[tuple[str, int], PartitionState] = field(default_factory=dict)
+    #: per partition, what its state was built from (see `snapshot`); the brokers alive then
+    marks: dict[tuple[str, int], tuple[int, int, str | None]] = field(default_factory=dict)
+    alive: frozenset[int] = frozenset()
 
 
 def _topic_id(text: str | None) -> uuid.UUID:
@@ -74,10 +77,16 @@ def _topic_id(text: str | None) -> uuid.UUID:
         return _ZERO
 
 
-def snapshot(image: ClusterImage) -> Snapshot:
-    """Copies what propagation needs out of `image` (taken under the service's lock)."""
-    alive = {b.id for b in image.brokers.values() if not b.fenced}
-    snap = Snapshot()
+def snapshot(image: ClusterImage, prev: Snapshot | None = None) -> Snapshot:
+    """Copies what propagation needs out of `image` (taken under the service's lock).
+
+    Replay changes a partition in place and bumps its partition epoch every time, so a partition
+    whose model object, partition epoch and topic id are those `prev` was built from (and with the
+    same brokers alive) is unchanged: its state object is reused, and the diff skips it by identity.
+    """
+    alive = frozenset(b.id for b in image.brokers.values() if not b.fenced)
+    snap = Snapshot(alive=alive)
+    reuse = prev is not None and prev.alive == alive
     snap.brokers = dict(image.brokers)
     snap.live = tuple(
         BrokerInfo(
@@ -86,11 +95,24 @@ def snapshot(image: ClusterImage) -> Snapshot:
         for b in sorted(image.brokers.values(), key=lambda b: b.id)
         if b.id in alive
     )
+    if prev is not None and prev.live == snap.live:
+        snap.live = prev.live
     snap.zk = {b.id: b for b in image.brokers.values() if b.is_migrating_zk_broker and not b.fenced}
+    parts, marks = snap.parts, snap.marks
+    old_parts = prev.parts if prev is not None else {}
+    old_marks = prev.marks if prev is not None else {}
     for topic in image.topics.values():
-        tid = _topic_id(topic.topic_id)
+        tid: uuid.UUID | None = None
         for p, part in topic.partitions.items():
-            snap.parts[(topic.name, p)] = PartitionState(
+            key = (topic.name, p)
+            mark = (id(part), part.partition_epoch, topic.topic_id)
+            marks[key] = mark
+            if reuse and old_marks.get(key) == mark:
+                parts[key] = old_parts[key]
+                continue
+            if tid is None:
+                tid = _topic_id(topic.topic_id)
+            parts[key] = PartitionState(
                 topic=topic.name,
                 partition=p,
                 topic_id=tid,
@@ -216,7 +238,7 @@ class ZkPropagator:
             off = svc.committed_offset  # type: ignore[attr-defined]
             if off is None or off == self._offset or svc.soft_start:  # type: ignore[attr-defined]
                 return self._stop.is_set()
-            got.append((off, snapshot(image)))
+            got.append((off, snapshot(image, self._snap)))
             return True
 
         while not self._stop.is_set():
@@ -259,7 +281,8 @@ class ZkPropagator:
             self._manage_channels(snap)
             if prev is None:
                 return  # every channel is new and owes its broker the full state
-            changed = {k: s for k, s in snap.parts.items() if prev.parts.get(k) != s}
+            before = prev.parts
+            changed = {k: s for k, s in snap.parts.items() if (o := before.get(k)) is not s and o != s}
             deleted = {k: prev.parts[k] for k in prev.parts.keys() - snap.parts.keys()}
             live_changed = prev.live != snap.live
             if not changed and not deleted and not live_changed:
