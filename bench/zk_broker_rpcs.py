@@ -10,8 +10,8 @@ ZooKeeper: what is timed is the propagation.
    the same requests without I/O (the controller's CPU share of the fan-out).
 2. Leader changes at a given rate: one thread changes a partition's leader (new leader epoch) in the
    working image at `--rate` per second; the propagation loop takes the image as it stands (as the
-   service's committed image is taken after each commit, several commits coalescing) and propagates
-   it. Latency: from the change to every broker's cache holding it, p50/p99.
+   service's committed image is taken after each commit, several commits coalescing, with
+   `zk_propagator.snapshot`) and propagates it. Latency: from the change to every broker's cache holding it, p50/p99.
 
 The simulated brokers run in this process and share its interpreter with the controller, so the
 figures include their decoding and bookkeeping.
@@ -34,24 +34,23 @@ sys.path.insert(0, str(ROOT))
 
 from migrator.controller import zk_broker_messages as Z  # noqa: E402
 from migrator.controller.zk_broker_requests import (  # noqa: E402
-    BrokerInfo,
     Header,
     Item,
-    PartitionState,
     encode_body,
 )
-from migrator.controller.zk_propagator import Snapshot, ZkPropagator  # noqa: E402
-from migrator.model import Broker, Endpoint, FeatureRange  # noqa: E402
+from migrator.controller.zk_propagator import Snapshot, ZkPropagator, snapshot  # noqa: E402
+from migrator.kraft.records import uuid_to_kafka  # noqa: E402
+from migrator.model import Broker, ClusterImage, Endpoint, FeatureRange, Partition, Topic  # noqa: E402
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer  # noqa: E402
 
 PER_TOPIC = 50
 
 
-def build(brokers: int, partitions: int, servers: dict[int, ZkBrokerServer]) -> Snapshot:
-    snap = Snapshot()
+def build(brokers: int, partitions: int, servers: dict[int, ZkBrokerServer]) -> ClusterImage:
+    img = ClusterImage()
     for b in range(1, brokers + 1):
         host, port = servers[b].address
-        snap.brokers[b] = Broker(
+        img.brokers[b] = Broker(
             id=b,
             endpoints=[Endpoint(listener="PLAINTEXT", host=host, port=port, security_protocol="PLAINTEXT")],
             features={"metadata.version": FeatureRange(min_version=1, max_version=21)},
@@ -59,17 +58,13 @@ def build(brokers: int, partitions: int, servers: dict[int, ZkBrokerServer]) -> 
             fenced=False,
             is_migrating_zk_broker=True,
         )
-    snap.zk = dict(snap.brokers)
-    snap.live = tuple(
-        BrokerInfo(b.id, tuple((e.listener, e.host, e.port, e.security_protocol) for e in b.endpoints))
-        for b in snap.brokers.values()
-    )
-    for i in range(partitions):
-        topic, p = f"bench-{i // PER_TOPIC}", i % PER_TOPIC
-        replicas = tuple((i + k) % brokers + 1 for k in range(3))
-        tid = uuid.UUID(int=i // PER_TOPIC + 1)
-        snap.parts[(topic, p)] = PartitionState(topic, p, tid, replicas[0], 1, replicas, 1, replicas)
-    return snap
+    for t in range(0, partitions, PER_TOPIC):
+        name = f"bench-{t // PER_TOPIC}"
+        topic = img.topics[name] = Topic(name=name, topic_id=uuid_to_kafka(uuid.UUID(int=t // PER_TOPIC + 1)))
+        for p in range(min(PER_TOPIC, partitions - t)):
+            replicas = [(t + p + k) % brokers + 1 for k in range(3)]
+            topic.partitions[p] = Partition(partition=p, replicas=replicas, isr=replicas, leader=replicas[0])
+    return img
 
 
 def encode_only(snap: Snapshot) -> float:
@@ -94,7 +89,8 @@ def main() -> int:
 
     caches = {b: ZkBrokerCache(b, lambda b=b: 100 + b) for b in range(1, args.brokers + 1)}
     servers = {b: ZkBrokerServer(c).start() for b, c in caches.items()}
-    snap = build(args.brokers, args.partitions, servers)
+    img = build(args.brokers, args.partitions, servers)
+    snap = snapshot(img)
     base = encode_only(snap)
 
     prop = ZkPropagator(None, 3000, 5)
@@ -111,32 +107,23 @@ def main() -> int:
         )
 
         lock = threading.Lock()
-        parts = dict(snap.parts)
         sent: dict[tuple[str, int], tuple[int, float]] = {}  # key -> (leader epoch, when)
         latencies: list[float] = []
         done = threading.Event()
-        keys = list(parts)
+        keys = list(snap.parts)
         version = [0]  # changes made so far: the loop propagates only a changed image, as the service
 
         def changer() -> None:
             period = 1.0 / args.rate
             nxt = time.perf_counter()
             for i in range(args.changes):
-                key = keys[(i * 7919) % len(keys)]
-                with lock:
-                    s = parts[key]
-                    leader = s.replicas[(s.replicas.index(s.leader) + 1) % len(s.replicas)]
-                    parts[key] = PartitionState(
-                        s.topic,
-                        s.partition,
-                        s.topic_id,
-                        leader,
-                        s.leader_epoch + 1,
-                        s.isr,
-                        s.partition_epoch + 1,
-                        s.replicas,
-                    )
-                    sent[key] = (s.leader_epoch + 1, time.perf_counter())
+                topic, p = keys[(i * 7919) % len(keys)]
+                with lock:  # as ImageBuilder replays a PartitionChangeRecord: in place, epochs bumped
+                    d = img.topics[topic].partitions[p].__dict__
+                    d["leader"] = d["replicas"][(d["replicas"].index(d["leader"]) + 1) % len(d["replicas"])]
+                    d["leader_epoch"] += 1
+                    d["partition_epoch"] += 1
+                    sent[(topic, p)] = (d["leader_epoch"], time.perf_counter())
                     version[0] += 1
                 nxt += period
                 time.sleep(max(0.0, nxt - time.perf_counter()))
@@ -166,13 +153,14 @@ def main() -> int:
             with lock:
                 changed = version[0] != seen
                 seen = version[0]
-                now_parts = dict(parts) if changed else None
-            if now_parts is None:
+                now = snapshot(img, snap) if changed else None
+            if now is None:
                 time.sleep(0.001)
                 continue
             offset += 1
             rounds += 1
-            prop.propagate(offset, Snapshot(snap.brokers, snap.live, snap.zk, now_parts))
+            snap = now
+            prop.propagate(offset, snap)
         elapsed = time.perf_counter() - t1
         for t in threads:
             t.join()
