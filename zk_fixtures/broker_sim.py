@@ -14,8 +14,9 @@ its own timeout stops serving (no fetches answered, no leadership exercised) unt
 succeeds again.
 
 Partition state is learned from ZooKeeper's partition state znodes, which the controller keeps
-current through its dual writes; that is where a ZooKeeper-mode broker's view comes from too (via the
-controller's LeaderAndIsr, which this simulator does not model).
+current through its dual writes. With `inter_broker=True` each broker also serves the controller's
+LeaderAndIsr/UpdateMetadata/StopReplica (zk_fixtures.zk_broker_server), as a ZooKeeper-mode broker
+learns its roles, and then leads and fetches only as LeaderAndIsr told it.
 
 In process: `BrokerSimulator(...).start()`, `step()` for a deterministic round. As a process:
 `python -m zk_fixtures.broker_sim --controller HOST:PORT --zookeeper CONNECT --cluster-id ID --brokers 1,2,3`
@@ -382,7 +383,8 @@ class BrokerSimulator:
             for b in broker_ids
         }
         #: with ``inter_broker``, each broker serves LeaderAndIsr/UpdateMetadata/StopReplica on a loopback
-        #: port it registers as its PLAINTEXT listener, and keeps the metadata cache they build
+        #: port it registers as its PLAINTEXT listener, and keeps the metadata cache they build; it then
+        #: leads and fetches only as LeaderAndIsr told it (not as ZooKeeper's state znodes say)
         self.caches: dict[int, ZkBrokerCache] = {}
         self.servers: dict[int, ZkBrokerServer] = {}
         if inter_broker:
@@ -513,9 +515,12 @@ class BrokerSimulator:
         leader = self.brokers.get(view.leader)
         if leader is None or not leader.serving or not leader.online(view.key):
             return None
+        told = self.caches  # with an inter-broker listener, roles come from the controller's LeaderAndIsr
+        if told and not told[leader.broker_id].told_to_lead(view.key, view.leader_epoch):
+            return None
         for r in view.replicas:
             follower = self.brokers.get(r)
-            if follower is not None and r != leader.broker_id:
+            if follower is not None and r != leader.broker_id and (not told or told[r].replicates(view.key)):
                 follower.fetch_from(leader, view.key, self.round)
         wanted = [
             r

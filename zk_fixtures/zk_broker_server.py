@@ -69,6 +69,16 @@ class ZkBrokerCache:
             self.live_brokers.clear()
             self.controller_epoch = -1
 
+    def told_to_lead(self, key: Key, leader_epoch: int) -> bool:
+        """LeaderAndIsr made this broker the leader of `key`, at `leader_epoch` or later."""
+        with self.lock:
+            role = self.roles.get(key)
+            return role is not None and role[0] and role[1] >= leader_epoch
+
+    def replicates(self, key: Key) -> bool:
+        with self.lock:
+            return key in self.roles
+
     def leads(self) -> set[Key]:
         with self.lock:
             return {k for k, (lead, _, _) in self.roles.items() if lead}
