@@ -176,7 +176,6 @@ def run_migrate(ctx: DemoContext) -> None:
         listeners=listeners,
         interval_s=0.5,
         own_timeout_s=6.0,
-        inter_broker=True,
     )
     ctx.simulator = sim
     sim.start()
@@ -209,35 +208,6 @@ def run_migrate(ctx: DemoContext) -> None:
         ctx.failures.append(f"migrate ended in {st.state}")
 
 
-def _zk_brokers_learned(ctx: DemoContext, victim: int, moved: set[tuple[str, int]]) -> None:
-    """KIP-866: the ZK-mode brokers learn the new leaders only from the controller's LeaderAndIsr."""
-    sim, running = ctx.simulator, ctx.controller
-    assert sim is not None and running is not None and running.service is not None
-    image = running.service.image
-
-    def learned() -> bool:
-        want = {k: image.topics[k[0]].partitions[k[1]].leader for k in moved if k[0] in image.topics}
-        return all(
-            all(k in c.partitions and c.partitions[k].leader == lead for k, lead in want.items())
-            for b, c in sim.caches.items()
-            if b != victim
-        )
-
-    deadline = time.monotonic() + 20
-    while not learned() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if not learned():
-        ctx.failures.append(
-            f"the ZK-mode brokers did not learn the new leaders of broker {victim}'s partitions"
-        )
-        return
-    led = sum(len(c.leads() & moved) for c in sim.caches.values())
-    ctx.console.print(
-        f"Its {len(moved)} partition leaderships moved; every other ZK-mode broker learned the new leaders from the "
-        f"controller's LeaderAndIsr and UpdateMetadata (not from ZooKeeper): {led} of them now lead one."
-    )
-
-
 def run_broker_traffic(ctx: DemoContext) -> None:
     """The seeds in action: a broker dies hard, is fenced, reboots with an empty disk and rejoins."""
     sim, running = ctx.simulator, ctx.controller
@@ -249,7 +219,6 @@ def run_broker_traffic(ctx: DemoContext) -> None:
     victim = max(sim.brokers, key=lambda b: sum(b in v.isr for v in views.values()))
     in_isr = sum(victim in v.isr for v in views.values())
     broker = sim.brokers[victim]
-    moved = {v.key for v in views.values() if v.leader == victim}
     broker.crash()
     ctx.console.print(f"Broker {victim} (in {in_isr} ISRs) crashed hard: no more heartbeats, no fetches.")
     t0 = time.perf_counter()
@@ -262,9 +231,8 @@ def run_broker_traffic(ctx: DemoContext) -> None:
         f"After {time.perf_counter() - t0:.1f}s without a heartbeat the controller fenced it (FenceBrokerRecord) "
         f"and took it out of every ISR it shared; ZooKeeper's state znodes followed ({left} left)."
     )
-    _zk_brokers_learned(ctx, victim, moved)
     old_epoch = broker.epoch
-    code = sim.restart(victim, empty_disk=True)
+    code = broker.reboot(empty_disk=True)
     ctx.console.print(
         f"It rebooted with an empty disk: new incarnation, broker epoch {old_epoch} → {broker.epoch} "
         f"({kafka_errors.name_of(code)}); it must catch up before any leader may add it back (KIP-903)."
