@@ -3,8 +3,8 @@
 What a Kafka 3.9 ZK-mode broker does with its controller's requests, for the parts the controller can
 observe: the metadata cache (ZkMetadataCache: partition states and live brokers; UpdateMetadata of Type
 FULL replaces it, a partition whose leader is -2 is deleted) and the replica roles (ReplicaManager's
-becomeLeaderOrFollower: a partition's leader epoch only moves forward, an equal epoch with a newer
-partition epoch is an ISR change; LeaderAndIsr of Type FULL drops roles for partitions it omits;
+becomeLeaderOrFollower: a partition's leader epoch only moves forward, and an equal one only from a
+KRaft controller, which sends ISR changes; LeaderAndIsr of Type FULL drops roles for partitions it omits;
 StopReplica(delete) removes the replica). A request from an older controller epoch than the newest seen
 is refused with STALE_CONTROLLER_EPOCH, one naming an older broker epoch than the broker's own with
 STALE_BROKER_EPOCH, as KafkaApis does.
@@ -29,6 +29,7 @@ from migrator.controller.zk_broker_requests import encode_entity as write_entity
 __all__ = ["CachedPartition", "ZkBrokerCache", "ZkBrokerServer"]
 
 NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
 STALE_CONTROLLER_EPOCH = 11
 FENCED_LEADER_EPOCH = 74
 STALE_BROKER_EPOCH = 77
@@ -112,7 +113,8 @@ class ZkBrokerCache:
             errors: list[tuple[str, Any, int, int]] = []
             if top == NONE:
                 for topic, tid, s in states:
-                    errors.append((topic, tid, s.partition_index, self._become(topic, tid, s)))
+                    kraft = bool(getattr(req, "is_k_raft_controller", False))
+                    errors.append((topic, tid, s.partition_index, self._become(topic, tid, s, kraft)))
                 if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
                     named = {(t, s.partition_index) for t, _, s in states}
                     for key in [k for k in self.roles if k not in named]:
@@ -137,18 +139,21 @@ class ZkBrokerCache:
             ),
         )
 
-    def _become(self, topic: str, tid: Any, s: Any) -> int:
+    def _become(self, topic: str, tid: Any, s: Any, kraft: bool) -> int:
+        """ReplicaManager.becomeLeaderOrFollower for one partition (Kafka 3.9): a newer leader epoch, or
+        the same one from a KRaft controller (an ISR change), is applied; an older one is refused."""
         key = (topic, int(s.partition_index))
-        if self.broker_id not in s.replicas:
-            return NONE  # Kafka ignores partitions it is not a replica of
         current = self.roles.get(key)
-        epoch, pepoch = int(s.leader_epoch), int(s.partition_epoch)
-        if current is not None and (epoch, pepoch) < (current[1], current[2]):
-            return STALE_CONTROLLER_EPOCH  # the leader epoch only moves forward
-        self.roles[key] = (int(s.leader) == self.broker_id, epoch, pepoch)
-        if tid is not None:
-            self.topic_ids[topic] = tid
-        return NONE
+        epoch = int(s.leader_epoch)
+        have = current[1] if current is not None else -1
+        if epoch > have or (epoch == have and kraft):
+            if self.broker_id not in s.replicas:
+                return UNKNOWN_TOPIC_OR_PARTITION
+            self.roles[key] = (int(s.leader) == self.broker_id, epoch, int(s.partition_epoch))
+            if tid is not None:
+                self.topic_ids[topic] = tid
+            return NONE
+        return STALE_CONTROLLER_EPOCH  # the leader epoch only moves forward
 
     def update_metadata(self, version: int, req: Any) -> Any:
         with self.lock:

@@ -663,7 +663,12 @@ class _Listener:
         if self.propagator is None:
             svc = self.service
             self.propagator = ZkPropagator(
-                svc, svc.core.config.node_id, zk_controller_epoch, say=svc.say, status_dir=opts.log_dir
+                svc,
+                svc.core.config.node_id,
+                zk_controller_epoch,
+                say=svc.say,
+                status_dir=opts.log_dir,
+                metadata_version=svc.core.config.metadata_version,
             ).start()
             svc.zk_propagator = self.propagator
             if opts.metrics is not None:
