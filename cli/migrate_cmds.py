@@ -423,10 +423,25 @@ def _status_table(s: commands.StatusResult) -> Table:
     if s.writer:
         who = escape(s.writer) + (f" (following, pid {s.follower_pid})" if s.follower_pid else "")
         table.add_row("writer", who)
+    for ch in s.zk_broker_channels or []:
+        table.add_row(f"ZK broker {ch.get('broker_id')}", escape(_channel_line(ch)))
     for anomaly in s.anomalies:
         table.add_row("[yellow]note[/yellow]", escape(anomaly))
     table.add_row("next", f"[bold]{escape(s.next_action)}[/bold]")
     return table
+
+
+def _channel_line(ch: dict) -> str:
+    """One ZooKeeper-mode broker's channel: where, whether connected, what is queued and acknowledged."""
+    if ch.get("stopped"):
+        state = f"stopped ({ch['stopped']})"
+    else:
+        state = "connected" if ch.get("connected") else "not connected"
+    text = (
+        f"{ch.get('endpoint') or 'no endpoint'}: {state}, {ch.get('queued', 0)} queued, "
+        f"acknowledged offset {ch.get('acked_offset', -1)}, {ch.get('errors', 0)} errors"
+    )
+    return text + (f" (last: {ch['last_error']})" if ch.get("last_error") else "")
 
 
 @click.command()

@@ -126,6 +126,12 @@ class MigrationMetrics:
             self.lag.set(max(lag, 0))
         self.migrating_brokers.set(migrating_brokers)
 
+    def track_zk_brokers(self, rows: Callable[[], list[dict[str, Any]]]) -> None:
+        """The channel to each ZooKeeper-mode broker, read at each scrape: Kafka's
+        ControllerChannelManager QueueSize (per broker-id) and TotalQueueSize, and zk2kraft's
+        connected / errors / acknowledged-offset gauges."""
+        self.registry.register(_ZkBrokerCollector(rows))
+
     # -- the HTTP endpoint -------------------------------------------------------------------------
 
     def serve(self, listen: str) -> tuple[str, int]:
@@ -145,3 +151,50 @@ class MigrationMetrics:
             if self._thread is not None:
                 self._thread.join(5)
             self._server = None
+
+
+class _ZkBrokerCollector:
+    """Per-broker channel gauges, built at scrape time from the propagator's status rows."""
+
+    def __init__(self, rows: Callable[[], list[dict[str, Any]]]) -> None:
+        self._rows = rows
+
+    def describe(self) -> list[Any]:
+        return []  # the families are built at scrape time (no duplicate checks against them)
+
+    def collect(self) -> Any:
+        from prometheus_client.core import GaugeMetricFamily
+
+        rows = self._rows()
+        label = ["broker_id"]
+        queue = GaugeMetricFamily(
+            "kafka_controller_ControllerChannelManager_QueueSize",
+            "Requests queued for the broker",
+            labels=label,
+        )
+        total = GaugeMetricFamily(
+            "kafka_controller_ControllerChannelManager_TotalQueueSize", "Requests queued for all brokers"
+        )
+        connected = GaugeMetricFamily(
+            "zk2kraft_zk_broker_channel_connected",
+            "1 if the controller is connected to the broker",
+            labels=label,
+        )
+        errors = GaugeMetricFamily(
+            "zk2kraft_zk_broker_channel_errors",
+            "Failed sends, refused requests and partition errors since the channel started",
+            labels=label,
+        )
+        acked = GaugeMetricFamily(
+            "zk2kraft_zk_broker_channel_acked_offset",
+            "Metadata log offset of the last state the broker acknowledged (-1: none yet)",
+            labels=label,
+        )
+        for r in rows:
+            b = [str(r.get("broker_id"))]
+            queue.add_metric(b, float(r.get("queued", 0)))
+            connected.add_metric(b, 1.0 if r.get("connected") else 0.0)
+            errors.add_metric(b, float(r.get("errors", 0)) + float(r.get("partition_errors", 0)))
+            acked.add_metric(b, float(r.get("acked_offset", -1)))
+        total.add_metric([], float(sum(r.get("queued", 0) for r in rows)))
+        yield from (queue, total, connected, errors, acked)

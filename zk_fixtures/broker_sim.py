@@ -14,8 +14,9 @@ its own timeout stops serving (no fetches answered, no leadership exercised) unt
 succeeds again.
 
 Partition state is learned from ZooKeeper's partition state znodes, which the controller keeps
-current through its dual writes; that is where a ZooKeeper-mode broker's view comes from too (via the
-controller's LeaderAndIsr, which this simulator does not model).
+current through its dual writes. With `inter_broker=True` each broker also serves the controller's
+LeaderAndIsr/UpdateMetadata/StopReplica (zk_fixtures.zk_broker_server), as a ZooKeeper-mode broker
+learns its roles, and then leads and fetches only as LeaderAndIsr told it.
 
 In process: `BrokerSimulator(...).start()`, `step()` for a deterministic round. As a process:
 `python -m zk_fixtures.broker_sim --controller HOST:PORT --zookeeper CONNECT --cluster-id ID --brokers 1,2,3`
@@ -45,6 +46,7 @@ from migrator.kraft.records import kafka_to_uuid
 from migrator.model import ClusterImage
 from migrator.zk.connection import close, connect
 from migrator.zk.reader import read_cluster
+from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
 
 __all__ = ["BrokerSimulator", "PartitionView", "SimBroker", "listeners_of", "read_partitions"]
 
@@ -86,6 +88,19 @@ def listeners_of(image: ClusterImage) -> tuple[dict[int, list[M.Listener]], dict
         for b in image.brokers.values()
     }
     return listeners, {b.id: b.rack for b in image.brokers.values()}
+
+
+def with_plaintext(listeners: list[M.Listener], broker_id: int, address: tuple[str, int]) -> list[M.Listener]:
+    """`listeners` with the PLAINTEXT one (by name, else by protocol, else added) moved to `address`."""
+    out = list(listeners) or [M.Listener("PLAINTEXT", f"broker-{broker_id}.sim", 9092, 0)]
+    i = next((i for i, x in enumerate(out) if x.name == "PLAINTEXT"), None)
+    if i is None:
+        i = next((i for i, x in enumerate(out) if x.security_protocol == 0), None)
+    moved = M.Listener(out[i].name if i is not None else "PLAINTEXT", address[0], address[1], 0)
+    if i is None:
+        return [*out, moved]
+    out[i] = moved
+    return out
 
 
 def read_partitions(client: KazooClient) -> dict[Key, PartitionView]:
@@ -349,6 +364,7 @@ class BrokerSimulator:
         own_timeout_s: float = 6.0,
         lag_rounds: int = 6,
         zk_auth: Sequence[str] = (),
+        inter_broker: bool = False,
     ) -> None:
         self.controller = controller
         self.zookeeper = zookeeper
@@ -366,6 +382,16 @@ class BrokerSimulator:
             )
             for b in broker_ids
         }
+        #: with ``inter_broker``, each broker serves LeaderAndIsr/UpdateMetadata/StopReplica on a loopback
+        #: port it registers as its PLAINTEXT listener, and keeps the metadata cache they build; it then
+        #: leads and fetches only as LeaderAndIsr told it (not as ZooKeeper's state znodes say)
+        self.caches: dict[int, ZkBrokerCache] = {}
+        self.servers: dict[int, ZkBrokerServer] = {}
+        if inter_broker:
+            for b, sim in self.brokers.items():
+                self.caches[b] = ZkBrokerCache(b, lambda sim=sim: sim.epoch)
+                self.servers[b] = ZkBrokerServer(self.caches[b]).start()
+                sim.listeners = with_plaintext(sim.listeners, b, self.servers[b].address)
         self.partitions: dict[Key, PartitionView] = {}
         #: the newest (partition epoch, leader, leader epoch, ISR) each partition was seen with: ZooKeeper
         #: is written behind the controller's replies, so an AlterPartition's answer can be newer
@@ -446,9 +472,19 @@ class BrokerSimulator:
                 thread.join(10)
         for sim in self.brokers.values():
             sim.close()
+        for server in self.servers.values():
+            server.stop()
         if self._zk is not None:
             close(self._zk)
             self._zk = None
+
+    def restart(self, broker_id: int, empty_disk: bool = True) -> int:
+        """Crash and reboot one broker; its metadata cache goes with an empty disk."""
+        if broker_id in self.caches:
+            self.servers[broker_id].drop_connections()
+            if empty_disk:
+                self.caches[broker_id].reset()
+        return self.brokers[broker_id].reboot(empty_disk=empty_disk)
 
     def __enter__(self) -> BrokerSimulator:
         return self
@@ -479,9 +515,12 @@ class BrokerSimulator:
         leader = self.brokers.get(view.leader)
         if leader is None or not leader.serving or not leader.online(view.key):
             return None
+        told = self.caches  # with an inter-broker listener, roles come from the controller's LeaderAndIsr
+        if told and not told[leader.broker_id].told_to_lead(view.key, view.leader_epoch):
+            return None
         for r in view.replicas:
             follower = self.brokers.get(r)
-            if follower is not None and r != leader.broker_id:
+            if follower is not None and r != leader.broker_id and (not told or told[r].replicates(view.key)):
                 follower.fetch_from(leader, view.key, self.round)
         wanted = [
             r

@@ -93,6 +93,7 @@ class ControllerService:
         self._next = self._log_next()
         self._durable_next = self._next
         self.failure: ZkKraftError | None = None  # why the service stopped serving
+        self.zk_propagator: Any = None  # the ZK-mode brokers' channels, once active (zk_propagator)
         self.core.activate(self.image, clock())  # registered brokers get a fresh session
         if syncer is not None:
             self.core.active = True
@@ -106,6 +107,12 @@ class ControllerService:
     @property
     def soft_start(self) -> bool:
         return not self.core.active
+
+    @property
+    def committed_offset(self) -> int | None:
+        """Under `lock`: the offset after the last record in the log if the image holds nothing else
+        (no staged record replayed ahead of its append), else None. Propagation to brokers waits on it."""
+        return self._durable_next if not self._staged and self._durable_next >= self._next else None
 
     def _note(self, text: str) -> None:
         if self.say is not None:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
@@ -117,6 +117,15 @@ BROKERS_FLAG_MESSAGE = (
     "docs/migration.md)"
 )
 DEFAULT_BROKER_WAIT_SECONDS = 300.0
+
+if TYPE_CHECKING:
+    from migrator.controller.zk_propagator import ZkPropagator
+
+
+def zk_propagator_status(log_dir: str, pid: int) -> list[dict[str, Any]] | None:
+    from migrator.controller.zk_propagator import read_status
+
+    return read_status(log_dir, pid)
 
 
 class BrokersNotReadyError(FindingsError):
@@ -242,6 +251,9 @@ class StatusResult(BaseModel):
     writer: str | None = None  # who holds the log's writer lock now
     follower_pid: int | None = None
     manifest: copy_mod.CopyManifest | None = None
+    #: the running controller's channel to each ZooKeeper-mode broker (connected, queued, errors, the
+    #: metadata offset the broker acknowledged), as it last reported them
+    zk_broker_channels: list[dict[str, Any]] | None = None
 
 
 class FinalizeResult(BaseModel):
@@ -606,6 +618,7 @@ def migrate(
                         runtime.service.activate(
                             ImageBuilder(_replay_of(facts)), syncer, result.claim.kraft_epoch
                         )
+                    runtime.propagate_to_zk_brokers(result.claim.zk_controller_epoch, opts)
                     result.actions.append(f"serving the controller protocol on {runtime.describe()}")
                 result.state_after = _public(facts.derived.state)
                 result.kafka_code_after = _kafka_name(facts.log.migration_code)
@@ -656,13 +669,34 @@ class _Listener:
         self.service = service
         self.server = start_server(service, listen)
         self.address: tuple[str, int] = self.server.address
+        self.propagator: ZkPropagator | None = None
         service.start_timer()
 
     def describe(self) -> str:
         return f"{self.address[0]}:{self.address[1]}"
 
+    def propagate_to_zk_brokers(self, zk_controller_epoch: int, opts: DriverOptions) -> None:
+        """From activation on, ZK-mode brokers learn every change from this controller (KIP-866)."""
+        from migrator.controller.zk_propagator import ZkPropagator
+
+        if self.propagator is None:
+            svc = self.service
+            self.propagator = ZkPropagator(
+                svc,
+                svc.core.config.node_id,
+                zk_controller_epoch,
+                say=svc.say,
+                status_dir=opts.log_dir,
+                metadata_version=svc.core.config.metadata_version,
+            ).start()
+            svc.zk_propagator = self.propagator
+            if opts.metrics is not None:
+                opts.metrics.track_zk_brokers(self.propagator.status_rows)
+
     def close(self) -> None:
         try:
+            if self.propagator is not None:
+                self.propagator.stop()
             self.server.stop()
         finally:
             self.service.stop()
@@ -1337,6 +1371,7 @@ def status(opts: DriverOptions) -> StatusResult:
     c = zk.controller
     writer = _writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
     follower = Inbox(opts.log_dir).follower_pid() if writer else None
+    channels = zk_propagator_status(opts.log_dir, follower) if follower else None
     anomalies = list(d.anomalies)
     if unbound is not None:  # first: nothing else said about this log matters while it is not the one
         anomalies.insert(0, unbound.message)
@@ -1397,6 +1432,7 @@ def status(opts: DriverOptions) -> StatusResult:
         last_transition=last,
         writer=writer,
         follower_pid=follower,
+        zk_broker_channels=channels,
         manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
     )
 

@@ -1,0 +1,302 @@
+"""One channel per ZooKeeper-mode broker: an in-order queue, batching, retries, a full resend on reconnect.
+
+As Kafka's ControllerChannelManager keeps one RequestSendThread per broker, each channel owns a thread
+and a TCP connection to the broker's inter-broker endpoint, and sends one request at a time, waiting
+for its response. What is queued meanwhile is merged: consecutive items of one type become one request
+(`zk_broker_requests.merge`), so order between types is kept (a StopReplica(delete) queued before a
+LeaderAndIsr for a re-created topic still goes first).
+
+A lost connection, a timeout or an unreadable answer closes the connection, waits (back-off doubling
+from `backoff_ms` to `max_backoff_ms`) and connects; the queue is then dropped for the full state
+(`full_state()`, asked of the propagator), because the broker may have seen any prefix of it. A new
+broker epoch (the broker re-registered) does the same. STALE_CONTROLLER_EPOCH stops the channel: a newer
+controller exists and this one may not speak for the cluster; other errors are counted and logged.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from migrator.controller import kafka_errors as E
+from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_requests import (
+    Header,
+    Item,
+    decode_response_frame,
+    encode_body,
+    encode_request_frame,
+    merge,
+    response_errors,
+)
+
+__all__ = ["BrokerChannel", "ChannelStatus", "ZkBrokerTarget"]
+
+STALE_CONTROLLER_EPOCH = 11
+_NAMES = {
+    Z.LEADER_AND_ISR: "LeaderAndIsr",
+    Z.STOP_REPLICA: "StopReplica",
+    Z.UPDATE_METADATA: "UpdateMetadata",
+}
+
+
+@dataclass(frozen=True)
+class ZkBrokerTarget:
+    """Where and as whom to reach one broker."""
+
+    broker_id: int
+    broker_epoch: int
+    host: str
+    port: int
+    versions: dict[int, int]  # apiKey → version its IBP gets
+
+
+@dataclass
+class ChannelStatus:
+    broker_id: int
+    endpoint: str
+    connected: bool = False
+    queued: int = 0
+    sent: dict[str, int] = field(default_factory=dict)
+    errors: int = 0
+    partition_errors: int = 0
+    connects: int = 0
+    last_error: str | None = None
+    stopped: str | None = None
+    acked_offset: int = -1  # the metadata offset of the last state the broker acknowledged
+
+
+class BrokerChannel:
+    """The controller's link to one ZooKeeper-mode broker (see the module docstring)."""
+
+    def __init__(
+        self,
+        target: ZkBrokerTarget,
+        header: Callable[[ZkBrokerTarget], Header],
+        full_state: Callable[[int, Callable[[list[Item], int], None]], None],
+        *,
+        request_timeout: float = 30.0,
+        backoff_ms: int = 50,
+        max_backoff_ms: int = 2_000,
+        client_id: str = "zk2kraft-controller",
+        say: Callable[[str], None] | None = None,
+    ) -> None:
+        self.target = target
+        self._header = header
+        self._full_state = full_state
+        self.request_timeout = request_timeout
+        self.backoff_ms = backoff_ms
+        self.max_backoff_ms = max_backoff_ms
+        self.client_id = client_id
+        self._say = say
+        self._cond = threading.Condition()
+        self._queue: deque[tuple[Item, int]] = deque()  # (item, metadata offset it reflects)
+        self._needs_full = True
+        self._covered = -1  # the newest offset whose changes are queued or sent
+        self._sock: socket.socket | None = None
+        self._correlation = 0
+        self._stop = threading.Event()
+        self._busy = False
+        self.status = ChannelStatus(target.broker_id, f"{target.host}:{target.port}")
+        self._thread = threading.Thread(target=self._run, name=f"zk-broker-{target.broker_id}", daemon=True)
+
+    # -- the propagator's side -----------------------------------------------------------------
+
+    def start(self) -> BrokerChannel:
+        self._thread.start()
+        return self
+
+    def enqueue(self, items: list[Item], offset: int) -> None:
+        """Queue what changed at `offset` (nothing, if the change does not concern this broker)."""
+        with self._cond:
+            if self.status.stopped or self._needs_full:
+                return  # the full state about to be sent covers these
+            self._covered = max(self._covered, offset)
+            self._queue.extend((it, offset) for it in items if it.size() or it.live_brokers or it.full)
+            self.status.queued = len(self._queue)
+            if not self._queue and not self._busy:
+                self.status.acked_offset = max(self.status.acked_offset, offset)
+            self._cond.notify_all()
+
+    def retarget(self, target: ZkBrokerTarget) -> None:
+        """The broker re-registered (new epoch) or moved: reconnect and send it everything again."""
+        with self._cond:
+            moved = (target.host, target.port) != (self.target.host, self.target.port)
+            self.target = target
+            self._needs_full = True
+            self._queue.clear()
+            self.status.queued = 0
+            self.status.endpoint = f"{target.host}:{target.port}"
+            self.status.stopped = None
+            self._cond.notify_all()
+        if moved:
+            self._close()
+
+    def _install_full(self, items: list[Item], offset: int) -> None:
+        """The propagator's full state for this broker (called under its lock): replaces the queue."""
+        with self._cond:
+            self._queue.clear()
+            self._queue.extend((it, offset) for it in items)
+            self._needs_full = False
+            self._covered = max(self._covered, offset)
+            self.status.queued = len(self._queue)
+            self._cond.notify_all()
+
+    def idle(self) -> bool:
+        """Nothing queued, nothing in flight, no full state owed (and connected)."""
+        with self._cond:
+            return not self._queue and not self._busy and not self._needs_full and self._sock is not None
+
+    def stop(self, wait: bool = True) -> None:
+        """Stop sending; with `wait`, until the thread is gone (a peer that never answers holds it at
+        most until its socket is closed here)."""
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        self._close()
+        if wait and self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    # -- the channel's thread ------------------------------------------------------------------
+
+    def _note(self, text: str) -> None:
+        if self._say is not None:
+            self._say(f"ZK broker {self.target.broker_id}: {text}")
+
+    def _close(self) -> None:
+        sock, self._sock = self._sock, None
+        self.status.connected = False
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def _run(self) -> None:
+        backoff = self.backoff_ms
+        while not self._stop.is_set():
+            if self._sock is None:
+                try:
+                    t = self.target
+                    self._sock = socket.create_connection((t.host, t.port), timeout=self.request_timeout)
+                    self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    self.status.connected = True
+                    self.status.connects += 1
+                except OSError as e:
+                    self._failed(f"cannot connect to {t.host}:{t.port}: {e}")
+                    self._stop.wait(backoff / 1000)
+                    backoff = min(backoff * 2, self.max_backoff_ms)
+                    continue
+            batch = self._next_batch()
+            if batch is None:
+                continue
+            item, offset = batch
+            try:
+                self._send(item, offset)
+                backoff = self.backoff_ms
+            except (OSError, ValueError) as e:
+                self._failed(f"{_NAMES[item.api_key]}: {e}")
+                self._close()
+                with self._cond:
+                    self._needs_full = True  # the broker saw some prefix: start again from the whole
+                    self._queue.clear()
+                    self._busy = False
+                self._stop.wait(backoff / 1000)
+                backoff = min(backoff * 2, self.max_backoff_ms)
+
+    def _failed(self, text: str) -> None:
+        first = self.status.last_error != text
+        self.status.errors += 1
+        self.status.last_error = text
+        if first:
+            self._note(text)
+
+    def _next_batch(self) -> tuple[Item, int] | None:
+        """Wait for work; returns the merged run of same-type items at the head of the queue."""
+        while not self._stop.is_set():
+            with self._cond:
+                need_full = self.status.stopped is None and self._needs_full
+                ready = bool(self._queue) and self.status.stopped is None
+                if not need_full and not ready:
+                    self._cond.wait(0.5)
+                    continue
+            if need_full:
+                # Outside our lock: the propagator takes its own lock, then ours (as enqueue does).
+                self._full_state(self.target.broker_id, self._install_full)
+                continue
+            with self._cond:
+                if not self._queue or self.status.stopped is not None:
+                    continue
+                first, offset = self._queue.popleft()
+                run = [first]
+                while self._queue and self._queue[0][0].api_key == first.api_key:
+                    it, offset = self._queue.popleft()
+                    run.append(it)
+                self.status.queued = len(self._queue)
+                self._busy = True
+            return (merge(run) if len(run) > 1 else first), offset
+        return None
+
+    def _send(self, item: Item, offset: int) -> None:
+        sock = self._sock
+        if sock is None:
+            raise OSError("not connected")
+        t = self.target
+        version = t.versions[item.api_key]
+        body = encode_body(item, version, self._header(t), shared=item.shared)
+        self._correlation += 1
+        cid = self._correlation
+        sock.settimeout(self.request_timeout)
+        sock.sendall(encode_request_frame(item.api_key, version, cid, self.client_id, body))
+        (size,) = struct.unpack(">i", _recv(sock, 4))
+        if size < 4 or size > 64 << 20:
+            raise ValueError(f"response size {size}")
+        got, resp = decode_response_frame(item.api_key, version, _recv(sock, size))
+        if got != cid:
+            raise ValueError(f"correlation id {got}, expected {cid}")
+        name = _NAMES[item.api_key]
+        top, failed = response_errors(item.api_key, resp)
+        with self._cond:
+            self._busy = False
+            self.status.sent[name] = self.status.sent.get(name, 0) + 1
+            if top == STALE_CONTROLLER_EPOCH:
+                self.status.stopped = "STALE_CONTROLLER_EPOCH: a newer controller exists"
+                self._queue.clear()
+                self.status.queued = 0
+                self._failed(f"{name} v{version}: {self.status.stopped}; channel stopped")
+                return
+            if top != E.NONE:
+                self._failed(f"{name} v{version}: error {top}")
+                return
+            if failed:
+                self.status.partition_errors += len(failed)
+                self._failed(f"{name} v{version}: {len(failed)} partition errors, first {failed[0]}")
+                return
+            # Acknowledged up to `offset`; with nothing left queued, up to every offset handed to us.
+            done = offset if self._queue else max(offset, self._covered)
+            self.status.acked_offset = max(self.status.acked_offset, done)
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise OSError("connection closed by the broker")
+        buf += chunk
+    return bytes(buf)
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
+    """Poll `predicate` until it holds or `timeout` seconds pass (tests and status)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()

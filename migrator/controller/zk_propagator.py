@@ -1,0 +1,416 @@
+"""What ZooKeeper-mode brokers are told, and when: Kafka 3.9's MigrationPropagator for zk2kraft's controller.
+
+From the moment the controller is active (the copy committed), every ZooKeeper-mode broker learns
+leaders, ISRs, deletions and live brokers only from it. The propagator watches the service's image
+after each commit (only a fully durable image: nothing is announced that the log does not hold) and
+diffs it against the last one it propagated:
+
+- a ZK-mode broker (registered with `isMigratingZkBroker`, unfenced) gets a channel and, on its
+  creation, on reconnect and on re-registration, the full state: UpdateMetadata and LeaderAndIsr of
+  Type FULL (every partition; LeaderAndIsr only those it replicates);
+- a changed or new partition: LeaderAndIsr to its replicas, UpdateMetadata to every ZK-mode broker;
+- a replica removed by a reassignment: StopReplica(delete) to it;
+- a deleted topic: StopReplica(delete, epoch -2) to its replicas, UpdateMetadata with leader -2
+  (Kafka's LeaderDuringDelete) to every ZK-mode broker;
+- a change of live brokers: UpdateMetadata with the new list to every ZK-mode broker.
+
+KRaft-mode brokers get nothing, and so does a ZK broker whose id a KRaft broker holds (its registration
+in the image is the KRaft one). Requests carry the KRaft node id with `isKRaftController`, the claim's
+`/controller_epoch`, and each broker's epoch from its BrokerRegistration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_channel import BrokerChannel, ChannelStatus, ZkBrokerTarget
+from migrator.controller.zk_broker_requests import (
+    LEADER_DURING_DELETE,
+    BrokerInfo,
+    Header,
+    Item,
+    PartitionState,
+)
+from migrator.kraft.records import kafka_to_uuid
+from migrator.model import Broker, ClusterImage
+
+__all__ = ["STATUS_FILE", "Snapshot", "ZkPropagator", "read_status", "snapshot"]
+
+#: Where the running controller leaves its channels' status for `zk2kraft status` (in the log
+#: directory, next to the admin inbox); observability only, never read to derive a state.
+STATUS_FILE = "zk-broker-channels.json"
+
+#: Kafka's LeaderAndIsr.EpochDuringDelete: the leader epoch StopReplica(delete) carries.
+EPOCH_DURING_DELETE = -2
+#: metadata.version feature levels → the IBP they are (3.0-IV1 … 3.4-IV0; later levels send the same).
+_MV_IBP = {1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3"}
+_ZERO = uuid.UUID(int=0)
+
+
+@dataclass
+class Snapshot:
+    """The image as brokers see it: live brokers, ZK-mode brokers, every partition."""
+
+    brokers: dict[int, Broker] = field(default_factory=dict)
+    live: tuple[BrokerInfo, ...] = ()
+    zk: dict[int, Broker] = field(default_factory=dict)
+    parts: dict[tuple[str, int], PartitionState] = field(default_factory=dict)
+    #: per partition, what its state was built from (see `snapshot`); the brokers alive then
+    marks: dict[tuple[str, int], tuple[int, int, str | None]] = field(default_factory=dict)
+    alive: frozenset[int] = frozenset()
+
+
+def _topic_id(text: str | None) -> uuid.UUID:
+    try:
+        return kafka_to_uuid(text) if text else _ZERO
+    except ValueError:
+        return _ZERO
+
+
+def snapshot(image: ClusterImage, prev: Snapshot | None = None) -> Snapshot:
+    """Copies what propagation needs out of `image` (taken under the service's lock).
+
+    Replay changes a partition in place and bumps its partition epoch every time, so a partition
+    whose model object, partition epoch and topic id are those `prev` was built from (and with the
+    same brokers alive) is unchanged: its state object is reused, and the diff skips it by identity.
+    """
+    alive = frozenset(b.id for b in image.brokers.values() if not b.fenced)
+    snap = Snapshot(alive=alive)
+    reuse = prev is not None and prev.alive == alive
+    snap.brokers = dict(image.brokers)
+    snap.live = tuple(
+        BrokerInfo(
+            b.id, tuple((e.listener, e.host, e.port, e.security_protocol) for e in b.endpoints), b.rack
+        )
+        for b in sorted(image.brokers.values(), key=lambda b: b.id)
+        if b.id in alive
+    )
+    if prev is not None and prev.live == snap.live:
+        snap.live = prev.live
+    snap.zk = {b.id: b for b in image.brokers.values() if b.is_migrating_zk_broker and not b.fenced}
+    parts, marks = snap.parts, snap.marks
+    old_parts = prev.parts if prev is not None else {}
+    old_marks = prev.marks if prev is not None else {}
+    for topic in image.topics.values():
+        tid: uuid.UUID | None = None
+        for p, part in topic.partitions.items():
+            key = (topic.name, p)
+            mark = (id(part), part.partition_epoch, topic.topic_id)
+            marks[key] = mark
+            if reuse and old_marks.get(key) == mark:
+                parts[key] = old_parts[key]
+                continue
+            if tid is None:
+                tid = _topic_id(topic.topic_id)
+            parts[key] = PartitionState(
+                topic=topic.name,
+                partition=p,
+                topic_id=tid,
+                leader=part.leader,
+                leader_epoch=part.leader_epoch,
+                isr=tuple(part.isr),
+                partition_epoch=part.partition_epoch,
+                replicas=tuple(part.replicas),
+                adding=tuple(part.adding_replicas),
+                removing=tuple(part.removing_replicas),
+                leader_recovery_state=part.leader_recovery_state,
+                offline=tuple(r for r in part.replicas if r not in alive),
+            )
+    return snap
+
+
+def _leadership(s: PartitionState) -> PartitionState:
+    return dataclasses.replace(s, offline=())
+
+
+def inter_broker_endpoint(broker: Broker, listener_name: str) -> tuple[str, int] | None:
+    """The endpoint named `listener_name` (inter.broker.listener.name), else the one whose security
+    protocol is that name (security.inter.broker.protocol, PLAINTEXT by default)."""
+    for e in broker.endpoints:
+        if e.listener == listener_name:
+            return e.host, e.port
+    for e in broker.endpoints:
+        if e.security_protocol == listener_name:
+            return e.host, e.port
+    return None
+
+
+def versions_for(broker: Broker, cluster_mv: int | None) -> dict[int, int]:
+    """Request versions for `broker`: its IBP is the metadata.version it and the cluster both support."""
+    fr = broker.features.get("metadata.version")
+    level = (
+        min(x for x in (fr.max_version if fr else None, cluster_mv) if x is not None)
+        if (fr or cluster_mv)
+        else 8
+    )
+    return Z.versions_for_ibp(_MV_IBP.get(level, "3.4-IV0") if level < 8 else "3.4-IV0")
+
+
+class ZkPropagator:
+    """Channels to every ZK-mode broker and the requests each change puts on them."""
+
+    def __init__(
+        self,
+        service: object,
+        controller_id: int,
+        controller_epoch: int,
+        *,
+        listener_name: str = "PLAINTEXT",
+        request_timeout: float = 30.0,
+        backoff_ms: int = 50,
+        metadata_version: int | None = None,
+        say: Callable[[str], None] | None = None,
+        status_dir: str | None = None,
+    ) -> None:
+        self.service = service
+        self.status_dir = status_dir
+        self._status_written: str | None = None
+        self._status_at = 0.0
+        self.controller_id = controller_id
+        self.controller_epoch = controller_epoch
+        self.listener_name = listener_name
+        self.request_timeout = request_timeout
+        self.backoff_ms = backoff_ms
+        self.metadata_version = metadata_version
+        self.say = say
+        self.channels: dict[int, BrokerChannel] = {}
+        self.unreachable: dict[int, str] = {}  # ZK brokers with no inter-broker endpoint
+        self._lock = threading.RLock()
+        self._snap: Snapshot | None = None
+        self._full_um: tuple[Snapshot, Item] | None = None
+        self._offset = -1
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> ZkPropagator:
+        self._thread = threading.Thread(target=self._run, name="zk-propagator", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.status_dir is not None:
+            try:
+                (Path(self.status_dir) / STATUS_FILE).unlink(missing_ok=True)
+            except OSError:
+                pass
+        with self._lock:
+            channels = list(self.channels.values())
+            self.channels.clear()
+        for ch in channels:
+            ch.stop(wait=False)  # all at once, then wait: shutdown is as long as the slowest, not the sum
+        for ch in channels:
+            ch.stop()
+
+    def status(self) -> list[ChannelStatus]:
+        with self._lock:
+            return [ch.status for _, ch in sorted(self.channels.items())]
+
+    def in_sync(self) -> bool:
+        """Every channel has delivered everything up to the last propagated offset."""
+        with self._lock:
+            return self._snap is not None and all(
+                ch.idle() and ch.status.acked_offset >= self._offset for ch in self.channels.values()
+            )
+
+    # -- watching the image --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        svc = self.service
+        got: list[tuple[int, Snapshot]] = []
+
+        def changed(image: ClusterImage) -> bool:
+            """Under the service's lock: a committed image newer than the last one propagated."""
+            off = svc.committed_offset  # type: ignore[attr-defined]
+            if off is None or off == self._offset or svc.soft_start:  # type: ignore[attr-defined]
+                return self._stop.is_set()
+            got.append((off, snapshot(image, self._snap)))
+            return True
+
+        while not self._stop.is_set():
+            got.clear()
+            svc.wait_for(changed, 0.5)  # type: ignore[attr-defined]
+            if got:
+                self.propagate(*got[-1])
+            if self.status_dir is not None and time.monotonic() - self._status_at >= 1.0:
+                self._status_at = time.monotonic()
+                self._write_status()
+
+    def status_rows(self) -> list[dict[str, Any]]:
+        """Each channel's status as plain data (status, metrics), brokers without an endpoint too."""
+        with self._lock:
+            rows = [dataclasses.asdict(s) for s in self.status()]
+            rows += [
+                {"broker_id": b, "endpoint": "", "connected": False, "last_error": why}
+                for b, why in sorted(self.unreachable.items())
+            ]
+        return rows
+
+    def _write_status(self) -> None:
+        text = json.dumps({"pid": os.getpid(), "channels": self.status_rows()}, sort_keys=True)
+        if text == self._status_written:
+            return
+        assert self.status_dir is not None
+        path = Path(self.status_dir) / STATUS_FILE
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            tmp.write_text(text)
+            os.replace(tmp, path)
+            self._status_written = text
+        except OSError:
+            pass  # status is best effort: the log directory's own errors surface elsewhere
+
+    def propagate(self, offset: int, snap: Snapshot) -> None:
+        """Bring every channel from the last propagated snapshot to `snap` (committed at `offset`)."""
+        with self._lock:
+            prev, self._snap, self._offset = self._snap, snap, offset
+            self._manage_channels(snap)
+            if prev is None:
+                return  # every channel is new and owes its broker the full state
+            before = prev.parts
+            changed = {k: s for k, s in snap.parts.items() if (o := before.get(k)) is not s and o != s}
+            deleted = {k: prev.parts[k] for k in prev.parts.keys() - snap.parts.keys()}
+            live_changed = prev.live != snap.live
+            if not changed and not deleted and not live_changed:
+                for ch in self.channels.values():
+                    ch.enqueue([], offset)  # nothing to say: in sync at this offset once idle
+                return
+            # A replica going offline alone changes what UpdateMetadata says, not leadership.
+            led = {
+                k: s
+                for k, s in changed.items()
+                if k not in prev.parts or _leadership(prev.parts[k]) != _leadership(s)
+            }
+            um_parts = dict(changed)
+            for k, s in deleted.items():
+                um_parts[k] = PartitionState(
+                    s.topic,
+                    s.partition,
+                    s.topic_id,
+                    LEADER_DURING_DELETE,
+                    0,
+                    s.isr,
+                    0,
+                    s.replicas,
+                    offline=s.offline,
+                )
+            um = Item(Z.UPDATE_METADATA, partitions=um_parts, live_brokers=snap.live, shared=True)
+            for bid, ch in self.channels.items():
+                items: list[Item] = []
+                lai = {k: s for k, s in led.items() if bid in s.replicas}
+                if lai:
+                    new = frozenset(k for k in lai if k not in prev.parts)
+                    items.append(
+                        Item(Z.LEADER_AND_ISR, partitions=lai, leaders=self._leaders(snap, lai), is_new=new)
+                    )
+                if um_parts or live_changed:
+                    items.append(um)
+                stop = {k: (EPOCH_DURING_DELETE, True) for k, s in deleted.items() if bid in s.replicas}
+                for k, s in changed.items():
+                    old = prev.parts.get(k)
+                    if old is not None and bid in old.replicas and bid not in s.replicas:
+                        stop[k] = (EPOCH_DURING_DELETE, True)
+                if stop:
+                    items.append(Item(Z.STOP_REPLICA, stop=stop))
+                ch.enqueue(items, offset)
+
+    def _leaders(
+        self, snap: Snapshot, parts: dict[tuple[str, int], PartitionState]
+    ) -> dict[int, tuple[str, int]]:
+        out: dict[int, tuple[str, int]] = {}
+        live = {b.broker_id for b in snap.live}
+        for s in parts.values():
+            b = snap.brokers.get(s.leader)
+            if b is not None and s.leader in live and s.leader not in out:
+                ep = inter_broker_endpoint(b, self.listener_name)
+                if ep is not None:
+                    out[s.leader] = ep
+        return out
+
+    def _manage_channels(self, snap: Snapshot) -> None:
+        for bid in [b for b in self.channels if b not in snap.zk]:
+            self.channels.pop(bid).stop(wait=False)  # never wait under our lock: its thread may want it
+        for bid, broker in snap.zk.items():
+            ep = inter_broker_endpoint(broker, self.listener_name)
+            if ep is None:
+                reason = f"no {self.listener_name} endpoint among {[e.listener for e in broker.endpoints]}"
+                if self.unreachable.get(bid) != reason and self.say is not None:
+                    self.say(f"ZK broker {bid}: {reason}")
+                self.unreachable[bid] = reason
+                continue
+            self.unreachable.pop(bid, None)
+            target = ZkBrokerTarget(
+                bid, broker.broker_epoch, ep[0], ep[1], versions_for(broker, self.metadata_version)
+            )
+            ch = self.channels.get(bid)
+            if ch is None:
+                self.channels[bid] = BrokerChannel(
+                    target,
+                    self._header,
+                    self._full_state,
+                    request_timeout=self.request_timeout,
+                    backoff_ms=self.backoff_ms,
+                    client_id=f"zk2kraft-controller-{self.controller_id}",
+                    say=self.say,
+                ).start()
+            elif ch.target != target:
+                ch.retarget(target)
+
+    def _header(self, target: ZkBrokerTarget) -> Header:
+        return Header(self.controller_id, self.controller_epoch, target.broker_epoch)
+
+    def _full_update_metadata(self, snap: Snapshot) -> Item:
+        """UpdateMetadata FULL of `snap`: one object for every broker, so it is encoded once."""
+        if self._full_um is None or self._full_um[0] is not snap:
+            item = Item(
+                Z.UPDATE_METADATA, partitions=snap.parts, live_brokers=snap.live, full=True, shared=True
+            )
+            self._full_um = (snap, item)
+        return self._full_um[1]
+
+    def _full_state(self, broker_id: int, install: Callable[[list[Item], int], None]) -> None:
+        """Everything `broker_id` must know, installed on its channel under our lock (so no change
+        propagated meanwhile is lost or applied before it)."""
+        with self._lock:
+            snap = self._snap
+            if snap is None:
+                return
+            mine = {k: s for k, s in snap.parts.items() if broker_id in s.replicas}
+            install(
+                [
+                    self._full_update_metadata(snap),
+                    Item(
+                        Z.LEADER_AND_ISR,
+                        partitions=mine,
+                        leaders=self._leaders(snap, mine),
+                        full=True,
+                        is_new=frozenset(mine),
+                    ),
+                ],
+                self._offset,
+            )
+
+
+def read_status(log_dir: str, pid: int | None) -> list[dict[str, Any]] | None:
+    """The channels a running controller (process `pid`) last reported, None if it reported none."""
+    try:
+        data = json.loads((Path(log_dir) / STATUS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("pid") != pid or not isinstance(data.get("channels"), list):
+        return None
+    return [row for row in data["channels"] if isinstance(row, dict)]

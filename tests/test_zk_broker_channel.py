@@ -1,0 +1,217 @@
+"""One controller-to-ZK-broker channel over TCP, against simulated brokers that behave and that do not.
+
+A well-behaved peer is zk_fixtures.zk_broker_server (a ZK broker's metadata cache); a bad one answers
+garbage, closes mid-response or never answers. The channel must keep order, batch, stop on
+STALE_CONTROLLER_EPOCH, and on every failure retry with back-off and resend the full state, while a
+channel to a healthy broker is served meanwhile.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
+from migrator.controller.zk_broker_requests import (
+    LEADER_DURING_DELETE,
+    BrokerInfo,
+    Header,
+    Item,
+    PartitionState,
+)
+from zk_fixtures.zk_broker_server import CachedPartition, ZkBrokerCache, ZkBrokerServer
+
+TID = uuid.uuid4()
+LIVE = (BrokerInfo(1, (("PLAINTEXT", "127.0.0.1", 1, "PLAINTEXT"),)), BrokerInfo(2, ()))
+
+
+def state(p: int, leader: int = 1, epoch: int = 1, isr: tuple[int, ...] = (1, 2)) -> PartitionState:
+    return PartitionState("t", p, TID, leader, epoch, isr, epoch, (1, 2))
+
+
+class Flaky(ZkBrokerServer):
+    """A broker whose answers can be garbage, cut short, or never come; `mode = "good"` heals it."""
+
+    mode = "good"
+    release = threading.Event()
+
+    def _serve(self, conn: socket.socket) -> None:
+        self._conns.add(conn)
+        try:
+            while True:
+                head = conn.recv(4)
+                if len(head) < 4:
+                    return
+                (size,) = struct.unpack(">i", head)
+                frame = b""
+                while len(frame) < size:
+                    chunk = conn.recv(size - len(frame))
+                    if not chunk:
+                        return
+                    frame += chunk
+                if self.mode == "garbage":
+                    conn.sendall(struct.pack(">i", 9) + b"\xff" * 9)
+                elif self.mode == "close":
+                    conn.sendall(self._answer(frame)[:7])
+                    return
+                elif self.mode == "silent":
+                    self.release.wait(30)
+                    return
+                else:
+                    conn.sendall(self._answer(frame))
+        except OSError:
+            return
+        finally:
+            self._conns.discard(conn)
+
+
+class Controller:
+    """What the propagator gives a channel: its header, and the full state on (re)connect."""
+
+    def __init__(self) -> None:
+        self.parts = {("t", p): state(p) for p in range(3)}
+        self.offset = 10
+        self.fulls = 0
+
+    def header(self, target: ZkBrokerTarget) -> Header:
+        return Header(3000, 5, target.broker_epoch)
+
+    def full_state(self, broker_id: int, install: Callable[[list[Item], int], None]) -> None:
+        self.fulls += 1
+        install(
+            [
+                Item(Z.UPDATE_METADATA, partitions=dict(self.parts), live_brokers=LIVE, full=True),
+                Item(Z.LEADER_AND_ISR, partitions=dict(self.parts), full=True),
+            ],
+            self.offset,
+        )
+
+
+@pytest.fixture
+def broker() -> Iterator[tuple[ZkBrokerCache, Flaky]]:
+    cache = ZkBrokerCache(1, lambda: 7)
+    server = Flaky(cache).start()
+    server.mode = "good"
+    server.release = threading.Event()
+    yield cache, server
+    server.release.set()
+    server.stop()
+
+
+def channel(server: ZkBrokerServer, ctl: Controller, version: dict[int, int] | None = None) -> BrokerChannel:
+    versions = version or {Z.LEADER_AND_ISR: 7, Z.UPDATE_METADATA: 8, Z.STOP_REPLICA: 4}
+    target = ZkBrokerTarget(1, 7, server.address[0], server.address[1], versions)
+    return BrokerChannel(target, ctl.header, ctl.full_state, request_timeout=0.5, backoff_ms=20).start()
+
+
+def cached(cache: ZkBrokerCache) -> dict[tuple[str, int], CachedPartition]:
+    with cache.lock:
+        return dict(cache.partitions)
+
+
+def expected(parts: dict[tuple[str, int], PartitionState]) -> dict[tuple[str, int], CachedPartition]:
+    return {
+        k: CachedPartition(s.leader, s.leader_epoch, s.isr, s.partition_epoch, s.replicas)
+        for k, s in parts.items()
+    }
+
+
+@pytest.mark.parametrize("versions", [{4: 7, 6: 8, 5: 4}, {4: 2, 6: 5, 5: 1}, {4: 0, 6: 0, 5: 0}])
+def test_full_state_then_changes_in_order(broker, versions):
+    cache, server = broker
+    ctl = Controller()
+    ch = channel(server, ctl, versions)
+    try:
+        assert wait_until(lambda: cached(cache) == expected(ctl.parts) and ch.idle(), 10), ch.status
+        assert cache.controller_epoch == 5 and cache.roles[("t", 0)] == (True, 1, 1)
+        # A leader change, then the topic's deletion and re-creation: order between types holds.
+        ctl.parts[("t", 0)] = state(0, leader=2, epoch=2)
+        ch.enqueue([Item(Z.LEADER_AND_ISR, partitions={("t", 0): ctl.parts[("t", 0)]})], 11)
+        gone = {k: PartitionState("t", k[1], TID, LEADER_DURING_DELETE, 0, (), 0, (1, 2)) for k in ctl.parts}
+        ch.enqueue([Item(Z.UPDATE_METADATA, partitions=gone, live_brokers=LIVE)], 12)
+        ch.enqueue([Item(Z.STOP_REPLICA, stop={k: (-2, True) for k in ctl.parts})], 12)
+        ctl.parts = {("t", 0): state(0, epoch=0)}
+        ch.enqueue([Item(Z.LEADER_AND_ISR, partitions=dict(ctl.parts), is_new=frozenset(ctl.parts))], 13)
+        ch.enqueue([Item(Z.UPDATE_METADATA, partitions=dict(ctl.parts), live_brokers=LIVE)], 13)
+        assert wait_until(lambda: ch.status.acked_offset == 13 and ch.idle(), 10), ch.status
+        assert cached(cache) == expected(ctl.parts)
+        assert cache.roles == {("t", 0): (True, 0, 0)}  # the new topic's replica, after the old one's stop
+        assert ch.status.errors == 0 and ctl.fulls == 1
+    finally:
+        ch.stop()
+
+
+def test_stale_controller_epoch_stops_the_channel(broker):
+    cache, server = broker
+    cache.controller_epoch = 6  # a newer controller already spoke to this broker
+    ctl = Controller()
+    ch = channel(server, ctl)
+    try:
+        assert wait_until(lambda: ch.status.stopped is not None, 10), ch.status
+        assert "STALE_CONTROLLER_EPOCH" in (ch.status.last_error or "")
+        ch.enqueue([Item(Z.UPDATE_METADATA, partitions=dict(ctl.parts), live_brokers=LIVE)], 11)
+        assert ch.status.queued == 0 and not cached(cache)
+        assert cache.refused == {"UpdateMetadata": 1}  # one request, then silence
+    finally:
+        ch.stop()
+
+
+def test_a_lower_leader_epoch_is_refused_per_partition(broker):
+    cache, server = broker
+    ctl = Controller()
+    ch = channel(server, ctl)
+    try:
+        assert wait_until(lambda: ch.idle() and ch.status.acked_offset == 10, 10), ch.status
+        ch.enqueue([Item(Z.LEADER_AND_ISR, partitions={("t", 1): state(1, leader=2, epoch=0)})], 11)
+        assert wait_until(lambda: ch.status.partition_errors == 1, 10), ch.status
+        assert cache.roles[("t", 1)] == (True, 1, 1)  # leader epochs only move forward
+    finally:
+        ch.stop()
+
+
+@pytest.mark.parametrize("mode", ["garbage", "close", "silent"])
+def test_a_bad_broker_is_retried_and_reported_while_others_are_served(broker, mode):
+    cache, server = broker
+    good_cache = ZkBrokerCache(2, lambda: 7)
+    good = ZkBrokerServer(good_cache).start()
+    server.mode = mode
+    ctl = Controller()
+    bad_ch = channel(server, ctl)
+    good_ch = channel(good, ctl)
+    try:
+        assert wait_until(lambda: bad_ch.status.errors >= 2, 15), bad_ch.status  # retried
+        assert bad_ch.status.last_error and bad_ch.status.stopped is None
+        assert wait_until(lambda: cached(good_cache) == expected(ctl.parts), 10), good_ch.status
+        # The broker heals: the next attempt resends the whole state, changes made meanwhile included.
+        ctl.parts[("t", 2)] = state(2, leader=2, epoch=4)
+        good_ch.enqueue(
+            [Item(Z.UPDATE_METADATA, partitions={("t", 2): ctl.parts[("t", 2)]}, live_brokers=LIVE)], 11
+        )
+        server.mode = "good"
+        server.release.set()
+        assert wait_until(lambda: cached(cache) == expected(ctl.parts), 15), bad_ch.status
+        assert wait_until(lambda: cached(good_cache) == expected(ctl.parts), 10), good_ch.status
+        assert good_ch.status.errors == 0
+    finally:
+        bad_ch.stop()
+        good_ch.stop()
+        good.stop()
+
+
+@pytest.mark.parametrize("version", range(9))
+def test_a_shared_update_metadata_is_encoded_once_with_each_brokers_epoch(version):
+    from migrator.controller.zk_broker_requests import encode_body
+
+    item = Item(
+        Z.UPDATE_METADATA, partitions={("t", p): state(p) for p in range(3)}, live_brokers=LIVE, shared=True
+    )
+    for epoch in (7, -1, 2**40 + 3):
+        h = Header(3000, 5, epoch)
+        alone = Item(Z.UPDATE_METADATA, partitions=item.partitions, live_brokers=LIVE)
+        assert encode_body(item, version, h, shared=True) == encode_body(alone, version, h)

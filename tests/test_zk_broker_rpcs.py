@@ -1,0 +1,211 @@
+"""ZooKeeper-mode brokers follow the controller over TCP: UpdateMetadata, LeaderAndIsr, StopReplica.
+
+The real controller (`migrate --follow --listen`) on a real ZooKeeper, its brokers simulated with an
+inter-broker listener each (zk_fixtures.zk_broker_server): after activation, after an election on
+fencing, after AlterPartitions, after a broker's restart (a new broker epoch: a full resend) and a topic's
+creation and deletion, every
+live broker's metadata cache equals the controller's image, and no broker leads a partition the
+controller gave to another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from migrate_helpers import cluster
+from prometheus_client import generate_latest
+
+from migrator import commands
+from migrator.controller.zk_broker_channel import wait_until
+from migrator.metrics import MigrationMetrics
+from migrator.migration.admin import AdminChange
+from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+from zk_fixtures.zk_broker_server import CachedPartition
+
+pytestmark = [pytest.mark.zk]
+
+SESSION_MS = 3000
+
+
+@contextmanager
+def controller_and_brokers(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> Iterator[tuple[commands.RunningController, BrokerSimulator, MigrationMetrics]]:
+    metrics = MigrationMetrics()
+    with cluster(zk, zk_connect) as generated:
+        running = commands.start_controller(
+            zk_connect,
+            str(tmp_path / "meta"),
+            listen="127.0.0.1:0",
+            yes=True,
+            broker_wait_timeout=60,
+            session_timeout_ms=SESSION_MS,
+            metrics=metrics,
+        )
+        listeners, racks = listeners_of(generated.image)
+        sim = BrokerSimulator(
+            running.address,
+            zk_connect,
+            generated.image.cluster_id or "",
+            sorted(generated.image.brokers),
+            racks=racks,
+            listeners=listeners,
+            interval_s=0.3,
+            own_timeout_s=2.0,
+            inter_broker=True,
+        )
+        try:
+            sim.start()
+            service = running.service
+            assert service is not None
+            assert running.wait_until(
+                lambda r: not service.soft_start and service.zk_propagator is not None, 90
+            ), running.error
+            yield running, sim, metrics
+        finally:
+            sim.stop()
+            running.stop()
+
+
+def differences(running: commands.RunningController, sim: BrokerSimulator) -> list[str]:
+    """How each live broker's cache and roles differ from the controller's image (empty: none)."""
+    service = running.service
+    assert service is not None
+    with service.lock:
+        image = service.image
+        want = {
+            (t.name, p): CachedPartition(
+                x.leader, x.leader_epoch, tuple(x.isr), x.partition_epoch, tuple(x.replicas)
+            )
+            for t in image.topics.values()
+            for p, x in t.partitions.items()
+        }
+        live = {b.id for b in image.brokers.values() if not b.fenced}
+    out: list[str] = []
+    for bid in sorted(live & set(sim.caches)):
+        cache = sim.caches[bid]
+        with cache.lock:
+            have = dict(cache.partitions)
+            roles = dict(cache.roles)
+            known_live = set(cache.live_brokers)
+        wrong = [k for k in want.keys() | have.keys() if want.get(k) != have.get(k)]
+        if wrong:
+            k = sorted(wrong)[0]
+            out.append(
+                f"broker {bid}: {len(wrong)} partitions differ, e.g. {k}: {have.get(k)} != {want.get(k)}"
+            )
+        if known_live != live:
+            out.append(f"broker {bid}: live brokers {sorted(known_live)} != {sorted(live)}")
+        mine = {k for k, s in want.items() if bid in s.replicas}
+        if set(roles) != mine:
+            out.append(f"broker {bid}: replicates {len(roles)} partitions, the image gives it {len(mine)}")
+        for k, (leads, epoch, _) in roles.items():
+            s = want.get(k)
+            if s is not None and (leads != (s.leader == bid) or epoch != s.leader_epoch):
+                out.append(
+                    f"broker {bid}: {k} role (leader={leads}, epoch {epoch}) but image leader {s.leader}"
+                )
+                break
+    return out
+
+
+def converged(running: commands.RunningController, sim: BrokerSimulator, timeout: float = 30.0) -> None:
+    last: list[str] = []
+
+    def check() -> bool:
+        last[:] = differences(running, sim)
+        return not last
+
+    assert wait_until(check, timeout), last
+
+
+def test_zk_brokers_follow_fencing_alter_partition_restart_create_and_delete(zk, zk_connect, tmp_path):
+    with controller_and_brokers(zk, zk_connect, tmp_path) as (running, sim, prometheus):
+        service = running.service
+        assert service is not None
+        # Activation: every ZK-mode broker got the full state.
+        converged(running, sim)
+        propagator = service.zk_propagator
+        assert sorted(propagator.channels) == sorted(sim.brokers)
+        for cache in sim.caches.values():
+            assert cache.controller_epoch >= 0 and cache.controller_id == service.core.config.node_id
+
+        # Fencing: a crashed broker's leaderships move; every other broker learns the new leaders.
+        image = service.image
+        victim = next(
+            p.leader for t in image.topics.values() for p in t.partitions.values() if len(p.replicas) >= 2
+        )
+        led_before = {
+            (t.name, n) for t in image.topics.values() for n, p in t.partitions.items() if p.leader == victim
+        }
+        sim.brokers[victim].crash()
+        assert service.wait_for(lambda img: img.brokers[victim].fenced, 20)
+        converged(running, sim)
+        for bid, cache in sim.caches.items():
+            if bid != victim:
+                assert not cache.leads() & {
+                    k for k in led_before if service.image.topics[k[0]].partitions[k[1]].leader != bid
+                }
+        assert victim not in propagator.channels  # a fenced broker has no channel
+
+        # Restart with an empty disk: a new broker epoch, the full state again, and the leaders'
+        # AlterPartitions taking it back into the ISRs reach every broker.
+        alter_before = service.stats.requests.get("AlterPartition", 0)
+        assert sim.restart(victim) == 0
+        assert service.wait_for(
+            lambda img: (
+                not img.brokers[victim].fenced
+                and any(
+                    victim in p.isr
+                    for t in img.topics.values()
+                    for p in t.partitions.values()
+                    if p.leader != victim
+                )
+            ),
+            30,
+        )
+        converged(running, sim)
+        assert service.stats.requests.get("AlterPartition", 0) > alter_before
+        assert sim.caches[victim].partitions  # the restarted broker learned everything again
+
+        # A topic created, then deleted, through the admin path: LeaderAndIsr to its replicas, then
+        # StopReplica(delete) to them and UpdateMetadata(leader -2) to everyone.
+        log_dir = str(tmp_path / "meta")
+        commands.admin(
+            zk_connect,
+            log_dir,
+            AdminChange(kind="create-topic", topic="zk-rpc", partitions=3, replication_factor=2),
+        )
+        converged(running, sim)
+        assert sum(1 for c in sim.caches.values() for k in c.roles if k[0] == "zk-rpc") == 6
+        commands.admin(zk_connect, log_dir, AdminChange(kind="delete-topic", topic="zk-rpc"))
+        converged(running, sim)
+        for cache in sim.caches.values():
+            assert not any(k[0] == "zk-rpc" for k in (*cache.roles, *cache.partitions))
+        assert sum(c.requests.get("StopReplica", 0) for c in sim.caches.values()) >= 2
+        assert all(s.stopped is None for s in propagator.status())
+
+        # status and the Prometheus endpoint show each channel: connected, nothing queued, acknowledged
+        # up to the offset the controller last propagated.
+        offset = propagator._offset
+        assert wait_until(propagator.in_sync, 10)
+
+        def reported() -> list[dict] | None:
+            rows = commands.status(zk_connect, log_dir).zk_broker_channels
+            return rows if rows and all(r.get("acked_offset") == offset for r in rows) else None
+
+        assert wait_until(lambda: reported() is not None, 10), commands.status(
+            zk_connect, log_dir
+        ).zk_broker_channels
+        rows = reported()
+        assert rows is not None and sorted(r["broker_id"] for r in rows) == sorted(sim.brokers)
+        assert all(r["connected"] and r["queued"] == 0 and r["stopped"] is None for r in rows)
+        metrics = generate_latest(prometheus.registry).decode()
+        for bid in sim.brokers:
+            assert f'zk2kraft_zk_broker_channel_connected{{broker_id="{bid}"}} 1.0' in metrics
+            assert f'zk2kraft_zk_broker_channel_acked_offset{{broker_id="{bid}"}} {float(offset)}' in metrics
+        assert "kafka_controller_ControllerChannelManager_TotalQueueSize 0.0" in metrics

@@ -1,0 +1,152 @@
+"""What the propagator sends whom, over TCP to simulated ZK brokers, fed images directly.
+
+The cases the controller-level test (test_zk_broker_rpcs.py) does not reach: KRaft-mode brokers and a
+ZK broker registered under a KRaft broker's id get nothing; a reassignment's removed replica gets
+StopReplica(delete) and the added one LeaderAndIsr; a re-registration (new broker epoch) gets the
+full state again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from migrator.controller.zk_broker_channel import wait_until
+from migrator.controller.zk_broker_requests import PartitionState
+from migrator.controller.zk_propagator import Snapshot, ZkPropagator, snapshot
+from migrator.model import Broker, ClusterImage, Endpoint, Partition, Topic
+from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
+
+TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+@pytest.fixture
+def brokers() -> Iterator[dict[int, tuple[ZkBrokerCache, ZkBrokerServer]]]:
+    epochs = {b: 10 + b for b in range(1, 5)}
+    out = {}
+    for b in range(1, 5):
+        cache = ZkBrokerCache(b, lambda b=b: epochs[b])
+        out[b] = (cache, ZkBrokerServer(cache).start())
+    yield out
+    for _, server in out.values():
+        server.stop()
+
+
+def image(
+    servers: dict[int, tuple[ZkBrokerCache, ZkBrokerServer]], kraft: set[int], replicas: list[int]
+) -> ClusterImage:
+    img = ClusterImage()
+    for b, (_, server) in servers.items():
+        host, port = server.address
+        img.brokers[b] = Broker(
+            id=b,
+            endpoints=[Endpoint(listener="PLAINTEXT", host=host, port=port, security_protocol="PLAINTEXT")],
+            broker_epoch=10 + b,
+            fenced=False,
+            is_migrating_zk_broker=b not in kraft,
+        )
+    img.topics["t"] = Topic(
+        name="t",
+        topic_id=TOPIC_ID,
+        partitions={
+            0: Partition(partition=0, replicas=replicas, isr=replicas, leader=replicas[0], leader_epoch=1)
+        },
+    )
+    return img
+
+
+def test_kraft_brokers_get_nothing_and_a_reassignment_stops_the_removed_replica(brokers):
+    prop = ZkPropagator(None, 3000, 7)
+    try:
+        # Broker 4 is a KRaft broker (a ZK broker registering with its id would be this same entry).
+        prop.propagate(1, snapshot(image(brokers, {4}, [1, 2, 4])))
+        assert wait_until(prop.in_sync, 10)
+        assert sorted(prop.channels) == [1, 2, 3]
+        assert brokers[4][0].requests == {}
+        assert brokers[1][0].roles == {("t", 0): (True, 1, 0)} and brokers[3][0].roles == {}
+        assert all(("t", 0) in brokers[b][0].partitions for b in (1, 2, 3))
+
+        # Reassign [1, 2, 4] → [3, 2, 4]: 3 gets LeaderAndIsr (it leads now), 1 StopReplica(delete).
+        img = image(brokers, {4}, [3, 2, 4])
+        img.topics["t"].partitions[0].leader_epoch = 2
+        prop.propagate(2, snapshot(img))
+        assert wait_until(prop.in_sync, 10)
+        assert brokers[1][0].roles == {} and brokers[1][0].requests.get("StopReplica") == 1
+        assert brokers[3][0].roles == {("t", 0): (True, 2, 0)}
+        assert brokers[2][0].roles == {("t", 0): (False, 2, 0)}
+        assert all(brokers[b][0].partitions[("t", 0)].replicas == (3, 2, 4) for b in (1, 2, 3))
+        assert brokers[4][0].requests == {}
+    finally:
+        prop.stop()
+
+
+def test_a_new_broker_epoch_gets_the_full_state_again(brokers):
+    prop = ZkPropagator(None, 3000, 7)
+    try:
+        img = image(brokers, set(), [1, 2])
+        prop.propagate(1, snapshot(img))
+        assert wait_until(prop.in_sync, 10)
+        cache = brokers[2][0]
+        assert cache.requests == {"UpdateMetadata": 1, "LeaderAndIsr": 1}
+        cache.reset()  # an empty disk
+        img.brokers[2].broker_epoch = 99  # and its new registration
+        prop.propagate(2, snapshot(img))
+        assert wait_until(lambda: prop.in_sync() and cache.requests.get("UpdateMetadata") == 2, 10), (
+            cache.requests
+        )
+        assert ("t", 0) in cache.partitions and cache.roles == {("t", 0): (False, 1, 0)}
+        assert brokers[1][0].requests == {"UpdateMetadata": 1, "LeaderAndIsr": 1}  # nothing changed for 1
+    finally:
+        prop.stop()
+
+
+def test_deleted_topics_leave_the_caches_with_leader_minus_two(brokers):
+    prop = ZkPropagator(None, 3000, 7)
+    try:
+        img = image(brokers, set(), [1, 2])
+        prop.propagate(1, snapshot(img))
+        assert wait_until(prop.in_sync, 10)
+        del img.topics["t"]
+        prop.propagate(2, snapshot(img))
+        assert wait_until(prop.in_sync, 10)
+        for b in (1, 2, 3, 4):
+            cache = brokers[b][0]
+            assert cache.partitions == {} and cache.roles == {}
+        assert brokers[3][0].requests.get("StopReplica") is None  # not a replica: only UpdateMetadata
+    finally:
+        prop.stop()
+
+
+def test_snapshot_marks_replicas_on_fenced_brokers_offline(brokers):
+    img = image(brokers, set(), [1, 2])
+    img.brokers[2].fenced = True
+    snap: Snapshot = snapshot(img)
+    state: PartitionState = snap.parts[("t", 0)]
+    assert state.offline == (2,) and state.topic_id == uuid.UUID(int=1)
+    assert sorted(snap.zk) == [1, 3, 4] and [b.broker_id for b in snap.live] == [1, 3, 4]
+    assert dataclasses.replace(state, offline=()).replicas == (1, 2)
+
+
+def test_snapshot_reuses_unchanged_partitions_and_sees_changes_made_in_place(brokers):
+    img = image(brokers, set(), [1, 2])
+    key = ("t", 0)
+    s1 = snapshot(img)
+    s2 = snapshot(img, s1)
+    assert s2.parts[key] is s1.parts[key]
+    # As ImageBuilder replays a PartitionChangeRecord: in place, the partition epoch bumped.
+    d = img.topics["t"].partitions[0].__dict__
+    d["leader"], d["leader_epoch"], d["partition_epoch"] = 2, d["leader_epoch"] + 1, d["partition_epoch"] + 1
+    s3 = snapshot(img, s2)
+    assert s3.parts[key].leader == 2 and s3.parts[key].leader_epoch == 2
+    img.brokers[2].fenced = True  # liveness changes every partition's offline replicas
+    assert snapshot(img, s3).parts[key].offline == (2,)
+    # A topic deleted and re-created under the same name: a new topic id, never the old state.
+    img.topics["t"] = Topic(
+        name="t",
+        topic_id="AAAAAAAAAAAAAAAAAAAAAg",
+        partitions={0: Partition(partition=0, replicas=[1, 2], isr=[1, 2], leader=1, leader_epoch=0)},
+    )
+    assert snapshot(img, s3).parts[key].topic_id == uuid.UUID(int=2)

@@ -1,0 +1,303 @@
+"""A simulated ZooKeeper-mode broker's inter-broker listener: LeaderAndIsr, UpdateMetadata, StopReplica.
+
+What a Kafka 3.9 ZK-mode broker does with its controller's requests, for the parts the controller can
+observe: the metadata cache (ZkMetadataCache: partition states and live brokers; UpdateMetadata of Type
+FULL replaces it, a partition whose leader is -2 is deleted) and the replica roles (ReplicaManager's
+becomeLeaderOrFollower: a partition's leader epoch only moves forward, and an equal one only from a
+KRaft controller, which sends ISR changes; LeaderAndIsr of Type FULL drops roles for partitions it omits;
+StopReplica(delete) removes the replica). A request from an older controller epoch than the newest seen
+is refused with STALE_CONTROLLER_EPOCH, one naming an older broker epoch than the broker's own with
+STALE_BROKER_EPOCH, as KafkaApis does.
+"""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.serial import entity_reader
+
+from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_requests import LEADER_DURING_DELETE
+from migrator.controller.zk_broker_requests import encode_entity as write_entity
+
+__all__ = ["CachedPartition", "ZkBrokerCache", "ZkBrokerServer"]
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+STALE_CONTROLLER_EPOCH = 11
+FENCED_LEADER_EPOCH = 74
+STALE_BROKER_EPOCH = 77
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class CachedPartition:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...]
+
+
+@dataclass
+class ZkBrokerCache:
+    """One broker's view: metadata cache, replica roles, and the controller it follows."""
+
+    broker_id: int
+    broker_epoch: Callable[[], int]
+    controller_epoch: int = -1
+    controller_id: int = -1
+    partitions: dict[Key, CachedPartition] = field(default_factory=dict)
+    topic_ids: dict[str, Any] = field(default_factory=dict)
+    live_brokers: dict[int, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
+    #: partitions this broker replicates: key → (leader?, leader epoch, partition epoch)
+    roles: dict[Key, tuple[bool, int, int]] = field(default_factory=dict)
+    requests: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset(self) -> None:
+        """An empty disk: nothing known, nothing replicated (the controller's epoch too)."""
+        with self.lock:
+            self.partitions.clear()
+            self.roles.clear()
+            self.live_brokers.clear()
+            self.controller_epoch = -1
+
+    def told_to_lead(self, key: Key, leader_epoch: int) -> bool:
+        """LeaderAndIsr made this broker the leader of `key`, at `leader_epoch` or later."""
+        with self.lock:
+            role = self.roles.get(key)
+            return role is not None and role[0] and role[1] >= leader_epoch
+
+    def replicates(self, key: Key) -> bool:
+        with self.lock:
+            return key in self.roles
+
+    def leads(self) -> set[Key]:
+        with self.lock:
+            return {k for k, (lead, _, _) in self.roles.items() if lead}
+
+    def _control(self, name: str, req: Any) -> int:
+        """KafkaApis' checks before any request is applied; the top-level error."""
+        self.requests[name] = self.requests.get(name, 0) + 1
+        if req.controller_epoch < self.controller_epoch:
+            self.refused[name] = self.refused.get(name, 0) + 1
+            return STALE_CONTROLLER_EPOCH
+        own = self.broker_epoch()
+        sent = getattr(req, "broker_epoch", -1)
+        if sent != -1 and sent < own:
+            self.refused[name] = self.refused.get(name, 0) + 1
+            return STALE_BROKER_EPOCH
+        self.controller_epoch = req.controller_epoch
+        self.controller_id = req.controller_id
+        return NONE
+
+    def leader_and_isr(self, version: int, req: Any) -> Any:
+        resp_cls = Z.LEADER_AND_ISR_RESPONSE[version]
+        with self.lock:
+            top = self._control("LeaderAndIsr", req)
+            states: list[tuple[str, Any, Any]] = []  # (topic, topic id, state)
+            if version <= 1:
+                states = [(s.topic_name, None, s) for s in req.ungrouped_partition_states]
+            else:
+                for t in req.topic_states:
+                    tid = getattr(t, "topic_id", None)
+                    states += [(t.topic_name, tid, s) for s in t.partition_states]
+            errors: list[tuple[str, Any, int, int]] = []
+            if top == NONE:
+                for topic, tid, s in states:
+                    kraft = bool(getattr(req, "is_k_raft_controller", False))
+                    errors.append((topic, tid, s.partition_index, self._become(topic, tid, s, kraft)))
+                if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
+                    named = {(t, s.partition_index) for t, _, s in states}
+                    for key in [k for k in self.roles if k not in named]:
+                        del self.roles[key]
+            else:
+                errors = [(t, tid, s.partition_index, top) for t, tid, s in states]
+        if version <= 4:
+            return resp_cls(
+                error_code=top,
+                partition_errors=tuple(
+                    resp_cls.PartitionError(topic_name=t, partition_index=p, error_code=e)
+                    for t, _, p, e in errors
+                ),
+            )
+        by_id: dict[Any, list[Any]] = {}
+        for _, tid, p, e in errors:
+            by_id.setdefault(tid, []).append(resp_cls.PartitionError(partition_index=p, error_code=e))
+        return resp_cls(
+            error_code=top,
+            topics=tuple(
+                resp_cls.TopicError(topic_id=tid, partition_errors=tuple(ps)) for tid, ps in by_id.items()
+            ),
+        )
+
+    def _become(self, topic: str, tid: Any, s: Any, kraft: bool) -> int:
+        """ReplicaManager.becomeLeaderOrFollower for one partition (Kafka 3.9): a newer leader epoch, or
+        the same one from a KRaft controller (an ISR change), is applied; an older one is refused."""
+        key = (topic, int(s.partition_index))
+        current = self.roles.get(key)
+        epoch = int(s.leader_epoch)
+        have = current[1] if current is not None else -1
+        if epoch > have or (epoch == have and kraft):
+            if self.broker_id not in s.replicas:
+                return UNKNOWN_TOPIC_OR_PARTITION
+            self.roles[key] = (int(s.leader) == self.broker_id, epoch, int(s.partition_epoch))
+            if tid is not None:
+                self.topic_ids[topic] = tid
+            return NONE
+        return STALE_CONTROLLER_EPOCH  # the leader epoch only moves forward
+
+    def update_metadata(self, version: int, req: Any) -> Any:
+        with self.lock:
+            top = self._control("UpdateMetadata", req)
+            if top == NONE:
+                if version <= 4:
+                    states = [(s.topic_name, s) for s in req.ungrouped_partition_states]
+                else:
+                    states = [(t.topic_name, s) for t in req.topic_states for s in t.partition_states]
+                if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
+                    self.partitions.clear()
+                for topic, s in states:
+                    key = (topic, int(s.partition_index))
+                    if s.leader == LEADER_DURING_DELETE:
+                        self.partitions.pop(key, None)
+                    else:
+                        self.partitions[key] = CachedPartition(
+                            int(s.leader),
+                            int(s.leader_epoch),
+                            tuple(s.isr),
+                            int(s.zk_version),
+                            tuple(s.replicas),
+                        )
+                self.live_brokers = {
+                    int(b.id): tuple((e.listener, e.host, int(e.port)) for e in getattr(b, "endpoints", ()))
+                    for b in req.live_brokers
+                }
+        return Z.UPDATE_METADATA_RESPONSE[version](error_code=top)
+
+    def stop_replica(self, version: int, req: Any) -> Any:
+        resp_cls = Z.STOP_REPLICA_RESPONSE[version]
+        with self.lock:
+            top = self._control("StopReplica", req)
+            if version == 0:
+                parts = [
+                    (p.topic_name, p.partition_index, -1, req.delete_partitions)
+                    for p in req.ungrouped_partitions
+                ]
+            elif version <= 2:
+                parts = [
+                    (t.name, p, -1, req.delete_partitions) for t in req.topics for p in t.partition_indexes
+                ]
+            else:
+                parts = [
+                    (t.topic_name, p.partition_index, p.leader_epoch, p.delete_partition)
+                    for t in req.topic_states
+                    for p in t.partition_states
+                ]
+            errors = []
+            for topic, p, epoch, delete in parts:
+                err = top
+                key = (topic, int(p))
+                current = self.roles.get(key)
+                if top == NONE and current is not None:
+                    if epoch >= 0 and epoch < current[1]:
+                        err = FENCED_LEADER_EPOCH
+                    elif delete:
+                        del self.roles[key]
+                errors.append(
+                    resp_cls.PartitionError(topic_name=topic, partition_index=int(p), error_code=err)
+                )
+        return resp_cls(error_code=top, partition_errors=tuple(errors))
+
+
+_HANDLERS = {
+    Z.LEADER_AND_ISR: ZkBrokerCache.leader_and_isr,
+    Z.UPDATE_METADATA: ZkBrokerCache.update_metadata,
+    Z.STOP_REPLICA: ZkBrokerCache.stop_replica,
+}
+
+
+class ZkBrokerServer:
+    """The inter-broker listener of one simulated broker, on a free loopback port."""
+
+    def __init__(self, cache: ZkBrokerCache, host: str = "127.0.0.1") -> None:
+        self.cache = cache
+        outer = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                outer._serve(self.request)
+
+        class Server(socketserver.ThreadingTCPServer):
+            daemon_threads = True
+            allow_reuse_address = True
+
+        self._server = Server((host, 0), Handler)
+        self.address: tuple[str, int] = self._server.server_address[:2]  # type: ignore[assignment]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="zk-broker-listener", daemon=True
+        )
+        self._conns: set[socket.socket] = set()
+
+    def start(self) -> ZkBrokerServer:
+        self._thread.start()
+        return self
+
+    def drop_connections(self) -> None:
+        """Close every accepted connection (a broker restart as the controller sees it)."""
+        for conn in list(self._conns):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self.drop_connections()
+
+    def _serve(self, conn: socket.socket) -> None:
+        self._conns.add(conn)
+        try:
+            while True:
+                head = _recv(conn, 4)
+                if head is None:
+                    return
+                (size,) = struct.unpack(">i", head)
+                frame = _recv(conn, size)
+                if frame is None:
+                    return
+                conn.sendall(self._answer(frame))
+        except OSError:
+            return
+        finally:
+            self._conns.discard(conn)
+
+    def _answer(self, frame: bytes) -> bytes:
+        api_key, version = struct.unpack_from(">hh", frame, 0)
+        header, pos = entity_reader(Z.request_header_class(api_key, version))(frame, 0)
+        req, _ = entity_reader(Z.request_class(api_key, version))(frame, pos)
+        resp = _HANDLERS[api_key](self.cache, version, req)
+        hcls = Z.response_header_class(api_key, version)
+        payload = write_entity(hcls, hcls(correlation_id=header.correlation_id)) + write_entity(
+            Z.response_class(api_key, version), resp
+        )
+        return struct.pack(">i", len(payload)) + payload
+
+
+def _recv(conn: socket.socket, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
