@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import select
 import signal
 import subprocess
 import time
@@ -230,9 +231,16 @@ def test_status_watch_refreshes_without_a_terminal_and_on_one(
     # Ctrl-C ends a watch cleanly.
     proc = subprocess.Popen([*ZK2KRAFT, "status", *where, "--watch", "0.2"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)  # fmt: skip
-    time.sleep(3)
+    assert proc.stdout is not None
+    first = ""
+    deadline = time.monotonic() + 60
+    while "DualWriteMetadata" not in first:  # the watch is running (a loaded machine imports slowly)
+        assert proc.poll() is None and time.monotonic() < deadline, first
+        if select.select([proc.stdout], [], [], 0.5)[0]:
+            first += proc.stdout.readline()
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
+    out = first + out
     assert proc.returncode == 0 and "DualWriteMetadata" in out and "Traceback" not in err, err
 
 

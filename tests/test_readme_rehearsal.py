@@ -41,6 +41,7 @@ def test_readme_rehearsal_runs_as_written(tmp_path):
         rehearsal_block()
         .replace("/tmp/zk2kraft-zk", str(tmp_path / "zk"))
         .replace("/tmp/kraft", str(tmp_path / "kraft"))
+        .replace("/tmp/brokers.out", str(tmp_path / "brokers.out"))
         .replace("127.0.0.1:9093", f"127.0.0.1:{port}")
         .replace("--topics 1000 --partitions 12", "--topics 40 --partitions 3")
     )
@@ -61,13 +62,19 @@ def test_readme_rehearsal_runs_as_written(tmp_path):
         except subprocess.TimeoutExpired:
             code = None
         finally:
-            os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
+            # The block's background processes share its session: any still alive is a leak.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+                left_running = proc.poll() is not None
+            except ProcessLookupError:
+                left_running = False
             subprocess.run(
                 [str(REPO / ".venv/bin/zk2kraft"), "zk", "stop", "--data-dir", str(tmp_path / "zk")],
                 capture_output=True,
             )
     text = out.read_text()
     assert code == 0, text[-4000:]
+    assert not left_running, "the README block left a process running"
     assert "DualWriteMetadata" in text
     assert "released ZooKeeper" in text
     # nothing the block started is left running
