@@ -367,6 +367,11 @@ class ControllerService:
             if not self._dirty.wait(0.2):
                 continue
             time.sleep(linger)
+            if not self._zookeeper_connected():
+                # Holding the commit lock through ZooKeeper's retries would stall every request that
+                # needs an append (heartbeats included) for the whole outage: wait outside it.
+                self._stop.wait(0.5)
+                continue
             self._dirty.clear()
             # Only the commit lock: no append while the syncer reads the log, but requests go on
             # deciding and staging meanwhile, and the next append takes all of them at once.
@@ -374,6 +379,10 @@ class ControllerService:
                 ok = self.fenced or self._sync_now()
             if not ok:
                 self._stop.wait(0.5)  # ZooKeeper is away: do not spin
+
+    def _zookeeper_connected(self) -> bool:
+        client = getattr(getattr(self.syncer, "writer", None), "client", None)
+        return client is None or bool(getattr(client, "connected", True))
 
     def stop(self) -> None:
         self._stop.set()
