@@ -406,7 +406,12 @@ def _status_table(s: commands.StatusResult) -> Table:
     if s.last_transition is not None:
         t = s.last_transition
         table.add_row("last transition", f"{t.kafka_state} at offset {t.offset}, {t.time or 'time unknown'}")
-    if s.writer:
+    if s.writer_info is not None:
+        who = escape(s.writer_info.describe()) + (
+            f" (following, pid {s.follower_pid})" if s.follower_pid else ""
+        )
+        table.add_row("writer", who)
+    elif s.writer:
         who = escape(s.writer) + (f" (following, pid {s.follower_pid})" if s.follower_pid else "")
         table.add_row("writer", who)
     for anomaly in s.anomalies:

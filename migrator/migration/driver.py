@@ -46,7 +46,7 @@ from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, record
 from migrator.metrics import MigrationMetrics
-from migrator.migration import checks
+from migrator.migration import checks, health
 from migrator.migration import copy as copy_mod
 from migrator.migration.admin import (
     BIG_CHANGE_RECORDS,
@@ -238,6 +238,7 @@ class StatusResult(BaseModel):
     migrating_zk_brokers: list[int] = Field(default_factory=list)
     last_transition: TransitionInfo | None = None
     writer: str | None = None  # who holds the log's writer lock now
+    writer_info: health.WriterInfo | None = None  # the writer alive, or the last one if it died
     follower_pid: int | None = None
     manifest: copy_mod.CopyManifest | None = None
 
@@ -1315,7 +1316,9 @@ def status(opts: DriverOptions) -> StatusResult:
     c = zk.controller
     writer = _writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
     follower = Inbox(opts.log_dir).follower_pid() if writer else None
-    anomalies = list(d.anomalies)
+    writer_info = health.read_writer(opts.log_dir)
+    next_action, notes = health.status_advice(facts, writer_info, _next_action(facts))
+    anomalies = list(d.anomalies) + notes
     if stuck is not None:
         anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
     if lf.foreign_cluster is not None:
@@ -1328,7 +1331,7 @@ def status(opts: DriverOptions) -> StatusResult:
         kafka_code=int(d.kafka_code) if d.kafka_code is not None else None,
         kafka_state=d.kafka_code.name if d.kafka_code is not None else None,
         reason=d.reason,
-        next_action=_next_action(facts),
+        next_action=next_action,
         anomalies=anomalies,
         cluster_id=zk.cluster_id,
         controller_id=c.broker_id if c is not None else None,
@@ -1367,6 +1370,7 @@ def status(opts: DriverOptions) -> StatusResult:
         ),
         last_transition=last,
         writer=writer,
+        writer_info=writer_info,
         follower_pid=follower,
         manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
     )
