@@ -538,6 +538,12 @@ def _watch_status(
 @zookeeper_options
 @log_dir_option()
 @click.option("--yes", "-y", is_flag=True, help="Required: finalizing cannot be undone.")
+@click.option(
+    "--rehearsal",
+    is_flag=True,
+    help="A rehearsal without real brokers: finalize although no broker of the copy has registered "
+    "as a KRaft broker.",
+)
 @node_id_option
 @json_option
 def finalize(
@@ -546,20 +552,29 @@ def finalize(
     zk_timeout: float,
     log_dir: str,
     yes: bool,
+    rehearsal: bool,
     node_id: int,
     as_json: bool,
 ) -> None:
     """End the migration: write POST_MIGRATION; ZooKeeper is never written again. No rollback after it.
 
     Refused while the write-behind lag is above zero, while any broker is still registered in
-    ZooKeeper (roll every broker to KRaft first; stop the rehearsal's broker simulator), and without --yes.
+    ZooKeeper (roll every broker to KRaft first; stop the rehearsal's broker simulator), while a broker
+    of the copy has not registered with the controller as a KRaft broker (--rehearsal skips this when
+    there are no real brokers), and without --yes.
 
     \b
     Example:
       zk2kraft finalize -z zk1:2181/kafka -l /var/lib/kraft/metadata --yes
     """
     result = commands.finalize(
-        zookeeper, log_dir, yes=yes, zk_auth=zk_auth, zk_timeout=zk_timeout, node_id=node_id
+        zookeeper,
+        log_dir,
+        yes=yes,
+        zk_auth=zk_auth,
+        zk_timeout=zk_timeout,
+        node_id=node_id,
+        rehearsal=rehearsal,
     )
     if as_json:
         _emit_json(result)
@@ -603,7 +618,12 @@ def rollback(
             err=True,
         )
     result = commands.rollback(
-        zookeeper, log_dir, yes=yes, zk_auth=zk_auth, zk_timeout=zk_timeout, node_id=node_id
+        zookeeper,
+        log_dir,
+        yes=yes,
+        zk_auth=zk_auth,
+        zk_timeout=zk_timeout,
+        node_id=node_id,
     )
     if as_json:
         _emit_json(result)

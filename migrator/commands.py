@@ -414,9 +414,13 @@ def finalize(
     zk_auth: Sequence[str] = (),
     zk_timeout: float = 10.0,
     node_id: int = DEFAULT_NODE_ID,
+    rehearsal: bool = False,
 ) -> FinalizeResult:
-    """POST_MIGRATION; refused while lag > 0, while brokers are ZooKeeper-registered, or without `yes`."""
-    return driver.finalize(_driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None), yes=yes)
+    """POST_MIGRATION; refused while lag > 0, while brokers are ZooKeeper-registered, while a broker of the
+    copy has not registered as a KRaft broker (unless `rehearsal`), or without `yes`."""
+    return driver.finalize(
+        _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None), yes=yes, rehearsal=rehearsal
+    )
 
 
 def rollback(

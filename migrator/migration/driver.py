@@ -513,6 +513,10 @@ def migrate(
                 )
             result.actions.append("nothing to do: the migration is finalized")
             result.kafka_code_after = _kafka_name(facts.log.migration_code)
+            result.log_end_offset = facts.log.end_offset
+            result.migration_offset = (
+                facts.zk.migration.kraft_metadata_offset if facts.zk.migration is not None else None
+            )
             return result
         if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and not brokers_from_zk and listen is None:
             raise BadInputError(BROKERS_FLAG_MESSAGE)
@@ -1379,7 +1383,7 @@ def status(opts: DriverOptions) -> StatusResult:
 # --- finalize --------------------------------------------------------------------------------------
 
 
-def finalize(opts: DriverOptions, *, yes: bool = False) -> FinalizeResult:
+def finalize(opts: DriverOptions, *, yes: bool = False, rehearsal: bool = False) -> FinalizeResult:
     """DualWriteMetadata → MigrationFinalized: POST_MIGRATION in the log; ZooKeeper is not written again."""
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
@@ -1394,6 +1398,7 @@ def finalize(opts: DriverOptions, *, yes: bool = False) -> FinalizeResult:
         try:
             facts = gather(client, opts.log_dir, log)
             _guard_finalize(facts.derived.state, facts, yes)
+            health.require_kraft_brokers(facts, rehearsal)
             crash_point("finalize.before-record")
             epoch = _next_epoch(log, facts)
             _, offset = log.append(

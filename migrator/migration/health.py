@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from migrator.errors import FindingsError
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.migration.admin import writer_lock_held
 from migrator.migration.facts import Facts, log_exists
@@ -155,3 +156,46 @@ def status_advice(facts: Facts, writer: WriterInfo | None, default: str) -> tupl
     ):
         return restart_action(writer), [f"the log's writer is gone: {writer.describe()}"]
     return default, []
+
+
+def brokers_not_in_kraft(facts: Facts) -> tuple[list[int], list[int]]:
+    """(still migrating ZooKeeper brokers, never registered) among the copy's brokers: every broker the
+    log's partitions are assigned to or that registered as a migrating ZooKeeper broker. KIP-866's
+    finalize assumes each of them has come back as a KRaft broker (RegisterBrokerRecord without
+    IsMigratingZkBroker)."""
+    replay = facts.log.replay
+    if replay is None:
+        return [], []
+    image = replay.image
+    wanted = {b.id for b in image.brokers.values() if b.is_migrating_zk_broker}
+    for topic in image.topics.values():
+        for p in topic.partitions.values():
+            wanted.update(p.replicas)
+    migrating = sorted(b for b in wanted if b in image.brokers and image.brokers[b].is_migrating_zk_broker)
+    never = sorted(b for b in wanted if b not in image.brokers)
+    return migrating, never
+
+
+def require_kraft_brokers(facts: Facts, rehearsal: bool) -> None:
+    """Refuse a finalize (exit 1) while a broker of the copy has not registered as a KRaft broker;
+    `rehearsal` (no real brokers) skips it, and says so."""
+    if rehearsal:
+        return
+    migrating, never = brokers_not_in_kraft(facts)
+    if not migrating and not never:
+        return
+    parts = []
+    if migrating:
+        parts.append(f"still migrating ZooKeeper brokers: {_ids(migrating)}")
+    if never:
+        parts.append(f"never registered with the KRaft controller: {_ids(never)}")
+    raise FindingsError(
+        f"finalize refused: {len(migrating) + len(never)} broker(s) of the copy have not registered as KRaft "
+        f"brokers ({'; '.join(parts)}); roll them to KRaft mode against the controller first, or pass "
+        "--rehearsal for a rehearsal without real brokers"
+    )
+
+
+def _ids(ids: list[int], shown: int = 20) -> str:
+    text = ", ".join(map(str, ids[:shown]))
+    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
