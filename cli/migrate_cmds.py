@@ -590,6 +590,11 @@ def finalize(
 @click.option(
     "--yes", "-y", is_flag=True, help="Answer the confirmation prompt with yes (needed without a terminal)."
 )
+@click.option(
+    "--accept-drift",
+    is_flag=True,
+    help="Roll back although ZooKeeper differs from the log (ZooKeeper's version is kept).",
+)
 @node_id_option
 @json_option
 def rollback(
@@ -598,12 +603,15 @@ def rollback(
     zk_timeout: float,
     log_dir: str,
     yes: bool,
+    accept_drift: bool,
     node_id: int,
     as_json: bool,
 ) -> None:
     """Go back to ZooKeeper mode from MigratingZkData or DualWriteMetadata (never after finalize).
 
-    Drains the syncer, renames the log directory aside (kept for forensics), deletes /controller and
+    Drains the syncer, compares ZooKeeper with the log as `migrate`'s reconcile would and refuses
+    (exit 1, naming what differs) when they differ, unless --accept-drift keeps ZooKeeper's version;
+    then renames the log directory aside (kept for forensics), deletes /controller and
     /migration and lifts /controller_epoch above the KRaft epoch (KAFKA-20488). Migrating again later
     copies afresh.
 
@@ -624,6 +632,7 @@ def rollback(
         zk_auth=zk_auth,
         zk_timeout=zk_timeout,
         node_id=node_id,
+        accept_drift=accept_drift,
     )
     if as_json:
         _emit_json(result)

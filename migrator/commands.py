@@ -431,9 +431,15 @@ def rollback(
     zk_auth: Sequence[str] = (),
     zk_timeout: float = 10.0,
     node_id: int = DEFAULT_NODE_ID,
+    accept_drift: bool = False,
 ) -> RollbackResult:
-    """Back to ZooKeeper mode (not after finalize): drain, archive the log, release ZooKeeper."""
-    return driver.rollback(_driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None), yes=yes)
+    """Back to ZooKeeper mode (not after finalize): drain, compare ZooKeeper with the log (refused when
+    they differ unless `accept_drift`), archive the log, release ZooKeeper."""
+    return driver.rollback(
+        _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None),
+        yes=yes,
+        accept_drift=accept_drift,
+    )
 
 
 def admin(

@@ -46,7 +46,7 @@ from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, record
 from migrator.metrics import MigrationMetrics
-from migrator.migration import checks, health
+from migrator.migration import checks, drift, health
 from migrator.migration import copy as copy_mod
 from migrator.migration.admin import (
     BIG_CHANGE_RECORDS,
@@ -1439,7 +1439,7 @@ def _guard_finalize(state: MigrationState, facts: Facts, yes: bool) -> None:
 # --- rollback --------------------------------------------------------------------------------------
 
 
-def rollback(opts: DriverOptions, *, yes: bool = False) -> RollbackResult:
+def rollback(opts: DriverOptions, *, yes: bool = False, accept_drift: bool = False) -> RollbackResult:
     """Back to ZooKeeper mode from MigratingZkData or DualWriteMetadata.
 
     Drains the syncer first (ZooKeeper must hold everything the log committed), then renames the log
@@ -1477,6 +1477,12 @@ def rollback(opts: DriverOptions, *, yes: bool = False) -> RollbackResult:
                     facts = gather(client, opts.log_dir, log)
             lag = facts.lag if state is S.DUAL_WRITE_METADATA else 0
             _transition(state, E.ROLLBACK, GuardFacts(write_behind_lag=lag, confirmed=yes))
+            if state is S.DUAL_WRITE_METADATA and facts.log.replay is not None:
+                kept = drift.refuse_drift(
+                    drift.zk_drift(client, facts.log.replay, facts.zk.controller), accept_drift
+                )
+                if kept is not None:
+                    result.actions.append(kept)
             crash_point("rollback.drained")
             kraft_epoch = max(
                 facts.log.latest_epoch,
