@@ -708,6 +708,9 @@ def _soft_start(
         say=opts.say,
     )
     service.core.zk_broker_ids = frozenset(facts.zk.registered_brokers)
+    if opts.metrics is not None:  # the log now holds PRE_MIGRATION; brokers register into the service
+        opts.metrics.on_state(facts.log.migration_code)
+        opts.metrics.watch_brokers(lambda: health.migrating_broker_count(service))
     runtime = _Listener(service, listen)
     result.actions.append(f"soft start: serving broker registration on {runtime.describe()}")
     opts.note(f"controller listening on {runtime.describe()} (soft start: registration and heartbeats only)")

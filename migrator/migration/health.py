@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.migration.admin import writer_lock_held
@@ -199,3 +200,9 @@ def require_kraft_brokers(facts: Facts, rehearsal: bool) -> None:
 def _ids(ids: list[int], shown: int = 20) -> str:
     text = ", ".join(map(str, ids[:shown]))
     return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def migrating_broker_count(service: ControllerService) -> int:
+    """Kafka's MigratingZkBrokerCount from the serving controller's image, at this moment."""
+    with service.lock:
+        return sum(1 for b in service.image.brokers.values() if b.is_migrating_zk_broker)
