@@ -234,7 +234,8 @@ def run_migrate(
         # a long-running controller without a terminal (systemd, a CI log): its progress as plain
         # lines on stderr, so whoever tails the log sees it listen, brokers register, the copy run
         def say(text: str) -> None:
-            click.echo(f"zk2kraft: {text}", err=True)
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            click.echo(f"{stamp} zk2kraft: {text}", err=True)  # click.echo flushes: each line lands now
 
     metrics_listen = click.get_current_context().meta.get("zk2kraft.metrics_listen")
     metrics = MigrationMetrics() if metrics_listen else None

@@ -604,6 +604,17 @@ def migrate(
                 )
                 timings["total"] = round(time.perf_counter() - started, 3)
                 result.timings = timings
+                opts.note(  # as it happens: a redirected log sees it now, not at shutdown
+                    health.state_line(
+                        result.state_before,
+                        result.state_after,
+                        result.kafka_code_after,
+                        result.log_end_offset,
+                        result.migration_offset,
+                        result.lag,
+                        result.manifest.records if result.manifest is not None else None,
+                    )
+                )
                 if follow:
                     with stopping.phase(*_FOLLOWING):
                         _follow(
@@ -1217,6 +1228,7 @@ def _follow(
                     except (BadInputError, FindingsError) as e:
                         reply = reply_of(e)
                     inbox.answer(rid, reply)
+                    opts.note(health.admin_line(change.describe(), reply))
                 with exclusive():
                     if syncer.lag() > 0:
                         syncer.sync()

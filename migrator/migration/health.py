@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
 from migrator.kraft.lock import LOCK_FILE, read_holder
-from migrator.migration.admin import writer_lock_held
+from migrator.migration.admin import AdminReply, writer_lock_held
 from migrator.migration.facts import Facts, log_exists
 from state_machine import KafkaMigrationCode
 from state_machine import MigrationState as S
@@ -206,3 +206,32 @@ def migrating_broker_count(service: ControllerService) -> int:
     """Kafka's MigratingZkBrokerCount from the serving controller's image, at this moment."""
     with service.lock:
         return sum(1 for b in service.image.brokers.values() if b.is_migrating_zk_broker)
+
+
+def state_line(
+    before: str,
+    after: str,
+    kafka: str | None,
+    end_offset: int,
+    covered: int | None,
+    lag: int,
+    copied: int | None,
+) -> str:
+    """The run's outcome as one line for the controller's log, written when it happens."""
+    copy = f"copied {copied} records; " if copied is not None else ""
+    return (
+        f"{copy}{before} → {after} (Kafka {kafka or '-'}): log end offset {end_offset}, "
+        f"/migration offset {covered}, write-behind lag {lag}"
+    )
+
+
+def admin_line(change: str, reply: AdminReply) -> str:
+    """One admin change the controller applied (or refused), for its log."""
+    if not reply.ok:
+        return f"admin change refused: {change}: {reply.message} (exit {reply.exit_code})"
+    if reply.records == 0:
+        return f"admin change {change}: nothing to do ({reply.message})"
+    return (
+        f"admin change applied: {change}: {reply.records} records at offsets {reply.first_offset}-"
+        f"{reply.last_offset}, /migration offset {reply.migration_offset}"
+    )
