@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli import render
+from cli import progress_lines, render
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
 from migrator import stop as stopping
@@ -225,17 +225,18 @@ def run_migrate(
                 return click.confirm(question, default=False, err=True)
 
     say: Callable[[str], None] | None = None
+    # Without a terminal (systemd, a CI log, `| tee`): a long-running controller's every note as a
+    # timestamped line, flushed as it happens; every run a periodic "still <phase>" line.
+    lines = progress_lines.PhaseLines(
+        progress_lines.interval_from_env(), announce=bool(follow or listen) and not as_json
+    )
     if interactive:
 
         def say(text: str) -> None:
             err.print(f"[dim]{escape(text)}[/dim]")
 
-    elif (follow or listen) and not as_json:
-        # a long-running controller without a terminal (systemd, a CI log): its progress as plain
-        # lines on stderr, so whoever tails the log sees it listen, brokers register, the copy run
-        def say(text: str) -> None:
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            click.echo(f"{stamp} zk2kraft: {text}", err=True)  # click.echo flushes: each line lands now
+    else:
+        say = lines.say
 
     metrics_listen = click.get_current_context().meta.get("zk2kraft.metrics_listen")
     metrics = MigrationMetrics() if metrics_listen else None
@@ -245,7 +246,13 @@ def run_migrate(
             err.print(f"[dim]metrics on http://{escape(host)}:{port}/metrics[/dim]")
     # SIGTERM/SIGINT: a stop request every loop of the run checks (migrator.stop); one mid-way raises
     # Stopped there, one that lands while following (ZooKeeper up) ends it and the result is shown
-    with _progress(interactive) as progress, stopping.handle_signals() as stop, _closing(metrics):
+    with (
+        _progress(interactive) as bar,
+        progress_lines.ticking(lines),
+        stopping.handle_signals() as stop,
+        _closing(metrics),
+    ):
+        progress = bar if interactive else lines.copy
         result = commands.migrate(
             zookeeper,
             log_dir,
@@ -324,7 +331,8 @@ def _render_migrate(result: commands.MigrateResult, log_dir: str, as_json: bool)
 @log_dir_option()
 @json_option
 def plan(zookeeper: str, zk_auth: tuple[str, ...], zk_timeout: float, log_dir: str, as_json: bool) -> None:
-    """The copy as a dry run: records and bytes per type, batches, estimated time. Writes nothing.
+    """The copy as a dry run: records and bytes per type, batches, and the time of each phase of
+    `migrate` (pre-flight, copy, first sync), measured on this run's read. Writes nothing.
 
     \b
     Example:
@@ -354,8 +362,10 @@ def plan(zookeeper: str, zk_auth: tuple[str, ...], zk_timeout: float, log_dir: s
     out.print(
         f"{p.topics:,} topics, {p.partitions:,} partitions: {p.records:,} records, {p.bytes:,} bytes in "
         f"{p.batches} batches{' (a fresh log: bootstrap records included)' if p.fresh_log else ''}; "
-        f"estimated {p.estimated_seconds:.1f}s (ZooKeeper read {p.read_seconds:.2f}s){skipped}"
+        f"copy estimated {p.estimated_seconds:.1f}s{skipped}"
     )
+    if result.phases is not None:
+        out.print(f"migrate {escape(result.phases.describe())}; the broker wait (--listen) comes on top")
 
 
 # --- status ----------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, record
 from migrator.metrics import MigrationMetrics
-from migrator.migration import checks, drift, health
+from migrator.migration import checks, drift, estimate, health
 from migrator.migration import copy as copy_mod
 from migrator.migration.admin import (
     BIG_CHANGE_RECORDS,
@@ -196,6 +196,7 @@ class MigrateResult(BaseModel):
 class PlanResult(BaseModel):
     state: str
     plan: copy_mod.CopyPlan | None = None
+    phases: estimate.PhaseEstimate | None = None  # pre-flight, copy and first sync
     message: str = ""
 
 
@@ -1266,18 +1267,21 @@ def plan(opts: DriverOptions) -> PlanResult:
                 state=_public(state),
                 message=f"nothing to copy: the migration is in {_public(state)} (see `zk2kraft status`)",
             )
-        t0 = time.perf_counter()
-        layout, _, _ = copy_mod.read_zk_image(client)
-        read_seconds = time.perf_counter() - t0
+        tree, layout, read_seconds = estimate.read_view(client)
     fresh = not facts.log.exists or (
         facts.log.migration_code is None
         and (facts.log.replay is None or "metadata.version" not in facts.log.replay.feature_levels)
     )
     p = copy_mod.plan_copy(layout, fresh_log=fresh, read_seconds=read_seconds)
+    phases = estimate.estimate_phases(tree, layout, read_seconds, p)
     return PlanResult(
         state=_public(state),
         plan=p,
-        message=f"the copy would append {p.records} records ({p.bytes} bytes) in {p.batches} batches",
+        phases=phases,
+        message=(
+            f"the copy would append {p.records} records ({p.bytes} bytes) in {p.batches} batches; "
+            f"{phases.describe()}"
+        ),
     )
 
 
