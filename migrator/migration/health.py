@@ -84,11 +84,16 @@ class MigrationHealth(BaseModel):
         return not self.problems
 
 
-def restart_action(writer: WriterInfo | None) -> str:
+def restart_action(writer: WriterInfo | None, waiting_for_brokers: bool = False) -> str:
     """What to run when the writer died: the same command resumes from the log's facts."""
     command = writer.command if writer is not None and writer.command else "zk2kraft migrate"
     if command.endswith("controller"):
         return f"restart the controller (`{command}` with the same options): it resumes from the log"
+    if waiting_for_brokers:
+        return (
+            "restart `zk2kraft migrate --listen HOST:PORT` (the brokers' controller.quorum.voters address): "
+            "it resumes the broker wait from the log"
+        )
     return "restart the writer: `zk2kraft migrate --follow` resumes from the log (or run `zk2kraft migrate` once)"
 
 
@@ -119,15 +124,16 @@ def migration_health(facts: Facts, log_dir: str | None, state_public: str) -> Mi
         return h
     if facts.derived.anomalies:
         h.problems += list(facts.derived.anomalies)
+    waiting = lf.migration_code == KafkaMigrationCode.PRE_MIGRATION
     if writer is not None and not writer.alive:
         h.problems.append(f"the log's writer is gone: {writer.describe()}")
-        h.next_action = restart_action(writer)
+        h.next_action = restart_action(writer, waiting)
     if state is S.DUAL_WRITE_METADATA and facts.lag > 0 and (writer is None or not writer.alive):
         h.problems.append(f"{facts.lag} committed records are not in ZooKeeper and no writer is syncing them")
         h.next_action = h.next_action or "run `zk2kraft migrate` (once, or with --follow) to sync them"
-    if lf.migration_code == KafkaMigrationCode.PRE_MIGRATION and (writer is None or not writer.alive):
+    if waiting and (writer is None or not writer.alive):
         h.problems.append("the log holds PRE_MIGRATION but no controller is waiting for the brokers")
-        h.next_action = h.next_action or restart_action(writer)
+        h.next_action = h.next_action or restart_action(writer, waiting)
     if not h.next_action:
         h.next_action = facts.derived.next_action
     return h
@@ -143,9 +149,9 @@ def status_advice(facts: Facts, writer: WriterInfo | None, default: str) -> tupl
             return default, []
         if code == KafkaMigrationCode.PRE_MIGRATION:
             return (
-                f"a controller is waiting for the brokers to register ({writer.describe()}): start the "
+                f"a controller is waiting for the brokers to register, or copying once all have ({writer.describe()}): start the "
                 "ZooKeeper-mode brokers with zookeeper.metadata.migration.enable=true and its address in "
-                "controller.quorum.voters; it copies as soon as all have registered",
+                "controller.quorum.voters",
                 [],
             )
         return f"a writer is at work ({writer.describe()}): wait for it to finish, then `zk2kraft status`", []
@@ -155,7 +161,8 @@ def status_advice(facts: Facts, writer: WriterInfo | None, default: str) -> tupl
         and state is not S.MIGRATION_FINALIZED
         and migration_started(facts)
     ):
-        return restart_action(writer), [f"the log's writer is gone: {writer.describe()}"]
+        waiting = code == KafkaMigrationCode.PRE_MIGRATION
+        return restart_action(writer, waiting), [f"the log's writer is gone: {writer.describe()}"]
     return default, []
 
 
