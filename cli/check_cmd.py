@@ -17,6 +17,7 @@ from migrator import commands
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.migration.broker_config import BrokerConfigFile
 from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER, Severity
+from migrator.migration.health import MigrationHealth
 from migrator.properties import read_properties
 
 _STYLE = {Severity.BLOCKER: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -66,6 +67,12 @@ def load_broker_configs(directory: str) -> list[BrokerConfigFile]:
     help="jute.maxbuffer of the Kafka JVMs (brokers, controllers); replies above it are blockers.",
 )
 @log_dir_option(required=False)
+@click.option(
+    "--preflight",
+    is_flag=True,
+    help="Report the eligibility findings even once a migration has begun (a claim left by a lost "
+    "controller); their fixes act against a KRaft controller: first make sure none is running.",
+)
 @json_option
 def check(
     zookeeper: str,
@@ -74,12 +81,14 @@ def check(
     broker_config: str | None,
     jute_maxbuffer: int,
     log_dir: str | None,
+    preflight: bool,
     as_json: bool,
 ) -> None:
     """Read-only pre-flight: is this cluster ready for a ZooKeeper-to-KRaft migration?
 
     Exit codes: 0 eligible (warnings allowed), 1 blockers found, 2 bad input, 3 ZooKeeper unreachable
-    or access refused. Every finding code is explained in docs/checks.md. With --log-dir during
+    or access refused. Once a migration has begun it reports the migration's health instead (state,
+    lag, writer alive, brokers): 0 healthy, 1 not. Every finding code is explained in docs/checks.md. With --log-dir during
     dual-write, a log record that can never reach ZooKeeper is a blocker too.
 
     \b
@@ -90,9 +99,11 @@ def check(
     interactive = not as_json and sys.stdout.isatty()
     if interactive:
         with cli_render.console(stderr=True).status("Reading ZooKeeper..."):
-            result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer, log_dir)
+            result = commands.check(
+                zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer, log_dir, preflight
+            )
     else:
-        result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer, log_dir)
+        result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer, log_dir, preflight)
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
@@ -109,7 +120,9 @@ def render(result: commands.CheckResult, console: Console) -> None:
             f"cluster {escape(s.cluster_id or '?')}, {s.brokers} brokers, {s.topics} topics, "
             f"{s.partitions} partitions, {s.znodes} znodes (read {s.read_seconds:.2f}s, checks {s.check_seconds:.2f}s)"
         )
-    if result.findings:
+    if result.migration is not None:
+        _render_health(result.migration, console)
+    elif result.findings:
         table = Table(show_lines=True, expand=False)
         table.add_column("Severity", no_wrap=True)
         table.add_column("Code", no_wrap=True)
@@ -144,3 +157,22 @@ def render(result: commands.CheckResult, console: Console) -> None:
         "bold green" if result.exit_code == 0 else ("bold red" if result.exit_code == 1 else "bold magenta")
     )
     console.print(f"[{style}]{escape(s.verdict)}[/{style}]")
+
+
+def _render_health(h: MigrationHealth, console: Console) -> None:
+    """A migration in progress: its state, lag, writer and brokers, then what is wrong with it."""
+    console.print(
+        f"migration state: {escape(h.state)}" + (f", Kafka {h.kafka_state}" if h.kafka_state else "")
+    )
+    console.print(f"write-behind lag: {h.write_behind_lag} records")
+    console.print(
+        f"writer: {escape(h.writer.describe()) if h.writer else 'none (the last one stopped cleanly)'}"
+    )
+    zk_ids = ", ".join(map(str, h.zk_registered_brokers)) or "none"
+    kraft_ids = ", ".join(map(str, h.kraft_registered_brokers)) or "none"
+    console.print(
+        f"brokers: registered in ZooKeeper {zk_ids}; registered with the KRaft controller {kraft_ids}"
+    )
+    for problem in h.problems:
+        console.print(f"[bold red]problem:[/bold red] {escape(problem)}")
+    console.print(f"next: {escape(h.next_action)}")

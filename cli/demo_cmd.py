@@ -349,7 +349,8 @@ def run_finalize(ctx: DemoContext) -> None:
         ctx.brokers.close()
         ctx.brokers = None
     ctx.console.print("The brokers were rolled to KRaft mode: their ZooKeeper registrations are gone.")
-    result = commands.finalize(ctx.connect, _log_dir(ctx), yes=True)
+    # The simulated brokers never come back as KRaft brokers: this is a rehearsal.
+    result = commands.finalize(ctx.connect, _log_dir(ctx), yes=True, rehearsal=True)
     ctx.console.print(f"{result.state_before} → [bold]{result.state_after}[/bold]: {escape(result.message)}")
     if result.state_after != "MigrationFinalized":
         ctx.failures.append(f"finalize ended in {result.state_after}")

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli import render
+from cli import progress_lines, render
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
 from migrator import stop as stopping
@@ -236,16 +236,18 @@ def run_migrate(
                 return click.confirm(question, default=False, err=True)
 
     say: Callable[[str], None] | None = None
+    # Without a terminal (systemd, a CI log, `| tee`): a long-running controller's every note as a
+    # timestamped line, flushed as it happens; every run a periodic "still <phase>" line.
+    lines = progress_lines.PhaseLines(
+        progress_lines.interval_from_env(), announce=bool(follow or listen) and not as_json
+    )
     if interactive:
 
         def say(text: str) -> None:
             err.print(f"[dim]{escape(text)}[/dim]")
 
-    elif (follow or listen) and not as_json:
-        # a long-running controller without a terminal (systemd, a CI log): its progress as plain
-        # lines on stderr, so whoever tails the log sees it listen, brokers register, the copy run
-        def say(text: str) -> None:
-            click.echo(f"zk2kraft: {text}", err=True)
+    else:
+        say = lines.say
 
     metrics_listen = click.get_current_context().meta.get("zk2kraft.metrics_listen")
     metrics = MigrationMetrics() if metrics_listen else None
@@ -255,7 +257,13 @@ def run_migrate(
             err.print(f"[dim]metrics on http://{escape(host)}:{port}/metrics[/dim]")
     # SIGTERM/SIGINT: a stop request every loop of the run checks (migrator.stop); one mid-way raises
     # Stopped there, one that lands while following (ZooKeeper up) ends it and the result is shown
-    with _progress(interactive) as progress, stopping.handle_signals() as stop, _closing(metrics):
+    with (
+        _progress(interactive) as bar,
+        progress_lines.ticking(lines),
+        stopping.handle_signals() as stop,
+        _closing(metrics),
+    ):
+        progress = bar if interactive else lines.copy
         result = commands.migrate(
             zookeeper,
             log_dir,
@@ -335,7 +343,8 @@ def _render_migrate(result: commands.MigrateResult, log_dir: str, as_json: bool)
 @log_dir_option()
 @json_option
 def plan(zookeeper: str, zk_auth: tuple[str, ...], zk_timeout: float, log_dir: str, as_json: bool) -> None:
-    """The copy as a dry run: records and bytes per type, batches, estimated time. Writes nothing.
+    """The copy as a dry run: records and bytes per type, batches, and the time of each phase of
+    `migrate` (pre-flight, copy, first sync), measured on this run's read. Writes nothing.
 
     \b
     Example:
@@ -365,8 +374,10 @@ def plan(zookeeper: str, zk_auth: tuple[str, ...], zk_timeout: float, log_dir: s
     out.print(
         f"{p.topics:,} topics, {p.partitions:,} partitions: {p.records:,} records, {p.bytes:,} bytes in "
         f"{p.batches} batches{' (a fresh log: bootstrap records included)' if p.fresh_log else ''}; "
-        f"estimated {p.estimated_seconds:.1f}s (ZooKeeper read {p.read_seconds:.2f}s){skipped}"
+        f"copy estimated {p.estimated_seconds:.1f}s{skipped}"
     )
+    if result.phases is not None:
+        out.print(f"migrate {escape(result.phases.describe())}; the broker wait (--listen) comes on top")
 
 
 # --- status ----------------------------------------------------------------------------------------
@@ -420,7 +431,12 @@ def _status_table(s: commands.StatusResult) -> Table:
     if s.last_transition is not None:
         t = s.last_transition
         table.add_row("last transition", f"{t.kafka_state} at offset {t.offset}, {t.time or 'time unknown'}")
-    if s.writer:
+    if s.writer_info is not None:
+        who = escape(s.writer_info.describe()) + (
+            f" (following, pid {s.follower_pid})" if s.follower_pid else ""
+        )
+        table.add_row("writer", who)
+    elif s.writer:
         who = escape(s.writer) + (f" (following, pid {s.follower_pid})" if s.follower_pid else "")
         table.add_row("writer", who)
     for ch in s.zk_broker_channels or []:
@@ -562,6 +578,12 @@ def _watch_status(
 @zookeeper_options
 @log_dir_option()
 @click.option("--yes", "-y", is_flag=True, help="Required: finalizing cannot be undone.")
+@click.option(
+    "--rehearsal",
+    is_flag=True,
+    help="A rehearsal without real brokers: finalize although no broker of the copy has registered "
+    "as a KRaft broker.",
+)
 @node_id_option
 @json_option
 def finalize(
@@ -570,20 +592,29 @@ def finalize(
     zk_timeout: float,
     log_dir: str,
     yes: bool,
+    rehearsal: bool,
     node_id: int,
     as_json: bool,
 ) -> None:
     """End the migration: write POST_MIGRATION; ZooKeeper is never written again. No rollback after it.
 
     Refused while the write-behind lag is above zero, while any broker is still registered in
-    ZooKeeper (roll every broker to KRaft first; stop the rehearsal's broker simulator), and without --yes.
+    ZooKeeper (roll every broker to KRaft first; stop the rehearsal's broker simulator), while a broker
+    of the copy has not registered with the controller as a KRaft broker (--rehearsal skips this when
+    there are no real brokers), and without --yes.
 
     \b
     Example:
       zk2kraft finalize -z zk1:2181/kafka -l /var/lib/kraft/metadata --yes
     """
     result = commands.finalize(
-        zookeeper, log_dir, yes=yes, zk_auth=zk_auth, zk_timeout=zk_timeout, node_id=node_id
+        zookeeper,
+        log_dir,
+        yes=yes,
+        zk_auth=zk_auth,
+        zk_timeout=zk_timeout,
+        node_id=node_id,
+        rehearsal=rehearsal,
     )
     if as_json:
         _emit_json(result)
@@ -606,6 +637,11 @@ def finalize(
     "ZooKeeper keeps the data /migration covers and records the lost log never carried are abandoned. "
     "--log-dir must hold no log. Refused while another writer is alive.",
 )
+@click.option(
+    "--accept-drift",
+    is_flag=True,
+    help="Roll back although ZooKeeper differs from the log (ZooKeeper's version is kept).",
+)
 @node_id_option
 @json_option
 def rollback(
@@ -615,12 +651,15 @@ def rollback(
     log_dir: str,
     yes: bool,
     force_orphaned: bool,
+    accept_drift: bool,
     node_id: int,
     as_json: bool,
 ) -> None:
     """Go back to ZooKeeper mode from MigratingZkData or DualWriteMetadata (never after finalize).
 
-    Drains the syncer, renames the log directory aside (kept for forensics), deletes /controller and
+    Drains the syncer, compares ZooKeeper with the log as `migrate`'s reconcile would and refuses
+    (exit 1, naming what differs) when they differ, unless --accept-drift keeps ZooKeeper's version;
+    then renames the log directory aside (kept for forensics), deletes /controller and
     /migration and lifts /controller_epoch above the KRaft epoch (KAFKA-20488). Migrating again later
     copies afresh.
 
@@ -642,6 +681,7 @@ def rollback(
         zk_timeout=zk_timeout,
         node_id=node_id,
         force_orphaned=force_orphaned,
+        accept_drift=accept_drift,
     )
     if as_json:
         _emit_json(result)

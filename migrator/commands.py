@@ -41,7 +41,8 @@ from migrator.migration.driver import (
     RollbackResult,
     StatusResult,
 )
-from migrator.migration.facts import gather, log_exists
+from migrator.migration.facts import LogFacts, derive, gather, gather_zk, log_exists
+from migrator.migration.health import MigrationHealth, migration_health, migration_started
 from migrator.model import MigrationZnode
 from migrator.zk.connection import ConnectSpec, close, connect, parse_auth
 from migrator.zk.layout import image_from_tree
@@ -75,6 +76,8 @@ class CheckResult(BaseModel):
     findings: list[Finding] = Field(default_factory=list)
     summary: CheckSummary
     exit_code: int
+    #: set once migrating has begun: then the migration's health is reported instead of eligibility
+    migration: MigrationHealth | None = None
 
 
 def check(
@@ -84,8 +87,13 @@ def check(
     broker_configs: Sequence[BrokerConfigFile] | None = None,
     jute_maxbuffer: int = checks.DEFAULT_JUTE_MAXBUFFER,
     log_dir: str | None = None,
+    preflight: bool = False,
 ) -> CheckResult:
     """Read-only pre-flight: exit code 0 eligible, 1 blockers, 3 ZooKeeper unreachable or refused.
+
+    Once migrating has begun (the log holds a migration state, or a KRaft controller claims
+    ZooKeeper) the migration's health is reported instead: 0 healthy, 1 not. `preflight` forces the
+    eligibility findings anyway (a claim left by a lost controller).
 
     With `log_dir` during dual-write, a record after /migration's offset that can never reach
     ZooKeeper is a blocker (LOG_RECORD_NEVER_SYNCED).
@@ -136,8 +144,16 @@ def check(
         summary.check_seconds = round(time.perf_counter() - t1, 3)
         if log_dir is not None:
             unbound = _binding_findings(zookeeper, zk_auth, zk_timeout, log_dir)
+        stuck: list[Finding] = []
         if log_dir is not None and control.migration is not None and log_exists(log_dir) and not unbound:
-            findings += _stuck_findings(zookeeper, zk_auth, zk_timeout, log_dir, control.migration)
+            stuck = _stuck_findings(zookeeper, zk_auth, zk_timeout, log_dir, control.migration)
+        findings += stuck
+        c = control.controller
+        claimed = c is not None and (c.kraft_controller_epoch > 0 or not c.ephemeral)
+        if not unbound and not preflight and (claimed or (log_dir is not None and log_exists(log_dir))):
+            in_progress = _migration_health(zookeeper, zk_auth, zk_timeout, log_dir)
+            if in_progress is not None:
+                return _health_result(summary, in_progress, stuck)
     if broker_configs is None:
         findings.append(
             checks.finding(
@@ -164,6 +180,40 @@ def check(
             f" ({_n(summary.warnings, 'warning')} to review)" if summary.warnings else ""
         )
     return CheckResult(findings=findings, summary=summary, exit_code=exit_code)
+
+
+def _migration_health(
+    zookeeper: str, zk_auth: Sequence[str], zk_timeout: float, log_dir: str | None
+) -> MigrationHealth | None:
+    """The migration's health when it has begun (None before): the eligibility checks no longer apply."""
+    client = connect(zookeeper, auth=tuple(zk_auth), timeout=zk_timeout)
+    try:
+        facts = (
+            gather(client, log_dir)
+            if log_dir is not None
+            else derive(LogFacts(log_dir=""), gather_zk(client))
+        )
+    finally:
+        close(client)
+    if not migration_started(facts):
+        return None
+    return migration_health(facts, log_dir, facts.derived.state.public_name)
+
+
+def _health_result(summary: CheckSummary, h: MigrationHealth, stuck: list[Finding]) -> CheckResult:
+    """`check` during a migration: exit 0 when healthy, 1 with the problems otherwise."""
+    h.problems += [f.message for f in stuck]
+    summary.eligible = False
+    summary.blockers = summary.warnings = summary.infos = 0
+    if h.healthy:
+        summary.verdict = f"migration in progress ({h.state}) and healthy; next: {h.next_action}"
+    else:
+        summary.verdict = (
+            f"migration in progress ({h.state}) and NOT healthy: {_n(len(h.problems), 'problem')}"
+        )
+    return CheckResult(
+        findings=stuck, summary=summary, exit_code=EXIT_OK if h.healthy else EXIT_FINDINGS, migration=h
+    )
 
 
 def _read_view(zookeeper: str, zk_auth: Sequence[str], zk_timeout: float) -> ZkTree:
@@ -369,9 +419,13 @@ def finalize(
     zk_auth: Sequence[str] = (),
     zk_timeout: float = 10.0,
     node_id: int = DEFAULT_NODE_ID,
+    rehearsal: bool = False,
 ) -> FinalizeResult:
-    """POST_MIGRATION; refused while lag > 0, while brokers are ZooKeeper-registered, or without `yes`."""
-    return driver.finalize(_driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None), yes=yes)
+    """POST_MIGRATION; refused while lag > 0, while brokers are ZooKeeper-registered, while a broker of the
+    copy has not registered as a KRaft broker (unless `rehearsal`), or without `yes`."""
+    return driver.finalize(
+        _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None), yes=yes, rehearsal=rehearsal
+    )
 
 
 def rollback(
@@ -383,13 +437,16 @@ def rollback(
     zk_timeout: float = 10.0,
     node_id: int = DEFAULT_NODE_ID,
     force_orphaned: bool = False,
+    accept_drift: bool = False,
 ) -> RollbackResult:
-    """Back to ZooKeeper mode (not after finalize): drain, archive the log, release ZooKeeper.
+    """Back to ZooKeeper mode (not after finalize): drain, compare ZooKeeper with the log (refused when
+    they differ unless `accept_drift`), archive the log, release ZooKeeper.
     `force_orphaned`: release although the bound log directory is lost (nothing is drained)."""
     return driver.rollback(
         _driver_options(zookeeper, log_dir, zk_auth, zk_timeout, node_id, None),
         yes=yes,
         force_orphaned=force_orphaned,
+        accept_drift=accept_drift,
     )
 
 

@@ -79,6 +79,11 @@ class MigrationMetrics:
             "zk2kraft_dual_write_records", "Log records written behind to ZooKeeper", registry=r
         )
         self.state.set(NOT_LOADED)
+        # Read at each scrape: during the broker wait the count comes from the serving controller's
+        # image (registrations land there, not in a loop of the driver); later from the follow loop.
+        self._brokers_value = 0
+        self._brokers_source: Callable[[], int] | None = None
+        self.migrating_brokers.set_function(self._read_brokers)
         self._lag_tracked = False
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -124,7 +129,21 @@ class MigrationMetrics:
         """Once per loop of the running controller."""
         if not self._lag_tracked:
             self.lag.set(max(lag, 0))
-        self.migrating_brokers.set(migrating_brokers)
+        self._brokers_source = None
+        self._brokers_value = migrating_brokers
+
+    def watch_brokers(self, source: Callable[[], int]) -> None:
+        """Count migrating brokers with `source` at each scrape (until the follow loop reports)."""
+        self._brokers_source = source
+
+    def _read_brokers(self) -> float:
+        source = self._brokers_source
+        if source is not None:
+            try:
+                self._brokers_value = source()
+            except Exception:  # noqa: BLE001 - a scrape never fails on a closing controller; keep the last
+                pass
+        return float(self._brokers_value)
 
     def track_zk_brokers(self, rows: Callable[[], list[dict[str, Any]]]) -> None:
         """The channel to each ZooKeeper-mode broker, read at each scrape: Kafka's

@@ -508,7 +508,7 @@ def test_finalized_summarises_expected_differences(spark: object, migration: Mig
     assert migration.sessions is not None
     migration.sessions.close()  # brokers leave ZooKeeper: finalize requires it
     migration.sessions = None
-    commands.finalize(migration.connect, str(migration.log_dir), yes=True)
+    commands.finalize(migration.connect, str(migration.log_dir), yes=True, rehearsal=True)
     clean = migration.audit(zookeeper=migration.connect)
     assert (clean.phase, clean.state, clean.exit_code) == ("finalized", "MigrationFinalized", 0)
     assert clean.expected == 0, [d for d in clean.differences if d["verdict"] == "expected"][:3]

@@ -297,7 +297,7 @@ def test_controller_held_by_kraft_and_migration_in_progress(zk, zk_connect):
             }
         ),
     )
-    result = run(zk_connect)
+    result = run(zk_connect, preflight=True)
     f = only(result, "CONTROLLER_HELD_BY_KRAFT")
     assert f.ids == [3000] and "12" in f.message and "persistent" in f.message
     assert "MIGRATION_ZNODE_IN_PROGRESS" in codes(result)
@@ -309,14 +309,14 @@ def test_persistent_controller_without_kraft_epoch_is_kraft_held(zk, zk_connect)
     healthy(zk)
     zk.delete("/controller")
     zk.create("/controller", _j({"version": 1, "brokerid": 1, "timestamp": "1700000000000"}))
-    assert "CONTROLLER_HELD_BY_KRAFT" in codes(run(zk_connect))
+    assert "CONTROLLER_HELD_BY_KRAFT" in codes(run(zk_connect, preflight=True))
 
 
 @pytest.mark.zk
 def test_zk_epoch_not_above_kraft_epoch(zk, zk_connect):
     healthy(zk, controller_epoch=5)
     _kraft_controller(zk, epoch=9)
-    result = run(zk_connect)
+    result = run(zk_connect, preflight=True)
     f = only(result, "ZK_EPOCH_NOT_ABOVE_KRAFT_EPOCH")
     assert "/controller_epoch is 5" in f.message and "9" in f.message
     assert "set /controller_epoch 10" in f.hint
@@ -927,7 +927,10 @@ def test_without_a_terminal_no_table_cell_is_cut(zk, zk_connect):
     healthy(zk, controller_epoch=5)
     _kraft_controller(zk, epoch=9)
     proc = subprocess.run(
-        [str(ZK2KRAFT), "check", "--zookeeper", zk_connect], capture_output=True, text=True, timeout=120
+        [str(ZK2KRAFT), "check", "--preflight", "--zookeeper", zk_connect],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 1, proc.stderr
     assert "…" not in proc.stdout

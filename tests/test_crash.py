@@ -627,9 +627,12 @@ def test_crash_before_finalize_record(zk: KazooClient, zk_connect: str, tmp_path
     log_dir = tmp_path / "meta"
     with cluster(zk, zk_connect):
         recover(zk_connect, log_dir)
-    crash(_cmd(zk_connect, log_dir, "finalize", "--yes"), "finalize.before-record")
+    crash(_cmd(zk_connect, log_dir, "finalize", "--yes", "--rehearsal"), "finalize.before-record")
     assert commands.status(zk_connect, str(log_dir)).state == "DualWriteMetadata"
-    assert commands.finalize(zk_connect, str(log_dir), yes=True).state_after == "MigrationFinalized"
+    assert (
+        commands.finalize(zk_connect, str(log_dir), yes=True, rehearsal=True).state_after
+        == "MigrationFinalized"
+    )
 
 
 def test_every_declared_point_is_exercised() -> None:

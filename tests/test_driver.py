@@ -209,7 +209,7 @@ def test_finalize_guards_and_no_write_after(zk: KazooClient, zk_connect: str, tm
     with cluster(zk, zk_connect) as generated:
         _migrate(zk_connect, log_dir)
         with pytest.raises(FindingsError, match="brokers still registered in ZooKeeper mode: 1, 2, 3, 4"):
-            commands.finalize(zk_connect, str(log_dir), yes=True)
+            commands.finalize(zk_connect, str(log_dir), yes=True, rehearsal=True)
     # Brokers gone (rolled to KRaft). Records in the log that ZooKeeper does not have yet: lag > 0.
     with MetadataLog.open(log_dir, writable=True) as log:
         tid = next(iter(generated.image.topics.values())).topic_id
@@ -225,11 +225,11 @@ def test_finalize_guards_and_no_write_after(zk: KazooClient, zk_connect: str, tm
     with pytest.raises(
         FindingsError, match=r"1 committed records are not yet in ZooKeeper .*no-write-behind-lag"
     ):
-        commands.finalize(zk_connect, str(log_dir), yes=True)
+        commands.finalize(zk_connect, str(log_dir), yes=True, rehearsal=True)
     _migrate(zk_connect, log_dir)  # syncs it
     with pytest.raises(FindingsError, match="guard confirmed"):
         commands.finalize(zk_connect, str(log_dir))
-    done = commands.finalize(zk_connect, str(log_dir), yes=True)
+    done = commands.finalize(zk_connect, str(log_dir), yes=True, rehearsal=True)
     assert (done.state_before, done.state_after) == ("DualWriteMetadata", "MigrationFinalized")
     replay, _ = log_replay(log_dir)
     assert replay.migration_state == 3 and replay.migration_state_offset == done.offset

@@ -115,10 +115,12 @@ def test_no_command_prints_logs_or_reports_a_secret(zk: KazooClient, zk_connect:
         out = run("audit", "-l", str(log_dir), "-z", zk_connect, "--report", str(mismatch), "--json",
                   "--master", "local[1]", ok=(1,))  # fmt: skip
         assert user in out  # the mismatch is reported, by entity
-        run("finalize", "--yes", *where, ok=(0, 1))
+        run("finalize", "--yes", "--rehearsal", *where, ok=(0, 1))
         run("rollback", "--yes", *where, ok=(0, 1))
         run("status", *where, "--json")
-        run("-v", "check", "-z", zk_connect)
+        # After finalize, check reports the migration's health (exit 1 without its log to read).
+        run("-v", "check", "-z", zk_connect, ok=(0, 1))
+        run("-v", "check", "-z", zk_connect, "-l", str(log_dir), ok=(0, 1))
 
     files: list[tuple[str, str]] = [(str(report), report.read_text()), (str(mismatch), mismatch.read_text())]
     files.append((str(export), _parquet_text(export)))

@@ -390,6 +390,7 @@ class ControllerCore:
         notes = [
             f"registered broker {req.broker_id} epoch {next_offset}"
             + (" (migrating ZooKeeper broker)" if req.is_migrating_zk_broker else "")
+            + _why_again(existing, req, existing is not None and self.has_valid_session(existing, now_ms))
         ]
         return Decision(records, RegistrationReply(E.NONE, next_offset), notes)
 
@@ -706,3 +707,20 @@ def _partitions(image: ClusterImage) -> Iterator[tuple[Topic, Partition]]:
 
 def _tid(topic: Topic) -> uuid.UUID | None:
     return kafka_to_uuid(topic.topic_id) if topic.topic_id is not None else None
+
+
+def _why_again(existing: Broker | None, req: Registration, session_valid: bool) -> str:
+    """Why a broker id registers again, for the log an operator reads (a registration twice per
+    broker is normal in a migration: once in ZooKeeper mode, once after the roll to KRaft)."""
+    if existing is None:
+        return ""
+    if existing.is_migrating_zk_broker and not req.is_migrating_zk_broker:
+        return "; again, now as a KRaft broker: it was rolled from ZooKeeper mode"
+    if existing.incarnation_id is not None and existing.incarnation_id != req.incarnation_id:
+        why = "the broker restarted (a new incarnation)"
+    elif req.previous_broker_epoch == existing.broker_epoch:
+        why = "the same incarnation re-registered cleanly (it had lost its registration reply or session)"
+    else:
+        why = "the same incarnation retried (its earlier reply was lost)"
+    expired = "" if session_valid else f", its session of epoch {existing.broker_epoch} having expired"
+    return f"; again: {why}{expired}"

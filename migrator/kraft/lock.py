@@ -147,11 +147,17 @@ class WriterLock:
         return self._fd is not None
 
     def release(self) -> None:
-        """Drop both locks. The lock file stays (removing it would race a new holder's open)."""
+        """Drop both locks. The lock file stays (removing it would race a new holder's open) but is
+        emptied while still locked: a named holder without the lock is then one that died."""
         for attr in ("_kafka_fd", "_fd"):
             fd = getattr(self, attr)
             if fd is not None:
                 setattr(self, attr, None)
+                if attr == "_fd":
+                    try:
+                        os.ftruncate(fd, 0)
+                    except OSError:
+                        pass  # the holder is named a little longer: status then calls it gone
                 os.close(fd)
 
     def __enter__(self) -> WriterLock:

@@ -740,6 +740,13 @@ Exit codes: 0 eligible (no blockers), 1 blockers, 2 bad input (a malformed `--zo
 an unreadable `--broker-config`), 3 ZooKeeper unreachable or access refused (also reported as a finding in
 `--json`). `--json` prints `{"findings": [...], "summary": {...}, "exit_code": N}`; the summary carries the
 zxid the view was read at. Secrets (SCRAM keys, token HMACs, password configs) never appear in any output.
+
+Once a migration has begun (the `--log-dir` log holds PRE_MIGRATION or later, or a KRaft controller
+claims `/controller`), `check` reports the migration's health instead of these findings: state,
+write-behind lag, the log's writer (alive, or gone without releasing the log) and the brokers, with
+the next action; it exits 0 when healthy and 1 when not (`"migration"` in `--json`). It never suggests
+an action against the running controller. `--preflight` shows the findings anyway, for a claim left by
+a lost controller: their fixes (`set /controller_epoch`) fence a running one.
 """
 
 _GROUP_TITLES = {

@@ -46,7 +46,7 @@ from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, record
 from migrator.metrics import MigrationMetrics
-from migrator.migration import checks, log_binding
+from migrator.migration import checks, drift, estimate, health, log_binding
 from migrator.migration import copy as copy_mod
 from migrator.migration.admin import (
     BIG_CHANGE_RECORDS,
@@ -205,6 +205,7 @@ class MigrateResult(BaseModel):
 class PlanResult(BaseModel):
     state: str
     plan: copy_mod.CopyPlan | None = None
+    phases: estimate.PhaseEstimate | None = None  # pre-flight, copy and first sync
     message: str = ""
 
 
@@ -249,6 +250,7 @@ class StatusResult(BaseModel):
     migrating_zk_brokers: list[int] = Field(default_factory=list)
     last_transition: TransitionInfo | None = None
     writer: str | None = None  # who holds the log's writer lock now
+    writer_info: health.WriterInfo | None = None  # the writer alive, or the last one if it died
     follower_pid: int | None = None
     manifest: copy_mod.CopyManifest | None = None
     #: the running controller's channel to each ZooKeeper-mode broker (connected, queued, errors, the
@@ -543,6 +545,10 @@ def migrate(
                 )
             result.actions.append("nothing to do: the migration is finalized")
             result.kafka_code_after = _kafka_name(facts.log.migration_code)
+            result.log_end_offset = facts.log.end_offset
+            result.migration_offset = (
+                facts.zk.migration.kraft_metadata_offset if facts.zk.migration is not None else None
+            )
             return result
         if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and not brokers_from_zk and listen is None:
             raise BadInputError(BROKERS_FLAG_MESSAGE)
@@ -631,6 +637,17 @@ def migrate(
                 )
                 timings["total"] = round(time.perf_counter() - started, 3)
                 result.timings = timings
+                opts.note(  # as it happens: a redirected log sees it now, not at shutdown
+                    health.state_line(
+                        result.state_before,
+                        result.state_after,
+                        result.kafka_code_after,
+                        result.log_end_offset,
+                        result.migration_offset,
+                        result.lag,
+                        result.manifest.records if result.manifest is not None else None,
+                    )
+                )
                 if follow:
                     with stopping.phase(*_FOLLOWING):
                         _follow(
@@ -756,6 +773,9 @@ def _soft_start(
         say=opts.say,
     )
     service.core.zk_broker_ids = frozenset(facts.zk.registered_brokers)
+    if opts.metrics is not None:  # the log now holds PRE_MIGRATION; brokers register into the service
+        opts.metrics.on_state(facts.log.migration_code)
+        opts.metrics.watch_brokers(lambda: health.migrating_broker_count(service))
     runtime = _Listener(service, listen)
     result.actions.append(f"soft start: serving broker registration on {runtime.describe()}")
     opts.note(f"controller listening on {runtime.describe()} (soft start: registration and heartbeats only)")
@@ -1264,6 +1284,7 @@ def _follow(
                     except (BadInputError, FindingsError) as e:
                         reply = reply_of(e)
                     inbox.answer(rid, reply)
+                    opts.note(health.admin_line(change.describe(), reply))
                 with exclusive():
                     if syncer.lag() > 0:
                         syncer.sync()
@@ -1301,18 +1322,21 @@ def plan(opts: DriverOptions) -> PlanResult:
                 state=_public(state),
                 message=f"nothing to copy: the migration is in {_public(state)} (see `zk2kraft status`)",
             )
-        t0 = time.perf_counter()
-        layout, _, _ = copy_mod.read_zk_image(client)
-        read_seconds = time.perf_counter() - t0
+        tree, layout, read_seconds = estimate.read_view(client)
     fresh = not facts.log.exists or (
         facts.log.migration_code is None
         and (facts.log.replay is None or "metadata.version" not in facts.log.replay.feature_levels)
     )
     p = copy_mod.plan_copy(layout, fresh_log=fresh, read_seconds=read_seconds)
+    phases = estimate.estimate_phases(tree, layout, read_seconds, p)
     return PlanResult(
         state=_public(state),
         plan=p,
-        message=f"the copy would append {p.records} records ({p.bytes} bytes) in {p.batches} batches",
+        phases=phases,
+        message=(
+            f"the copy would append {p.records} records ({p.bytes} bytes) in {p.batches} batches; "
+            f"{phases.describe()}"
+        ),
     )
 
 
@@ -1372,9 +1396,12 @@ def status(opts: DriverOptions) -> StatusResult:
     writer = _writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
     follower = Inbox(opts.log_dir).follower_pid() if writer else None
     channels = zk_propagator_status(opts.log_dir, follower) if follower else None
-    anomalies = list(d.anomalies)
+    writer_info = health.read_writer(opts.log_dir)
+    next_action, notes = health.status_advice(facts, writer_info, _next_action(facts))
+    anomalies = list(d.anomalies) + notes
     if unbound is not None:  # first: nothing else said about this log matters while it is not the one
         anomalies.insert(0, unbound.message)
+        next_action = "check --log-dir: ZooKeeper's claim belongs to the log directory named above"
     if stuck is not None:
         anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
     if lf.foreign_cluster is not None:
@@ -1387,11 +1414,7 @@ def status(opts: DriverOptions) -> StatusResult:
         kafka_code=int(d.kafka_code) if d.kafka_code is not None else None,
         kafka_state=d.kafka_code.name if d.kafka_code is not None else None,
         reason=d.reason,
-        next_action=(
-            _next_action(facts)
-            if unbound is None
-            else "check --log-dir: ZooKeeper's claim belongs to the log directory named above"
-        ),
+        next_action=next_action,
         anomalies=anomalies,
         log_binding=None if unbound is None else unbound.message,
         cluster_id=zk.cluster_id,
@@ -1431,6 +1454,7 @@ def status(opts: DriverOptions) -> StatusResult:
         ),
         last_transition=last,
         writer=writer,
+        writer_info=writer_info,
         follower_pid=follower,
         zk_broker_channels=channels,
         manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
@@ -1440,7 +1464,7 @@ def status(opts: DriverOptions) -> StatusResult:
 # --- finalize --------------------------------------------------------------------------------------
 
 
-def finalize(opts: DriverOptions, *, yes: bool = False) -> FinalizeResult:
+def finalize(opts: DriverOptions, *, yes: bool = False, rehearsal: bool = False) -> FinalizeResult:
     """DualWriteMetadata → MigrationFinalized: POST_MIGRATION in the log; ZooKeeper is not written again."""
     with _zk(opts) as client:
         facts = gather(client, opts.log_dir)
@@ -1456,6 +1480,7 @@ def finalize(opts: DriverOptions, *, yes: bool = False) -> FinalizeResult:
         try:
             facts = gather(client, opts.log_dir, log)
             _guard_finalize(facts.derived.state, facts, yes)
+            health.require_kraft_brokers(facts, rehearsal)
             crash_point("finalize.before-record")
             epoch = _next_epoch(log, facts)
             _, offset = log.append(
@@ -1496,7 +1521,9 @@ def _guard_finalize(state: MigrationState, facts: Facts, yes: bool) -> None:
 # --- rollback --------------------------------------------------------------------------------------
 
 
-def rollback(opts: DriverOptions, *, yes: bool = False, force_orphaned: bool = False) -> RollbackResult:
+def rollback(
+    opts: DriverOptions, *, yes: bool = False, force_orphaned: bool = False, accept_drift: bool = False
+) -> RollbackResult:
     """Back to ZooKeeper mode from MigratingZkData or DualWriteMetadata.
 
     Drains the syncer first (ZooKeeper must hold everything the log committed), then renames the log
@@ -1539,6 +1566,12 @@ def rollback(opts: DriverOptions, *, yes: bool = False, force_orphaned: bool = F
                     facts = gather(client, opts.log_dir, log)
             lag = facts.lag if state is S.DUAL_WRITE_METADATA else 0
             _transition(state, E.ROLLBACK, GuardFacts(write_behind_lag=lag, confirmed=yes))
+            if state is S.DUAL_WRITE_METADATA and facts.log.replay is not None:
+                kept = drift.refuse_drift(
+                    drift.zk_drift(client, facts.log.replay, facts.zk.controller), accept_drift
+                )
+                if kept is not None:
+                    result.actions.append(kept)
             crash_point("rollback.drained")
             kraft_epoch = max(
                 facts.log.latest_epoch,

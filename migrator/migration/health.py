@@ -1,0 +1,244 @@
+"""The health of a migration in progress: what `check` and `status` report once migrating has begun.
+
+Eligibility findings stop meaning anything once the log holds PRE_MIGRATION or ZooKeeper is claimed:
+the KRaft controller's claim in /controller is exactly what the pre-flight calls a blocker, and its
+fix ("set /controller_epoch") would fence the running controller. So `check` reports this instead.
+
+The writer is read from the log directory's lock file (pid, host, since, command). A writer that stops
+cleanly empties the file (`kraft.lock.WriterLock.release`), so a named holder whose flock is gone is
+one that died: the migration waits for a restart that nobody is doing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from migrator.controller.service import ControllerService
+from migrator.errors import FindingsError
+from migrator.kraft.lock import LOCK_FILE, read_holder
+from migrator.migration.admin import AdminReply, writer_lock_held
+from migrator.migration.facts import Facts, log_exists
+from state_machine import KafkaMigrationCode
+from state_machine import MigrationState as S
+
+__all__ = ["MigrationHealth", "WriterInfo", "migration_started", "migration_health", "read_writer"]
+
+_STARTED_CODES = (
+    KafkaMigrationCode.PRE_MIGRATION,
+    KafkaMigrationCode.MIGRATION,
+    KafkaMigrationCode.POST_MIGRATION,
+)
+
+
+class WriterInfo(BaseModel):
+    """Who writes (or last wrote) the log; `alive` is the kernel's word (the flock is held)."""
+
+    pid: int | None = None
+    host: str | None = None
+    since: str | None = None
+    command: str | None = None
+    alive: bool
+
+    def describe(self) -> str:
+        who = (
+            "an unnamed process" if self.pid is None else f"pid {self.pid} on {self.host} since {self.since}"
+        )
+        if self.command:
+            who += f" ({self.command})"
+        return f"{who}, {'alive' if self.alive else 'gone (died without releasing the log)'}"
+
+
+def read_writer(log_dir: str) -> WriterInfo | None:
+    """The log's writer, alive or dead; None when nobody holds it and the last one stopped cleanly."""
+    if not log_exists(log_dir):
+        return None
+    alive = writer_lock_held(Path(log_dir))
+    holder = read_holder(Path(log_dir) / LOCK_FILE)
+    if holder is None:
+        return WriterInfo(alive=True) if alive else None
+    return WriterInfo(
+        pid=holder.pid, host=holder.host, since=holder.since, command=holder.command, alive=alive
+    )
+
+
+def migration_started(facts: Facts) -> bool:
+    """Migrating has begun: the log holds a migration state or a KRaft controller claims ZooKeeper (a
+    /migration znode under a ZooKeeper controller is a leftover, which the pre-flight reports)."""
+    return facts.log.migration_code in _STARTED_CODES or facts.zk.kraft_holds_controller
+
+
+class MigrationHealth(BaseModel):
+    state: str
+    kafka_state: str | None = None
+    write_behind_lag: int = 0
+    writer: WriterInfo | None = None
+    zk_registered_brokers: list[int] = Field(default_factory=list)
+    kraft_registered_brokers: list[int] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+    next_action: str = ""
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+def restart_action(writer: WriterInfo | None, waiting_for_brokers: bool = False) -> str:
+    """What to run when the writer died: the same command resumes from the log's facts."""
+    command = writer.command if writer is not None and writer.command else "zk2kraft migrate"
+    if command.endswith("controller"):
+        return f"restart the controller (`{command}` with the same options): it resumes from the log"
+    if waiting_for_brokers:
+        return (
+            "restart `zk2kraft migrate --listen HOST:PORT` (the brokers' controller.quorum.voters address): "
+            "it resumes the broker wait from the log"
+        )
+    return "restart the writer: `zk2kraft migrate --follow` resumes from the log (or run `zk2kraft migrate` once)"
+
+
+def migration_health(facts: Facts, log_dir: str | None, state_public: str) -> MigrationHealth:
+    """State, lag, writer and brokers of a started migration, with what is wrong in it."""
+    lf, zk = facts.log, facts.zk
+    writer = read_writer(log_dir) if log_dir is not None else None
+    kraft_brokers = sorted(lf.replay.image.brokers) if lf.replay is not None else []
+    h = MigrationHealth(
+        state=state_public,
+        kafka_state=KafkaMigrationCode(lf.migration_code).name if lf.migration_code is not None else None,
+        write_behind_lag=facts.lag,
+        writer=writer,
+        zk_registered_brokers=list(zk.registered_brokers),
+        kraft_registered_brokers=kraft_brokers,
+    )
+    state = facts.derived.state
+    if log_dir is None:
+        h.problems.append("no --log-dir given: the log's state, lag and writer cannot be checked")
+        h.next_action = (
+            "run `zk2kraft check --log-dir DIR` with the controller's metadata log directory (a claim left "
+            "by a lost controller: `zk2kraft check --preflight`)"
+        )
+        return h
+    if not lf.exists:
+        h.problems.append(f"ZooKeeper is being migrated but {log_dir} holds no metadata log of this cluster")
+        h.next_action = "point --log-dir at the migration's metadata log directory (see `zk2kraft status`)"
+        return h
+    if facts.derived.anomalies:
+        h.problems += list(facts.derived.anomalies)
+    waiting = lf.migration_code == KafkaMigrationCode.PRE_MIGRATION
+    if writer is not None and not writer.alive:
+        h.problems.append(f"the log's writer is gone: {writer.describe()}")
+        h.next_action = restart_action(writer, waiting)
+    if state is S.DUAL_WRITE_METADATA and facts.lag > 0 and (writer is None or not writer.alive):
+        h.problems.append(f"{facts.lag} committed records are not in ZooKeeper and no writer is syncing them")
+        h.next_action = h.next_action or "run `zk2kraft migrate` (once, or with --follow) to sync them"
+    if waiting and (writer is None or not writer.alive):
+        h.problems.append("the log holds PRE_MIGRATION but no controller is waiting for the brokers")
+        h.next_action = h.next_action or restart_action(writer, waiting)
+    if not h.next_action:
+        h.next_action = facts.derived.next_action
+    return h
+
+
+def status_advice(facts: Facts, writer: WriterInfo | None, default: str) -> tuple[str, list[str]]:
+    """(next action, notes) for `status` given the writer: a live writer is never told to start again,
+    a dead one is named with how to resume."""
+    code = facts.log.migration_code
+    state = facts.derived.state
+    if writer is not None and writer.alive:
+        if state in (S.DUAL_WRITE_METADATA, S.MIGRATION_FINALIZED):
+            return default, []
+        if code == KafkaMigrationCode.PRE_MIGRATION:
+            return (
+                f"a controller is waiting for the brokers to register, or copying once all have ({writer.describe()}): start the "
+                "ZooKeeper-mode brokers with zookeeper.metadata.migration.enable=true and its address in "
+                "controller.quorum.voters",
+                [],
+            )
+        return f"a writer is at work ({writer.describe()}): wait for it to finish, then `zk2kraft status`", []
+    if (
+        writer is not None
+        and not writer.alive
+        and state is not S.MIGRATION_FINALIZED
+        and migration_started(facts)
+    ):
+        waiting = code == KafkaMigrationCode.PRE_MIGRATION
+        return restart_action(writer, waiting), [f"the log's writer is gone: {writer.describe()}"]
+    return default, []
+
+
+def brokers_not_in_kraft(facts: Facts) -> tuple[list[int], list[int]]:
+    """(still migrating ZooKeeper brokers, never registered) among the copy's brokers: every broker the
+    log's partitions are assigned to or that registered as a migrating ZooKeeper broker. KIP-866's
+    finalize assumes each of them has come back as a KRaft broker (RegisterBrokerRecord without
+    IsMigratingZkBroker)."""
+    replay = facts.log.replay
+    if replay is None:
+        return [], []
+    image = replay.image
+    wanted = {b.id for b in image.brokers.values() if b.is_migrating_zk_broker}
+    for topic in image.topics.values():
+        for p in topic.partitions.values():
+            wanted.update(p.replicas)
+    migrating = sorted(b for b in wanted if b in image.brokers and image.brokers[b].is_migrating_zk_broker)
+    never = sorted(b for b in wanted if b not in image.brokers)
+    return migrating, never
+
+
+def require_kraft_brokers(facts: Facts, rehearsal: bool) -> None:
+    """Refuse a finalize (exit 1) while a broker of the copy has not registered as a KRaft broker;
+    `rehearsal` (no real brokers) skips it, and says so."""
+    if rehearsal:
+        return
+    migrating, never = brokers_not_in_kraft(facts)
+    if not migrating and not never:
+        return
+    parts = []
+    if migrating:
+        parts.append(f"still migrating ZooKeeper brokers: {_ids(migrating)}")
+    if never:
+        parts.append(f"never registered with the KRaft controller: {_ids(never)}")
+    raise FindingsError(
+        f"finalize refused: {len(migrating) + len(never)} broker(s) of the copy have not registered as KRaft "
+        f"brokers ({'; '.join(parts)}); roll them to KRaft mode against the controller first, or pass "
+        "--rehearsal for a rehearsal without real brokers"
+    )
+
+
+def _ids(ids: list[int], shown: int = 20) -> str:
+    text = ", ".join(map(str, ids[:shown]))
+    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def migrating_broker_count(service: ControllerService) -> int:
+    """Kafka's MigratingZkBrokerCount from the serving controller's image, at this moment."""
+    with service.lock:
+        return sum(1 for b in service.image.brokers.values() if b.is_migrating_zk_broker)
+
+
+def state_line(
+    before: str,
+    after: str,
+    kafka: str | None,
+    end_offset: int,
+    covered: int | None,
+    lag: int,
+    copied: int | None,
+) -> str:
+    """The run's outcome as one line for the controller's log, written when it happens."""
+    copy = f"copied {copied} records; " if copied is not None else ""
+    return (
+        f"{copy}{before} → {after} (Kafka {kafka or '-'}): log end offset {end_offset}, "
+        f"/migration offset {covered}, write-behind lag {lag}"
+    )
+
+
+def admin_line(change: str, reply: AdminReply) -> str:
+    """One admin change the controller applied (or refused), for its log."""
+    if not reply.ok:
+        return f"admin change refused: {change}: {reply.message} (exit {reply.exit_code})"
+    if reply.records == 0:
+        return f"admin change {change}: nothing to do ({reply.message})"
+    return (
+        f"admin change applied: {change}: {reply.records} records at offsets {reply.first_offset}-"
+        f"{reply.last_offset}, /migration offset {reply.migration_offset}"
+    )
