@@ -34,6 +34,7 @@ from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MAX_BATCH_BYTES, Metad
 from migrator.kraft.records import record  # noqa: E402
 from migrator.migration.copy import migration_records, read_zk_image  # noqa: E402
 from migrator.zk.connection import close, connect  # noqa: E402
+from migrator.zk.reader import read_tree  # noqa: E402
 from zk_fixtures.brokers import BrokerSessions  # noqa: E402
 from zk_fixtures.generator import ClusterSpec, load_cluster  # noqa: E402
 from zk_fixtures.server import ZkServer  # noqa: E402
@@ -115,6 +116,32 @@ def main() -> None:
                 f"rest of `migrate`: pre-flight check {t.get('preflight', 0):.2f}s, reconcile "
                 f"{t.get('reconcile', 0):.2f}s ({len(result.repairs)} repairs), sync {t.get('sync', 0):.2f}s; "
                 f"whole command {t['total']:.2f}s"
+            )
+            # One table, one run: the whole command, the dark window (claim -> DualWriteMetadata: the
+            # controller answers only registrations and heartbeats) and every phase; "other" is what no
+            # phase accounts for (reading the log's and ZooKeeper's state between phases, formatting).
+            phases = [
+                ("pre-flight (read + checks)", t.get("preflight", 0.0)),
+                ("claim", t["claim"]),
+                ("copy: ZooKeeper read", m.read_seconds),
+                ("copy: build records", m.build_seconds),
+                ("copy: append", m.append_seconds),
+                ("first sync: reconcile", t.get("reconcile", 0.0)),
+                ("first sync: records", t.get("sync", 0.0)),
+            ]
+            other = t["total"] - sum(v for _, v in phases)
+            width = max(len(n) for n, _ in phases)
+            print(f"  {'whole `migrate`':<{width}} {t['total']:7.2f}s")
+            print(
+                f"  {'dark window':<{width}} {t['dark_window']:7.2f}s  ({t['dark_window'] / t['total']:.0%} of the whole)"
+            )
+            for name, v in [*phases, ("other", other)]:
+                print(f"  {name:<{width}} {v:7.2f}s  ({v / t['total']:.0%})")
+            # The read the first sync no longer makes (it diffs against the copy's read), timed here.
+            t2 = time.perf_counter()
+            read_tree(client)
+            print(
+                f"  (a fresh ZooKeeper read, which the first sync now skips: {time.perf_counter() - t2:.2f}s)"
             )
             ours: list[float] = []
             kafka: list[float] = []

@@ -35,6 +35,7 @@ from migrator.migration.faults import crash_point
 from migrator.model import ClusterImage
 from migrator.zk.layout import LayoutResult, image_from_tree
 from migrator.zk.reader import read_tree
+from migrator.zk.tree import ZkTree
 from state_machine import KafkaMigrationCode
 
 __all__ = [
@@ -143,10 +144,18 @@ def read_zk_image(
     client: KazooClient, progress: Callable[[int], None] | None = None
 ) -> tuple[LayoutResult, int, bool]:
     """The bulk reader's view decoded strictly: (layout, zxid, consistent). A bad znode is one line."""
+    layout, zxid, consistent, _ = read_zk_tree_image(client, progress)
+    return layout, zxid, consistent
+
+
+def read_zk_tree_image(
+    client: KazooClient, progress: Callable[[int], None] | None = None
+) -> tuple[LayoutResult, int, bool, ZkTree]:
+    """`read_zk_image` and the tree it decoded, so the first sync reconciles from the same read."""
     tree = read_tree(client, progress=progress)
     layout = image_from_tree(tree, strict=True)
     zxid = tree.read_zxid if tree.consistent else tree.max_zxid
-    return layout, zxid, tree.consistent
+    return layout, zxid, tree.consistent, tree
 
 
 def _chunks(records: Sequence[MetadataRecord], size: int) -> list[Sequence[MetadataRecord]]:

@@ -77,6 +77,7 @@ from migrator.zk.leadership import (
     write_migration_unconditionally,
 )
 from migrator.zk.reader import read_tree
+from migrator.zk.tree import ZkTree
 from state_machine import (
     GuardFacts,
     KafkaMigrationCode,
@@ -416,10 +417,10 @@ class GuardedSyncer:
                 )
         self._checked = max(self._checked, self.log.end_offset)
 
-    def reconcile(self, image: ReplayResult | None = None) -> list[Repair]:
+    def reconcile(self, image: ReplayResult | None = None, tree: ZkTree | None = None) -> list[Repair]:
         self._guard()
         t0 = time.perf_counter()
-        repairs = self.inner.reconcile(image)
+        repairs = self.inner.reconcile(image, tree)
         if self.metrics is not None:
             self.metrics.on_reconcile(time.perf_counter() - t0)
         return repairs
@@ -1007,11 +1008,18 @@ def _claim_and_copy(
     timings: dict[str, float],
     progress: Progress | None,
 ) -> GuardedSyncer:
-    """MigratingZkData: claim, bootstrap a fresh log, abort an interrupted copy, copy, first sync."""
+    """MigratingZkData: claim, bootstrap a fresh log, abort an interrupted copy, copy, first sync.
+
+    timings["dark_window"] spans the claim to DualWriteMetadata: the controller serves nothing but
+    registrations and heartbeats meanwhile (KIP-866), so it is the figure the single-read work targets.
+    """
+    t0 = time.perf_counter()
     with stopping.phase(*_COPYING):
         syncer_args = _claim_and_copy_only(client, log, facts, opts, result, timings, progress)
     with stopping.phase(*_SYNCING):
-        return _first_sync(client, *syncer_args, opts, result, timings)
+        syncer = _first_sync(client, *syncer_args, opts, result, timings)
+    timings["dark_window"] = round(time.perf_counter() - t0, 3)
+    return syncer
 
 
 def _claim_and_copy_only(
@@ -1022,7 +1030,7 @@ def _claim_and_copy_only(
     result: MigrateResult,
     timings: dict[str, float],
     progress: Progress | None,
-) -> tuple[MetadataLog, Facts, Claim, MigrationZnode]:
+) -> tuple[MetadataLog, Facts, Claim, MigrationZnode, ZkTree | None]:
     t0 = time.perf_counter()
     opts.note("claiming ZooKeeper controllership")
     claim, migration = _claim(client, log, facts, opts.node_id, (-1, -1))
@@ -1053,7 +1061,7 @@ def _claim_and_copy_only(
         )
     opts.note("reading ZooKeeper")
     t1 = time.perf_counter()
-    layout, zxid, consistent = copy_mod.read_zk_image(client)
+    layout, zxid, consistent, tree = copy_mod.read_zk_tree_image(client)
     read_seconds = time.perf_counter() - t1
     opts.note("copying into the log")
     manifest = copy_mod.copy_zk_data(
@@ -1073,7 +1081,9 @@ def _claim_and_copy_only(
     )
     facts = gather(client, opts.log_dir, log)
     _transition(S.MIGRATING_ZK_DATA, E.COMMIT_COPY, GuardFacts(copy_committed=facts.log.migration_code == 1))
-    return log, facts, claim, migration
+    # The claim fences every other controller before this read, so the first sync reconciles from it
+    # instead of reading ZooKeeper again; a read that was not one consistent view is not reused.
+    return log, facts, claim, migration, (tree if consistent else None)
 
 
 def _first_sync(
@@ -1082,18 +1092,19 @@ def _first_sync(
     facts: Facts,
     claim: Claim,
     migration: MigrationZnode,
+    tree: ZkTree | None,
     opts: DriverOptions,
     result: MigrateResult,
     timings: dict[str, float],
 ) -> GuardedSyncer:
-    """SYNC_KRAFT_TO_ZK: a full reconciliation of ZooKeeper against the image, then the records."""
+    """SYNC_KRAFT_TO_ZK: ZooKeeper reconciled against the image (from the copy's `tree`), then the records."""
     opts.note("reconciling ZooKeeper with the log")
     t0 = time.perf_counter()
     # the copy is committed now: its (offset, epoch) joins the log identity bound to the claim
     log_binding.record_claim(client, claim, log_binding.identity_of(log, facts, claim.kraft_epoch))
     syncer = _syncer(client, log, claim, migration, facts)
     syncer.metrics = opts.metrics
-    repairs = syncer.reconcile(_replay_of(facts))
+    repairs = syncer.reconcile(_replay_of(facts), tree)
     crash_point("sync.after-reconcile")
     result.repairs = [_jsonable(r) for r in repairs]
     timings["reconcile"] = round(time.perf_counter() - t0, 3)
@@ -1140,7 +1151,8 @@ def _resume_dual_write(
         result.aborted_transaction = f"{txn.name!r} begun at offset {txn.begin_offset}, aborted at {offset}"
         result.actions.append(f"aborted the dangling transaction {result.aborted_transaction}")
         facts = gather(client, opts.log_dir, log)
-    return _first_sync(client, log, facts, claim, migration, opts, result, timings)
+    # after a takeover ZooKeeper is reconciled from a fresh read: another writer may have been at work
+    return _first_sync(client, log, facts, claim, migration, None, opts, result, timings)
 
 
 # --- follow: stay the controller ------------------------------------------------------------------
