@@ -394,3 +394,35 @@ def test_describe_quorum_lists_the_voter_and_observers_and_votes_are_refused(lea
         assert p.error_code == 74 and not p.vote_granted and p.leader_id == NODE
     finally:
         f.close()
+
+
+def test_the_snapshot_policy_keeps_working_under_the_leader(tmp_path) -> None:
+    """Retention snapshots and deletes while observers fetch; purge_aborted still finds the policy."""
+    from migrator.kraft.retention import SnapshotPolicy
+
+    config = RetentionConfig(4096, -1, 1, -1)  # a snapshot every 4 KiB, keep only the newest
+    log = MetadataLog.open(
+        tmp_path, writable=True, cluster_id=CLUSTER, node_id=NODE, segment_bytes=4096, retention=config
+    )
+    handler = Handler(log, 1)
+    server = start_server(handler, "127.0.0.1:0")
+    f = Fetcher(server.address)
+    try:
+        assert isinstance(getattr(log.after_append, "__self__", None), SnapshotPolicy)
+        offset, epoch = 0, 0
+        for i in range(30):
+            log.append(configs(i), 1)
+            _, p = f.fetch(offset, epoch, 1)
+            assert p.error_code == 0
+            if p.snapshot_id.end_offset >= 0:
+                offset, epoch = p.snapshot_id.end_offset, p.snapshot_id.epoch
+                continue
+            got = list(offsets_in(p.records))
+            if got:
+                offset, epoch = got[-1][0] + 1, got[-1][1]
+        assert log.log_start_offset > 0, "retention moved the log start"
+        assert p.high_watermark == log.end_offset
+    finally:
+        f.close()
+        server.stop()
+        log.close()

@@ -11,6 +11,7 @@ fetcher ever sees a record a crash could take back.
 from __future__ import annotations
 
 import threading
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,14 +49,29 @@ class LogView:
         self.log = log
         self.changed = threading.Condition()
         self._hw = log.end_offset  # what an open finds is on disk: durable
-        previous = log.after_append
+        self._hook: object = None
+        self._ensure_hook()
 
-        def after_append(lg: MetadataLog, records: object, written: int) -> None:
+    def _ensure_hook(self) -> None:
+        """Chain onto the log's ``after_append`` (again, if something re-attached a snapshot policy).
+
+        The chained hook is bound to the previous hook's owner, so `retention.purge_aborted`, which
+        finds the snapshot policy as ``log.after_append.__self__``, still finds it.
+        """
+        log = self.log
+        if log.after_append is self._hook and self._hook is not None:
+            return
+        previous = log.after_append
+        view = self
+
+        def after_append(owner: object, lg: MetadataLog, records: object, written: int) -> None:
+            view.on_append()  # first: the append is durable, long polls need not wait for a snapshot
             if previous is not None:
                 previous(lg, records, written)  # type: ignore[arg-type]
-            self.on_append()
 
-        log.after_append = after_append
+        hook = types.MethodType(after_append, getattr(previous, "__self__", self))
+        log.after_append = hook
+        self._hook = hook
 
     @property
     def high_watermark(self) -> int:
@@ -66,10 +82,13 @@ class LogView:
             self._hw = self.log.end_offset
             self.changed.notify_all()
 
-    def wait_beyond(self, offset: int, timeout_s: float) -> None:
-        """Return once the high watermark passes ``offset`` or ``timeout_s`` has gone by."""
+    def wait_beyond(self, offset: int, timeout_s: float, stop: threading.Event | None = None) -> None:
+        """Return once the high watermark passes ``offset``, ``timeout_s`` has gone by, or ``stop`` is set
+        (and `changed` notified)."""
         with self.changed:
-            self.changed.wait_for(lambda: self._hw > offset, timeout=timeout_s)
+            self.changed.wait_for(
+                lambda: self._hw > offset or (stop is not None and stop.is_set()), timeout=timeout_s
+            )
 
     # -- snapshots ------------------------------------------------------------------------------
 
@@ -129,6 +148,7 @@ class LogView:
     def read(self, offset: int, last_epoch: int, max_bytes: int) -> FetchRead:
         """What a Fetch for (offset, last fetched epoch) gets: batches from the one holding ``offset``
         up to the high watermark, whole batches, at least one even when it exceeds ``max_bytes``."""
+        self._ensure_hook()
         hw = self._hw
         verdict = self.validate(offset, last_epoch)
         out = bytearray()

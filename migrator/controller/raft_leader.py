@@ -256,7 +256,7 @@ class RaftLeader:
             left = deadline - time.monotonic()
             if got.records or got.verdict.kind != "valid" or left <= 0 or self._closing.is_set():
                 break
-            self.view.wait_beyond(int(fp.fetch_offset), left)
+            self.view.wait_beyond(int(fp.fetch_offset), left, self._closing)
         if got.verdict.kind == "valid":
             self._note_fetch(replica_id, directory_id, int(fp.fetch_offset), got.high_watermark)
         kw: dict[str, Any] = dict(high_watermark=got.high_watermark, log_start_offset=got.log_start_offset)
