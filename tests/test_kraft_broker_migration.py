@@ -51,3 +51,59 @@ def test_brokers_restarted_in_kraft_mode_follow_the_log_then_finalize(zk, zk_con
         running.stop()
         result = commands.finalize(zk_connect, str(tmp_path / "meta"), yes=True)
         assert result.state_after == "MigrationFinalized", result
+
+
+def test_after_an_aborted_copy_is_redone_a_kraft_broker_never_sees_it(zk, zk_connect, tmp_path) -> None:
+    """Kafka's MetadataBatchLoader would keep an aborted copy's records; a fetcher from offset 0 gets the
+    snapshot at the redone copy's commit instead, and its cache equals the controller's and ZooKeeper's."""
+    import signal
+
+    from migrate_helpers import assert_consistent, cluster, run_cli
+    from test_crash import assert_aborted_copy_gone
+
+    from migrator.kraft.log import MetadataLog
+    from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+    from zk_fixtures.kraft_broker import MetadataFollower
+
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect) as generated:
+        args = ["migrate", "--yes", "--brokers-from-zk", "-z", zk_connect, "-l", str(log_dir)]
+        r = run_cli(args, env={"ZK2KRAFT_CRASH_AT": "copy.batch:1"})
+        assert r.returncode == -signal.SIGKILL, r.stderr[-800:]
+        with MetadataLog.open(log_dir) as log:
+            aborted_end = log.end_offset
+        running = commands.start_controller(
+            zk_connect, str(log_dir), listen="127.0.0.1:0", yes=True, broker_wait_timeout=60
+        )
+        listeners, racks = listeners_of(generated.image)
+        sim = BrokerSimulator(
+            running.address,
+            zk_connect,
+            generated.image.cluster_id or "",
+            sorted(generated.image.brokers),
+            racks=racks,
+            listeners=listeners,
+            interval_s=0.3,
+        )
+        follower = None
+        try:
+            sim.start()
+            service = running.service
+            assert service is not None
+            assert running.wait_until(lambda _r: not service.soft_start, 90), running.error
+            assert service.flush(20)
+            follower = MetadataFollower(running.address, replica_id=100)
+            follower.catch_up()
+            assert follower.snapshots_loaded == 1 and follower.snapshot is not None
+            assert follower.snapshot[0] > aborted_end
+            assert all(o >= follower.snapshot[0] for o, _e, _r in follower.records)
+            assert follower.cache().model_dump(exclude={"cluster_id"}) == service.image.model_dump(
+                exclude={"cluster_id"}
+            )
+        finally:
+            if follower is not None:
+                follower.stop()
+            sim.stop()
+            running.stop()
+        assert_aborted_copy_gone(log_dir, aborted_end)
+        assert_consistent(zk, log_dir)
