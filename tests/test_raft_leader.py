@@ -112,6 +112,7 @@ class Fetcher:
         max_bytes: int = 1 << 20,
         topic_id: uuid.UUID = TOPIC_ID,
         partition: int = 0,
+        replica_id: int = 7,
     ) -> Any:
         m = importlib.import_module(f"kio.schema.fetch.v{version}.request")
         part: dict[str, Any] = dict(
@@ -133,9 +134,9 @@ class Fetcher:
             forgotten_topics_data=(),
         )
         if version >= 15:
-            body["replica_state"] = m.ReplicaState(replica_id=7, replica_epoch=-1)
+            body["replica_state"] = m.ReplicaState(replica_id=replica_id, replica_epoch=-1)
         else:
-            body["replica_id"] = 7
+            body["replica_id"] = replica_id
         resp = self.call("fetch", version, **body)
         if not resp.responses:
             return resp, None
@@ -337,6 +338,8 @@ def test_bad_fetches_get_kafkas_error_codes(leader) -> None:
         assert p.error_code == 74  # FENCED_LEADER_EPOCH
         resp, p = f.fetch(0, 2, 2)
         assert p.error_code == 75  # UNKNOWN_LEADER_EPOCH: an epoch from the future
+        resp, p = f.fetch(0, 0, 1, replica_id=NODE)
+        assert p.error_code == -1  # the leader's own id from a remote fetcher: Kafka's IllegalStateException
         # the listener stays up for the next well-formed fetch
         _, p = f.fetch(0, 0, 1)
         assert p.error_code == 0

@@ -249,6 +249,11 @@ class RaftLeader:
             return response(E.NONE, (partition(error),))
         replica_id = int(req.replica_state.replica_id) if version >= 15 else int(req.replica_id)
         directory_id = getattr(fp, "replica_directory_id", None)
+        if replica_id == self.node_id:
+            # LeaderState.updateReplicaState: a remote replica with the leader's own id is an
+            # IllegalStateException, answered as UNKNOWN_SERVER_ERROR by tryCompleteFetchRequest
+            log.warning("a Fetch claims to come from this leader's own id %d", replica_id)
+            return response(E.NONE, (partition(E.UNKNOWN_SERVER_ERROR),))
         max_bytes = max(1, min(int(req.max_bytes), int(fp.partition_max_bytes)))
         deadline = time.monotonic() + max_wait_ms / 1000
         while True:
