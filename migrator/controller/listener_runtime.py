@@ -46,12 +46,32 @@ def start_server(handler: Any, listen: str) -> RunningServer:
         ) from None
     try:
         server = ControllerServer(handler, host, port)
+        _attach_raft(server, handler)
         start = getattr(server, "start", None)
         if callable(start):
             start()
     except OSError as e:
         raise BadInputError(f"cannot listen on {listen}: {e.strerror or e}") from None
     return _Running(server)
+
+
+def _attach_raft(server: Any, handler: Any) -> None:
+    """Make the listener the Raft leader of the handler's metadata log (KRaft brokers fetch it)."""
+    from migrator.controller.raft_leader import RAFT_VERSIONS, RaftLeader
+    from migrator.kraft.log import MetadataLog
+
+    mlog = getattr(handler, "log", None)
+    if not isinstance(mlog, MetadataLog) or not mlog.writable:
+        return
+    meta = mlog.meta
+    leader = RaftLeader(
+        mlog,
+        node_id=meta.node_id if meta is not None else -1,
+        cluster_id=meta.cluster_id if meta is not None else None,
+        epoch=lambda: max(int(getattr(handler, "epoch", -1)), mlog.latest_epoch, 0),
+    )
+    leader.endpoint = ("CONTROLLER", server.address[0], server.address[1])
+    server.attach_raft(leader, RAFT_VERSIONS)
 
 
 class _InProcess:

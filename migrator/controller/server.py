@@ -70,6 +70,12 @@ class ControllerServer:
         self.served = 0
         self.closed_for_errors = 0
         self.supported = _supported_by(handler)
+        self.raft: Any = None  # the Raft leader (raft_leader.RaftLeader), answered outside the handler
+
+    def attach_raft(self, raft: Any, versions: dict[int, tuple[int, int]]) -> None:
+        """Serve Kafka's Raft APIs with ``raft`` on this listener (and list them in ApiVersions)."""
+        self.raft = raft
+        self.supported.update(versions)
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -80,6 +86,8 @@ class ControllerServer:
 
     def close(self) -> None:
         self._stopping.set()
+        if self.raft is not None:
+            self.raft.close()  # wake long-polling fetches
         _shutdown(self._sock)  # shutdown, not just close: it is what wakes a thread blocked in accept()
         with self._lock:
             conns = list(self._conns.items())
@@ -170,6 +178,8 @@ class ControllerServer:
 
     def _answer(self, frame_bytes: bytes) -> bytes | None:
         """The response frame for one request, or None to close the connection."""
+        if self.raft is not None and self.raft.serves(frame_bytes):
+            return self.raft.answer(frame_bytes)  # type: ignore[no-any-return]
         try:
             header, pos = wire.decode_request_header(frame_bytes)
         except wire.WireError as e:

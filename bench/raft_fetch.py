@@ -1,0 +1,246 @@
+"""Raft Fetch benchmark: observers catching up on `__cluster_metadata` from the controller, and a new
+record reaching every long-polling observer.
+
+The controller's listener (with its Raft leader) runs in a child process over a log of --records
+ConfigRecords; the observers are threads of this process, each on its own connection, encoding Fetch
+v17 with kio and walking the returned batch headers (no record decoding: a broker's decode cost is its
+own). Side by side in the same run:
+
+  direct read     MetadataLog.batches() of the same directory in this process, raw batch bytes (what
+                  the leader reads for a fetch, without the network): the baseline.
+  1 observer      one observer fetching from offset 0 to the end.
+  N observers     --observers observers at once, aggregate records/s.
+  long poll       every observer parked at the end; the controller appends one record; the time from
+                  before the append (fsync included) to each observer's response, over --rounds rounds.
+
+Usage: .venv/bin/python bench/raft_fetch.py [--records N] [--observers K] [--rounds R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import io
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kio.schema.fetch.v17 import request as FR  # noqa: E402
+from kio.schema.fetch.v17 import response as FP  # noqa: E402
+from kio.schema.request_header.v2.header import RequestHeader  # noqa: E402
+from kio.schema.response_header.v1.header import ResponseHeader  # noqa: E402
+from kio.serial import entity_reader, entity_writer  # noqa: E402
+
+from migrator.kraft.log import MetadataLog  # noqa: E402
+from migrator.kraft.records import record  # noqa: E402
+from migrator.kraft.retention import RetentionConfig  # noqa: E402
+
+CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
+NODE = 3000
+NO_SNAPSHOTS = RetentionConfig(1 << 50, -1, -1, -1)
+_WRITE_HEADER = entity_writer(RequestHeader)
+_WRITE_FETCH = entity_writer(FR.FetchRequest)
+_READ_HEADER = entity_reader(ResponseHeader)
+_READ_FETCH = entity_reader(FP.FetchResponse)
+
+
+def build_log(path: str, n: int) -> None:
+    log = MetadataLog.open(path, writable=True, cluster_id=CLUSTER, node_id=NODE, retention=NO_SNAPSHOTS)
+    chunk = 20_000
+    for start in range(0, n, chunk):
+        recs = [
+            record(
+                "ConfigRecord", 0, ResourceType=2, ResourceName=f"t{i // 100}", Name=f"k{i}", Value="v" * 16
+            )
+            for i in range(start, min(n, start + chunk))
+        ]
+        log.append(recs, 1)
+    log.close()
+
+
+def serve(path: str) -> None:
+    """The child: a controller listener over the log; appends one record per line on stdin."""
+    from migrator.controller.listener_runtime import start_server
+
+    log = MetadataLog.open(path, writable=True, cluster_id=CLUSTER, node_id=NODE, retention=NO_SNAPSHOTS)
+
+    class Handler:
+        def __init__(self) -> None:
+            self.log = log
+            self.epoch = 1
+
+        def supported_apis(self) -> dict[int, tuple[int, int]]:
+            return {18: (0, 3)}
+
+        def handle(self, *a: object) -> None:
+            raise RuntimeError("Raft only")
+
+    server = start_server(Handler(), "127.0.0.1:0")
+    print(server.address[1], flush=True)
+    i = 0
+    for _line in sys.stdin:
+        t0 = time.monotonic()
+        log.append([record("ConfigRecord", 0, ResourceType=2, ResourceName="x", Name=f"n{i}", Value="v")], 1)
+        i += 1
+        print(f"{t0:.9f}", flush=True)
+    server.stop()
+    log.close()
+
+
+def fetch_request(cid: int, offset: int, epoch: int, max_wait_ms: int, replica: int) -> bytes:
+    part = FR.FetchPartition(
+        partition=0,
+        current_leader_epoch=1,
+        fetch_offset=offset,
+        last_fetched_epoch=epoch,
+        log_start_offset=-1,
+        partition_max_bytes=8 << 20,
+    )
+    req = FR.FetchRequest(
+        replica_state=FR.ReplicaState(replica_id=replica, replica_epoch=-1),
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        max_bytes=8 << 20,
+        topics=(FR.FetchTopic(topic_id=uuid.UUID(int=1), partitions=(part,)),),
+        forgotten_topics_data=(),
+    )
+    buf = io.BytesIO()
+    _WRITE_HEADER(
+        buf, RequestHeader(request_api_key=1, request_api_version=17, correlation_id=cid, client_id="bench")
+    )
+    _WRITE_FETCH(buf, req)
+    data = buf.getvalue()
+    return struct.pack(">i", len(data)) + data
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(min(n - len(out), 1 << 20))
+        if not chunk:
+            raise ConnectionError("closed")
+        out += chunk
+    return bytes(out)
+
+
+class Observer:
+    def __init__(self, port: int, replica: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.replica = replica
+        self.offset, self.epoch, self.cid = 0, 0, 0
+
+    def fetch(self, max_wait_ms: int = 0) -> int:
+        """One fetch; returns the records it advanced over (batches walked by their headers)."""
+        self.cid += 1
+        self.sock.sendall(fetch_request(self.cid, self.offset, self.epoch, max_wait_ms, self.replica))
+        (size,) = struct.unpack(">i", _recv(self.sock, 4))
+        body = _recv(self.sock, size)
+        before = self.offset
+        _head, pos = _READ_HEADER(body, 0)
+        resp, _ = _READ_FETCH(body, pos)
+        records = resp.responses[0].partitions[0].records or b""
+        pos = 0
+        while pos + 61 <= len(records):
+            base, length = struct.unpack_from(">qi", records, pos)
+            (epoch,) = struct.unpack_from(">i", records, pos + 12)
+            (last_delta,) = struct.unpack_from(">i", records, pos + 23)
+            self.offset, self.epoch = base + last_delta + 1, epoch
+            pos += 12 + length
+        return self.offset - before
+
+
+def catch_up(observers: list[Observer], end: int) -> float:
+    def run(o: Observer) -> None:
+        while o.offset < end:
+            o.fetch()
+
+    t = time.perf_counter()
+    threads = [threading.Thread(target=run, args=(o,)) for o in observers]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return time.perf_counter() - t
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--observers", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--serve")
+    args = ap.parse_args()
+    if args.serve:
+        serve(args.serve)
+        return 0
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
+        build_log(d, args.records)
+        print(f"log of {args.records:,} records built in {time.perf_counter() - t:.1f}s")
+        ro = MetadataLog.open(d)
+        end = ro.end_offset
+        t = time.perf_counter()
+        nbytes = sum(len(b.raw()) for b in ro.batches(0, verify_crc=False))
+        direct = end / (time.perf_counter() - t)
+        ro.close()
+        child = subprocess.Popen(
+            [sys.executable, __file__, "--serve", d], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None and child.stdin is not None
+        port = int(child.stdout.readline())
+        try:
+            one = end / catch_up([Observer(port, 1)], end)
+            many = [Observer(port, 10 + i) for i in range(args.observers)]
+            agg = end * len(many) / catch_up(many, end)
+            lags: list[float] = []
+            for _ in range(args.rounds):
+                got: list[float] = []
+                lock = threading.Lock()
+
+                def poll(o: Observer, got: list[float] = got, lock: threading.Lock = lock) -> None:
+                    while o.fetch(10_000) == 0:
+                        pass
+                    with lock:
+                        got.append(time.monotonic())
+
+                threads = [threading.Thread(target=poll, args=(o,)) for o in many]
+                for th in threads:
+                    th.start()
+                time.sleep(0.3)  # let every observer park in its long poll
+                child.stdin.write("append\n")
+                child.stdin.flush()
+                t0 = float(child.stdout.readline())
+                for th in threads:
+                    th.join()
+                lags += [x - t0 for x in got]
+        finally:
+            child.stdin.close()
+            child.wait(30)
+        lags.sort()
+        p50 = statistics.median(lags) * 1000
+        p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))] * 1000
+        print(f"{'':24}{'records/s':>14}{'vs direct':>11}")
+        print(
+            f"{'direct read (baseline)':24}{direct:>14,.0f}{1.0:>10.2f}x   ({nbytes / end:.1f} bytes/record)"
+        )
+        print(f"{'1 observer':24}{one:>14,.0f}{one / direct:>10.2f}x")
+        print(f"{f'{len(many)} observers, total':24}{agg:>14,.0f}{agg / direct:>10.2f}x")
+        print(
+            f"long poll, {len(many)} observers x {args.rounds} rounds: p50 {p50:.1f} ms, p99 {p99:.1f} ms "
+            "(from before the append's fsync to each observer's response)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,172 @@
+"""What a Raft leader reads out of `__cluster_metadata` for a fetcher: Kafka's offset and epoch check,
+record batches up to the high watermark, and slices of snapshot files.
+
+The rules are Kafka 3.9's (ReplicatedLog.validateOffsetAndEpoch, KafkaMetadataLog.endOffsetForEpoch,
+LeaderEpochFileCache.endOffsetFor, KafkaRaftClient.tryCompleteFetchRequest), applied to zk2kraft's
+`MetadataLog`. The high watermark is the end of what an append has fsynced: a single-voter quorum
+commits a record when its one voter has it on disk, and nothing past that is handed out, so no
+fetcher ever sees a record a crash could take back.
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+from dataclasses import dataclass
+from pathlib import Path
+
+from migrator.kraft.log import MetadataLog
+from migrator.kraft.snapshot import SnapshotId, list_snapshots
+
+__all__ = ["FetchRead", "LogView", "Verdict"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """ValidOffsetAndEpoch: ``kind`` is "valid", "diverging" or "snapshot" with (offset, epoch)."""
+
+    kind: str
+    offset: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRead:
+    verdict: Verdict
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+
+
+class LogView:
+    """The leader's read side of a writable `MetadataLog`, safe to use from listener threads.
+
+    Appends happen on the controller's writer thread; ``on_append`` (chained onto the log's
+    ``after_append`` hook, which runs after the fsync) moves the high watermark and wakes long polls.
+    """
+
+    def __init__(self, log: MetadataLog) -> None:
+        self.log = log
+        self.changed = threading.Condition()
+        self._hw = log.end_offset  # what an open finds is on disk: durable
+        self._hook: object = None
+        self._ensure_hook()
+
+    def _ensure_hook(self) -> None:
+        """Chain onto the log's ``after_append`` (again, if something re-attached a snapshot policy).
+
+        The chained hook is bound to the previous hook's owner, so `retention.purge_aborted`, which
+        finds the snapshot policy as ``log.after_append.__self__``, still finds it.
+        """
+        log = self.log
+        if log.after_append is self._hook and self._hook is not None:
+            return
+        previous = log.after_append
+        view = self
+
+        def after_append(owner: object, lg: MetadataLog, records: object, written: int) -> None:
+            view.on_append()  # first: the append is durable, long polls need not wait for a snapshot
+            if previous is not None:
+                previous(lg, records, written)  # type: ignore[arg-type]
+
+        hook = types.MethodType(after_append, getattr(previous, "__self__", self))
+        log.after_append = hook
+        self._hook = hook
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hw
+
+    def on_append(self) -> None:
+        with self.changed:
+            self._hw = self.log.end_offset
+            self.changed.notify_all()
+
+    def wait_beyond(self, offset: int, timeout_s: float, stop: threading.Event | None = None) -> None:
+        """Return once the high watermark passes ``offset``, ``timeout_s`` has gone by, or ``stop`` is set
+        (and `changed` notified)."""
+        with self.changed:
+            self.changed.wait_for(
+                lambda: self._hw > offset or (stop is not None and stop.is_set()), timeout=timeout_s
+            )
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def snapshots(self) -> list[SnapshotId]:
+        return list_snapshots(self.log.partition_dir)
+
+    def snapshot_path(self, end_offset: int, epoch: int) -> Path | None:
+        for s in self.snapshots():
+            if s.end_offset == end_offset and s.epoch == epoch:
+                return s.path
+        return None
+
+    # -- Kafka's checks -----------------------------------------------------------------------------
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(end offset, epoch) as KafkaMetadataLog.endOffsetForEpoch answers from the epoch cache."""
+        log = self.log
+        epochs = log.leader_epochs
+        end = self._hw
+        found: tuple[int, int] | None = None
+        if epochs and epochs[-1][0] == epoch:
+            found = (end, epoch)
+        elif epoch >= 0:
+            higher = next(((e, s) for e, s in epochs if e > epoch), None)
+            if higher is not None:
+                floor = [(e, s) for e, s in epochs if e <= epoch]
+                found = (higher[1], floor[-1][0] if floor else epoch)
+        snaps = self.snapshots()
+        earliest = next((s for s in snaps if s.end_offset >= log.log_start_offset), None)
+        if found is not None:
+            if earliest is not None and found == (earliest.end_offset, epoch):
+                return earliest.end_offset, earliest.epoch
+            return found
+        return end, log.latest_epoch
+
+    def validate(self, offset: int, epoch: int) -> Verdict:
+        """ReplicatedLog.validateOffsetAndEpoch, with the leader's offset-0 shortcut to the snapshot."""
+        snaps = self.snapshots()
+        start = self.log.log_start_offset
+        if offset == 0 and snaps:
+            latest = snaps[-1]
+            return Verdict("snapshot", latest.end_offset, latest.epoch)
+        if start == 0 and offset == 0:
+            return Verdict("valid", 0, 0)
+        earliest = next((s for s in snaps if s.end_offset >= start), None)
+        if earliest is not None and (
+            offset < start or (offset == start and epoch != earliest.epoch) or epoch < earliest.epoch
+        ):
+            return Verdict("snapshot", snaps[-1].end_offset, snaps[-1].epoch)
+        end, end_epoch = self.end_offset_for_epoch(epoch)
+        if end_epoch != epoch or end < offset:
+            return Verdict("diverging", end, end_epoch)
+        return Verdict("valid", offset, epoch)
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def read(self, offset: int, last_epoch: int, max_bytes: int) -> FetchRead:
+        """What a Fetch for (offset, last fetched epoch) gets: batches from the one holding ``offset``
+        up to the high watermark, whole batches, at least one even when it exceeds ``max_bytes``."""
+        self._ensure_hook()
+        hw = self._hw
+        verdict = self.validate(offset, last_epoch)
+        out = bytearray()
+        if verdict.kind == "valid" and offset < hw:
+            for _attempt in range(3):  # a segment roll on the writer thread can cut one read short
+                out.clear()
+                try:
+                    for batch in self.log.batches(offset, verify_crc=False):
+                        if batch.next_offset > hw:
+                            break
+                        raw = batch.raw()
+                        if out and len(out) + len(raw) > max_bytes:
+                            break
+                        out += raw
+                        if len(out) >= max_bytes:
+                            break
+                    break
+                except Exception:  # a file renamed or cut under us: read again from the new list
+                    if _attempt == 2:
+                        raise
+        return FetchRead(verdict, bytes(out), hw, self.log.log_start_offset)

@@ -1,0 +1,109 @@
+"""Phase 3 over TCP: simulated brokers restarted one by one in KRaft mode, next to ZooKeeper-mode
+brokers, follow the migration controller's metadata log and hold the controller's image; once every
+broker is a KRaft broker, finalize succeeds."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from test_broker_sim import migrated
+
+from migrator import commands
+from zk_fixtures.kraft_broker import KraftSimBroker
+
+pytestmark = [pytest.mark.zk, pytest.mark.slow]
+
+
+def comparable(image) -> dict:
+    # cluster id: from meta.properties, not the log; broker registrations change with every fence
+    return image.model_dump(exclude={"cluster_id", "brokers"})
+
+
+def test_brokers_restarted_in_kraft_mode_follow_the_log_then_finalize(zk, zk_connect, tmp_path) -> None:
+    with migrated(zk, zk_connect, tmp_path) as (running, sim, ids, _):
+        service = running.service
+        assert service is not None
+        followers = []
+        for n, broker_id in enumerate(ids):
+            zk.delete(
+                f"/brokers/ids/{broker_id}"
+            )  # the ZooKeeper-mode broker stops: its ephemeral znode goes
+            with sim._lock:
+                kraft = KraftSimBroker.restarted_from(sim.brokers[broker_id])
+                sim.brokers[broker_id] = kraft  # the simulator's heartbeat loop registers it again
+            assert running.wait_until(lambda r, k=kraft: k.epoch >= 0, 60), (kraft.register(), kraft.errors)
+            followers.append(kraft.follow(max_wait_ms=500))
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                want = (service.log.end_offset, comparable(service.image))
+                if all((f.fetch_offset, comparable(f.cache())) == want for f in followers):
+                    break
+                time.sleep(0.05)
+            for f in followers:
+                assert comparable(f.cache()) == comparable(service.image), f.errors
+                assert set(f.cache().brokers) == set(service.image.brokers)
+            image = service.image
+            assert not image.brokers[broker_id].is_migrating_zk_broker
+            migrating = {b for b, reg in image.brokers.items() if reg.is_migrating_zk_broker}
+            assert migrating <= set(ids[n + 1 :])  # the ones not yet restarted may still be ZK-mode
+        sim.stop()
+        running.stop()
+        result = commands.finalize(zk_connect, str(tmp_path / "meta"), yes=True)
+        assert result.state_after == "MigrationFinalized", result
+
+
+def test_after_an_aborted_copy_is_redone_a_kraft_broker_never_sees_it(zk, zk_connect, tmp_path) -> None:
+    """Kafka's MetadataBatchLoader would keep an aborted copy's records; a fetcher from offset 0 gets the
+    snapshot at the redone copy's commit instead, and its cache equals the controller's and ZooKeeper's."""
+    import signal
+
+    from migrate_helpers import assert_consistent, cluster, run_cli
+    from test_crash import assert_aborted_copy_gone
+
+    from migrator.kraft.log import MetadataLog
+    from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+    from zk_fixtures.kraft_broker import MetadataFollower
+
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect) as generated:
+        args = ["migrate", "--yes", "--brokers-from-zk", "-z", zk_connect, "-l", str(log_dir)]
+        r = run_cli(args, env={"ZK2KRAFT_CRASH_AT": "copy.batch:1"})
+        assert r.returncode == -signal.SIGKILL, r.stderr[-800:]
+        with MetadataLog.open(log_dir) as log:
+            aborted_end = log.end_offset
+        running = commands.start_controller(
+            zk_connect, str(log_dir), listen="127.0.0.1:0", yes=True, broker_wait_timeout=60
+        )
+        listeners, racks = listeners_of(generated.image)
+        sim = BrokerSimulator(
+            running.address,
+            zk_connect,
+            generated.image.cluster_id or "",
+            sorted(generated.image.brokers),
+            racks=racks,
+            listeners=listeners,
+            interval_s=0.3,
+        )
+        follower = None
+        try:
+            sim.start()
+            service = running.service
+            assert service is not None
+            assert running.wait_until(lambda _r: not service.soft_start, 90), running.error
+            assert service.flush(20)
+            follower = MetadataFollower(running.address, replica_id=100)
+            follower.catch_up()
+            assert follower.snapshots_loaded == 1 and follower.snapshot is not None
+            assert follower.snapshot[0] > aborted_end
+            assert all(o >= follower.snapshot[0] for o, _e, _r in follower.records)
+            assert follower.cache().model_dump(exclude={"cluster_id"}) == service.image.model_dump(
+                exclude={"cluster_id"}
+            )
+        finally:
+            if follower is not None:
+                follower.stop()
+            sim.stop()
+            running.stop()
+        assert_aborted_copy_gone(log_dir, aborted_end)
+        assert_consistent(zk, log_dir)
