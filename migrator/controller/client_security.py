@@ -12,13 +12,13 @@ import hmac
 import secrets
 import ssl
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from migrator.controller.scram_server import HASHES
 from migrator.errors import BadInputError, ZkKraftError
 
-__all__ = ["ClientSecurity", "SaslRefused", "sasl_authenticate"]
+__all__ = ["ClientSecurity", "SaslRefused", "from_client_properties", "sasl_authenticate"]
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -40,6 +40,7 @@ class ClientSecurity:
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
     ssl_check_hostname: bool = False
+    ssl_key_password: str | None = field(default=None, repr=False)
     sasl_mechanism: str | None = None
     username: str | None = None
     password: str | None = field(default=None, repr=False)
@@ -64,7 +65,7 @@ class ClientSecurity:
         ctx = ssl.create_default_context(cafile=self.ssl_cafile)
         ctx.check_hostname = self.ssl_check_hostname
         if self.ssl_certfile:
-            ctx.load_cert_chain(self.ssl_certfile, self.ssl_keyfile)
+            ctx.load_cert_chain(self.ssl_certfile, self.ssl_keyfile, password=self.ssl_key_password)
         return ctx
 
 
@@ -142,3 +143,46 @@ def sasl_authenticate(rt: RoundTrip, ids: Callable[[], int], client_id: str, sec
     expected = hmac.new(hmac.new(salted, b"Server Key", name).digest(), auth_message, name).digest()
     if not hmac.compare_digest(server_final, "v=" + base64.b64encode(expected).decode()):
         raise SaslRefused("SCRAM: the controller's signature is wrong (it does not hold this credential)")
+
+
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def from_client_properties(props: Mapping[str, str], what: str = "--command-config") -> ClientSecurity:
+    """A Kafka client's properties (what ``kafka-*.sh --command-config`` reads): ``security.protocol``,
+    ``ssl.truststore.location``/``ssl.keystore.location`` (PEM), ``ssl.endpoint.identification.algorithm``,
+    ``sasl.mechanism`` and ``sasl.jaas.config`` with the login module's username and password."""
+    from migrator.controller.jaas import parse_jaas_config
+
+    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
+    for kind in ("truststore", "keystore"):
+        store_type = props.get(f"ssl.{kind}.type", "PEM").strip().upper()
+        if props.get(f"ssl.{kind}.location") and store_type != "PEM":
+            raise BadInputError(f"{what}: ssl.{kind}.type={store_type}: zk2kraft reads PEM stores only")
+    mechanism = (
+        props.get("sasl.mechanism", "GSSAPI").strip().upper() if protocol.startswith("SASL_") else None
+    )
+    username = password = None
+    if mechanism is not None:
+        if mechanism not in _LOGIN_MODULES:
+            raise BadInputError(f"{what}: sasl.mechanism={mechanism}: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+        modules = parse_jaas_config(props.get("sasl.jaas.config", ""), f"{what}: sasl.jaas.config")
+        module = next((m for m in modules if m.module == _LOGIN_MODULES[mechanism]), None)
+        if module is None:
+            raise BadInputError(f"{what}: sasl.jaas.config has no {_LOGIN_MODULES[mechanism]} entry")
+        username, password = module.options.get("username"), module.options.get("password")
+    return ClientSecurity(
+        protocol,
+        ssl_cafile=props.get("ssl.truststore.location") or None,
+        ssl_certfile=props.get("ssl.keystore.location") or None,
+        ssl_key_password=props.get("ssl.key.password") or None,
+        ssl_check_hostname=props.get("ssl.endpoint.identification.algorithm", "https").strip().lower()
+        == "https",
+        sasl_mechanism=mechanism,
+        username=username,
+        password=password,
+    )
