@@ -16,6 +16,7 @@ import pytest
 from kafka.errors import KafkaError
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.metadata import ApiVersionsRequest
+from prometheus_client import generate_latest
 from tls_certs import Certs, make_certs
 
 from migrator.controller import messages as M
@@ -30,6 +31,7 @@ from migrator.errors import BadInputError
 from migrator.kraft.image import ImageBuilder, records_from_image, replay
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
+from migrator.metrics import MigrationMetrics
 from migrator.model import Acl, ClusterImage
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
@@ -269,6 +271,10 @@ def test_bad_input_is_refused_counted_and_the_listener_goes_on(
     assert secure.refused["illegal_sasl_state"] == 2
     with ControllerClient(host, port, security=_scram(certs, "broker", BROKER_PW)) as ok:
         assert ok.heartbeat(_heartbeat()).error_code != 31  # the controller is unharmed
+    scraped = generate_latest(MigrationMetrics().registry).decode()
+    failed = 'kafka_server_socket_server_metrics_failed_authentication_total{listener="SECURE"} '
+    assert float(scraped.split(failed)[1].split()[0]) >= 4  # TLS, mechanism, two SASL-state refusals
+    assert 'zk2kraft_listener_refused_total{listener="TLS",reason="tls_handshake"}' in scraped
 
 
 def test_reauthentication_keeps_the_principal(service: ControllerService, certs: Certs) -> None:

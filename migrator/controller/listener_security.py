@@ -85,7 +85,7 @@ class ImageAuthorizer:
         return self._auth
 
 
-@dataclass
+@dataclass(eq=False)  # identity: the metrics hold every live listener in a weak set
 class ListenerSecurity:
     """One listener's protocol and settings. ``mechanisms``: SASL mechanism -> server factory."""
 
@@ -99,6 +99,11 @@ class ListenerSecurity:
     handshake_timeout_s: float = 10.0
     refused: Counter[str] = field(default_factory=Counter)
     authenticated: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        from migrator.controller.listener_metrics import track
+
+        track(self)
 
     @property
     def sasl(self) -> bool:
