@@ -5,6 +5,7 @@ with that credential over TLS and registers; a client whose user has no ACL is r
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -30,11 +31,26 @@ BROKER_PW = "sim-broker-pw-2b7d"
 EVE_PW = "eve-pw-0c1f"
 
 
-def _user(zk: KazooClient, name: str, password: str) -> None:
-    cred = scram_credential(name, "SCRAM-SHA-512", password, uuid.uuid4().bytes, 4096)
-    value = {"version": 1, "config": {"SCRAM-SHA-512": encode_scram(cred)}}
+def scram_user(zk: KazooClient, name: str, password: str, mechanism: str = "SCRAM-SHA-512") -> set[str]:
+    """A SCRAM user as ZooKeeper-mode Kafka stores it; the base64 salt and keys, to search output for."""
+    cred = scram_credential(name, mechanism, password, uuid.uuid4().bytes, 4096)
+    value = {"version": 1, "config": {mechanism: encode_scram(cred)}}
     zk.ensure_path("/config/users")
     zk.create(f"/config/users/{name}", json.dumps(value).encode())
+    return {base64.b64encode(v).decode() for v in (cred.salt, cred.stored_key, cred.server_key)}
+
+
+def grant_cluster_action(zk: KazooClient, principal: str) -> None:
+    """CLUSTER_ACTION on the cluster in /kafka-acl, next to the generated cluster's own ACLs there."""
+    mine = {"principal": principal, "permissionType": "Allow", "operation": "ClusterAction", "host": "*"}
+    path = "/kafka-acl/Cluster/kafka-cluster"
+    if zk.exists(path):
+        data = json.loads(zk.get(path)[0])
+        data["acls"].append(mine)
+        zk.set(path, json.dumps(data).encode())
+    else:
+        zk.ensure_path("/kafka-acl/Cluster")
+        zk.create(path, json.dumps({"version": 1, "acls": [mine]}).encode())
 
 
 def test_simulated_brokers_register_over_sasl_ssl_with_migrated_scram_and_acls(
@@ -42,22 +58,9 @@ def test_simulated_brokers_register_over_sasl_ssl_with_migrated_scram_and_acls(
 ) -> None:
     certs = make_certs(tmp_path / "certs")
     with cluster(zk, zk_connect) as generated:
-        _user(zk, "sim-broker", BROKER_PW)
-        _user(zk, "eve", EVE_PW)
-        mine = {
-            "principal": "User:sim-broker",
-            "permissionType": "Allow",
-            "operation": "ClusterAction",
-            "host": "*",
-        }
-        path = "/kafka-acl/Cluster/kafka-cluster"
-        if zk.exists(path):  # the generated cluster's own ACLs on the cluster stay; ours joins them
-            data = json.loads(zk.get(path)[0])
-            data["acls"].append(mine)
-            zk.set(path, json.dumps(data).encode())
-        else:
-            zk.ensure_path("/kafka-acl/Cluster")
-            zk.create(path, json.dumps({"version": 1, "acls": [mine]}).encode())
+        scram_user(zk, "sim-broker", BROKER_PW)
+        scram_user(zk, "eve", EVE_PW)
+        grant_cluster_action(zk, "User:sim-broker")
         set_default_properties(
             {
                 "listener.security.protocol.map": "CONTROLLER:SASL_SSL",
