@@ -25,6 +25,7 @@ from migrator.controller.client import ControllerClient, ControllerUnreachable
 from migrator.controller.client_security import ClientSecurity, SaslRefused, _request, sasl_authenticate
 from migrator.controller.core import ControllerConfig
 from migrator.controller.listener_config import RunningListeners, listener_specs, start_listeners
+from migrator.controller.listener_security import Caller, current_caller
 from migrator.controller.scram_server import scram_credential
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
@@ -316,3 +317,39 @@ def test_listener_settings_are_checked_without_printing_secrets(
         service,
     )
     assert "jaas-secret-44" not in repr(specs) and certs.key_password not in repr(specs)
+
+
+class _CallerRecorder:
+    """A handler as another engineer's would be: it reads who is calling, to check per topic."""
+
+    def __init__(self, service: ControllerService) -> None:
+        self.service = service
+        self.callers: list[Caller | None] = []
+
+    @property
+    def image(self) -> ClusterImage:
+        return self.service.image
+
+    def handle(self, api_key: int, api_version: int, request: object, client_id: str | None) -> object:
+        self.callers.append(current_caller())
+        return M.BrokerHeartbeatResponse(0)
+
+
+def test_handlers_see_the_authenticated_caller(service: ControllerService, certs: Certs) -> None:
+    recorder = _CallerRecorder(service)
+    running = start_listeners(recorder, "SECURE://127.0.0.1:0", _props(certs))
+    try:
+        with ControllerClient(*running.address, security=_scram(certs, "broker", BROKER_PW)) as client:
+            assert client.heartbeat(_heartbeat()).error_code == 0
+    finally:
+        running.stop()
+    (caller,) = recorder.callers
+    assert caller is not None and (caller.principal, caller.host, caller.listener) == (
+        "User:broker",
+        "127.0.0.1",
+        "SECURE",
+    )
+    assert caller.authorizer is not None and caller.authorizer.allowed(
+        "User:broker", "127.0.0.1", "CLUSTER", "kafka-cluster", "CLUSTER_ACTION"
+    )
+    assert current_caller() is None  # bound only while the handler runs

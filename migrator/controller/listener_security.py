@@ -145,6 +145,7 @@ class ConnectionSecurity:
         self.listener = listener
         self.host = host
         self._principal = principal
+        self._authorizer: StandardAuthorizer | None = None
         self.session = (
             SaslSession(listener.mechanisms, max_reauth_ms=listener.max_reauth_ms) if listener.sasl else None
         )
@@ -217,11 +218,14 @@ class ConnectionSecurity:
         return answer, reply.close
 
     def authorize(self, api_key: int) -> int:
-        """0, or the error the whole request is answered with (nothing done) — the dispatch's one seam."""
+        """0, or the error the whole request is answered with (nothing done) — the dispatch's one seam.
+
+        The authorizer it used is kept for ``bind``, so a handler's per-topic checks see the same ACLs."""
         auth = self.listener.authorizer
-        if auth is None:
+        self._authorizer = auth.current() if auth is not None else None
+        if self._authorizer is None:
             return 0
-        code = authorize_cluster(auth.current(), self.principal, self.host, api_key)
+        code = authorize_cluster(self._authorizer, self.principal, self.host, api_key)
         if code == CLUSTER_AUTHORIZATION_FAILED:
             self.listener.refused["cluster_authorization_failed"] += 1
             log.info(
@@ -233,14 +237,9 @@ class ConnectionSecurity:
             )
         return code
 
-    def caller(self) -> Caller:
-        auth = self.listener.authorizer
-        return Caller(
-            self.principal, self.host, self.listener.name, auth.current() if auth is not None else None
-        )
-
     def bind(self) -> contextvars.Token[Caller | None]:
-        return _CALLER.set(self.caller())
+        """The caller of the request about to be handled, for ``current_caller()`` (after ``authorize``)."""
+        return _CALLER.set(Caller(self.principal, self.host, self.listener.name, self._authorizer))
 
     @staticmethod
     def unbind(token: contextvars.Token[Caller | None]) -> None:
