@@ -353,3 +353,35 @@ def test_handlers_see_the_authenticated_caller(service: ControllerService, certs
         "User:broker", "127.0.0.1", "CLUSTER", "kafka-cluster", "CLUSTER_ACTION"
     )
     assert current_caller() is None  # bound only while the handler runs
+
+
+def test_sasl_plaintext_with_plain_users_from_a_jaas_file(
+    service: ControllerService, certs: Certs, tmp_path: Path
+) -> None:
+    jaas = tmp_path / "kafka_server_jaas.conf"
+    jaas.write_text(
+        "KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '  user_admin="admin-jaas-pw" user_carol="carol-jaas-pw";\n};\n'
+    )
+    props = _props(
+        certs,
+        **{
+            "listener.security.protocol.map": "SP:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "java.security.auth.login.config": str(jaas),
+        },
+    )
+    running = start_listeners(service, "SP://127.0.0.1:0", props)
+
+    def plain(user: str, pw: str) -> ClientSecurity:
+        return ClientSecurity("SASL_PLAINTEXT", sasl_mechanism="PLAIN", username=user, password=pw)
+
+    try:
+        with ControllerClient(*running.address, security=plain("admin", "admin-jaas-pw")) as admin:
+            assert admin.heartbeat(_heartbeat()).error_code != 31  # super.users=User:admin
+        with ControllerClient(*running.address, security=plain("carol", "carol-jaas-pw")) as carol:
+            assert carol.heartbeat(_heartbeat()).error_code == 31  # no ACL
+        with pytest.raises(SaslRefused, match="Invalid username or password"):
+            ControllerClient(*running.address, security=plain("carol", "guess"))
+    finally:
+        running.stop()
