@@ -143,7 +143,7 @@ class ControllerServer:
                 return
             if secured[0] is not conn:  # TLS: the wrapped socket now owns the descriptor
                 with self._lock:
-                    self._conns[secured[0]] = self._conns.pop(conn)
+                    self._conns[secured[0]] = self._conns.pop(conn, threading.current_thread())
                 conn = secured[0]
             sec = secured[1]
             while not self._stopping.is_set():
