@@ -7,6 +7,7 @@ operator would do on a real cluster. Everything runs on loopback and is cleaned 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import tempfile
 import time
@@ -21,10 +22,16 @@ from rich.markup import escape
 from cli import render
 from migrator import commands
 from migrator.controller import kafka_errors
+from migrator.controller import messages as M
+from migrator.controller.client import ControllerClient
+from migrator.controller.client_security import ClientSecurity
+from migrator.controller.listener_config import set_default_properties as set_listener_properties
+from migrator.errors import ZkKraftError
 from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import ClusterSpec, GeneratedCluster, load_cluster
 from zk_fixtures.server import ZkServer
+from zk_fixtures.tls_certs import make_certs
 
 #: Short, so the demo shows a crashed broker fenced within seconds (Kafka's default is 9 s).
 SESSION_TIMEOUT_MS = 3000
@@ -60,6 +67,8 @@ class DemoContext:
     seed: int = 1
     rollback: bool = False
     audit: bool = True
+    secure: bool = False  # TLS + SASL + ACLs on the controller listener, certificates made for the run
+    tls_ca: str = ""
     server: ZkServer | None = None
     connect: str = ""
     cluster: GeneratedCluster | None = None
@@ -133,6 +142,67 @@ def _log_dir(ctx: DemoContext) -> str:
     return str(ctx.workdir / "kraft-metadata")
 
 
+def _secure_listener(ctx: DemoContext) -> ClientSecurity:
+    """Listener settings for --secure (as a controller.properties would give them) and the brokers' side."""
+    certs = make_certs(ctx.workdir / "tls")
+    admin_pw = secrets.token_urlsafe(18)
+    ctx.tls_ca = str(certs.ca)
+    set_listener_properties(
+        {
+            "listener.security.protocol.map": "CONTROLLER:SASL_SSL",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(certs.server_encrypted),
+            "ssl.key.password": certs.key_password,
+            "ssl.truststore.location": str(certs.ca),
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "listener.name.controller.plain.sasl.jaas.config": (
+                f'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="{admin_pw}";'
+            ),
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:admin",
+        }
+    )
+    return ClientSecurity(
+        "SASL_SSL", ssl_cafile=str(certs.ca), sasl_mechanism="PLAIN", username="admin", password=admin_pw
+    )
+
+
+def check_secure_listener(ctx: DemoContext) -> None:
+    """After the copy: a migrated SCRAM user logs in, and without CLUSTER_ACTION is refused; a wrong
+    password is refused at authentication."""
+    assert ctx.cluster is not None and ctx.controller is not None
+    passwords = ctx.cluster.secrets.scram_passwords
+    if not passwords:
+        ctx.failures.append("--secure: the generated cluster has no SCRAM user to log in with")
+        return
+    (user, mechanism), password = sorted(passwords.items())[0]
+    host, port = ctx.controller.address
+
+    def login(pw: str) -> ClientSecurity:
+        return ClientSecurity(
+            "SASL_SSL", ssl_cafile=ctx.tls_ca, sasl_mechanism=mechanism, username=user, password=pw
+        )
+
+    try:
+        with ControllerClient(host, port, security=login(password)) as client:
+            code = client.heartbeat(M.BrokerHeartbeatRequest(min(ctx.cluster.image.brokers), 1, 0)).error_code
+    except ZkKraftError as e:
+        ctx.failures.append(f"--secure: the migrated SCRAM user {user} could not log in: {e}")
+        return
+    try:
+        ControllerClient(host, port, security=login(password + "x")).close()
+        ctx.failures.append("--secure: a wrong SCRAM password was accepted")
+    except ZkKraftError:
+        pass
+    if code != 31:
+        ctx.failures.append(f"--secure: {user} without CLUSTER_ACTION got error {code}, not 31")
+    ctx.console.print(
+        f"  {user} logged in over SASL_SSL with its {mechanism} credential migrated from ZooKeeper; its "
+        f"BrokerHeartbeat was refused CLUSTER_AUTHORIZATION_FAILED (no CLUSTER_ACTION ACL), and a wrong "
+        "password was refused at authentication."
+    )
+
+
 def run_plan(ctx: DemoContext) -> None:
     result = commands.plan(ctx.connect, _log_dir(ctx))
     plan = result.plan
@@ -149,10 +219,13 @@ def run_plan(ctx: DemoContext) -> None:
 
 def run_migrate(ctx: DemoContext) -> None:
     assert ctx.cluster is not None
+    listen, security = (
+        ("CONTROLLER://127.0.0.1:0", _secure_listener(ctx)) if ctx.secure else ("127.0.0.1:0", None)
+    )
     running = commands.start_controller(
         ctx.connect,
         _log_dir(ctx),
-        listen="127.0.0.1:0",
+        listen=listen,
         yes=True,
         broker_wait_timeout=60,
         session_timeout_ms=SESSION_TIMEOUT_MS,
@@ -165,6 +238,11 @@ def run_migrate(ctx: DemoContext) -> None:
         f"The KRaft controller listens on [bold]{running.connect}[/bold] (Kafka's protocol) in soft start: "
         "it answers broker registrations and heartbeats, nothing else, and waits for every broker."
     )
+    if security is not None:
+        ctx.console.print(
+            "  The listener is SASL_SSL with ACLs: TLS with a certificate made for this run, brokers log in "
+            "with SASL/PLAIN as the super user (before the copy the image holds no SCRAM credential yet)."
+        )
     ids = sorted(ctx.cluster.image.brokers)
     listeners, racks = listeners_of(ctx.cluster.image)
     sim = BrokerSimulator(
@@ -176,6 +254,7 @@ def run_migrate(ctx: DemoContext) -> None:
         listeners=listeners,
         interval_s=0.5,
         own_timeout_s=6.0,
+        security=security,
     )
     ctx.simulator = sim
     sim.start()
@@ -187,6 +266,8 @@ def run_migrate(ctx: DemoContext) -> None:
         ctx.failures.append(f"the copy did not start: {running.error}")
         return
     service.flush(30)
+    if ctx.secure:
+        check_secure_listener(ctx)
     st = commands.status(ctx.connect, _log_dir(ctx))
     m = st.manifest
     covered = (st.migration_znode or {}).get("kraft_metadata_offset")
@@ -439,12 +520,17 @@ ROLLBACK: list[tuple[str, Callable[[DemoContext], None]]] = [
 @click.option("--no-audit", is_flag=True, help="Skip the Spark audits (faster).")
 @click.option("--keep", is_flag=True, help="Leave ZooKeeper and the files in place afterwards.")
 @click.option(
+    "--secure",
+    is_flag=True,
+    help="Serve the controller listener with TLS, SASL (PLAIN, SCRAM) and ACLs; certificates made for the run.",
+)
+@click.option(
     "--workdir",
     type=click.Path(file_okay=False),
     default=None,
     help="Where to put ZooKeeper's data (default: a fresh temporary directory).",
 )
-def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, workdir: str | None) -> None:
+def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, secure: bool, workdir: str | None) -> None:
     """Run the whole story on an embedded default: local ZooKeeper, generated cluster, migration.
 
     check → plan → migrate (brokers simulated over Kafka's protocol) → broker traffic and admin changes
@@ -459,7 +545,9 @@ def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, workdir: str | N
     console = render.console()
     path = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="zk2kraft-demo-"))
     path.mkdir(parents=True, exist_ok=True)
-    ctx = DemoContext(console=console, workdir=path, seed=seed, rollback=rollback, audit=not no_audit)
+    ctx = DemoContext(
+        console=console, workdir=path, seed=seed, rollback=rollback, audit=not no_audit, secure=secure
+    )
     phases = COMMON + (ROLLBACK if rollback else FINALIZE)
     started = time.perf_counter()
     try:
@@ -468,6 +556,8 @@ def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, workdir: str | N
                 run(ctx)
     finally:
         cleanup(ctx, keep)
+        if secure:
+            set_listener_properties({})
     elapsed = time.perf_counter() - started
     if ctx.failures:
         console.print(f"[bold red]demo finished in {elapsed:.1f}s with problems: {'; '.join(ctx.failures)}")

@@ -232,6 +232,13 @@ def brokers(
     show_default=True,
     help="Seconds to keep retrying a controller that does not answer yet (as Kafka's brokers retry).",
 )
+@click.option(
+    "--command-config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Kafka client properties for the controller listener: security.protocol, ssl.truststore.location "
+    "(PEM), sasl.mechanism, sasl.jaas.config (PLAIN or SCRAM username/password).",
+)
 def simulate_brokers(
     zookeeper: str,
     zk_auth: tuple[str, ...],
@@ -241,6 +248,7 @@ def simulate_brokers(
     interval: float,
     own_timeout: float,
     controller_wait: float,
+    command_config: str | None,
 ) -> None:
     """Simulated ZK-mode brokers that register with and heartbeat to the controller, until Ctrl-C/SIGTERM.
 
@@ -253,8 +261,11 @@ def simulate_brokers(
       zk2kraft controller --listen 127.0.0.1:9093 --zookeeper localhost:2181/kafka &
       zk2kraft fixtures simulate-brokers --controller 127.0.0.1:9093 --zookeeper localhost:2181/kafka
     """
+    from migrator.controller.client_security import from_client_properties
+    from migrator.properties import read_properties
     from zk_fixtures.broker_sim import run_simulator
 
+    security = from_client_properties(read_properties(command_config)) if command_config else None
     run_simulator(
         controller,
         zookeeper,
@@ -264,4 +275,5 @@ def simulate_brokers(
         auth=zk_auth,
         zk_timeout=zk_timeout,
         controller_wait=controller_wait,
+        security=security,
     )

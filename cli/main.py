@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from migrator.controller.listener_config import set_default_properties as set_listener_properties
 from migrator.errors import EXIT_BAD_INPUT, EXIT_UNREACHABLE, BadInputError, ZkKraftError
 from migrator.kraft.retention import RetentionConfig, set_default_config
 from migrator.properties import read_properties
@@ -119,7 +120,10 @@ def main(ctx: click.Context, verbose: bool, config_path: str | None) -> None:
     if not verbose:
         logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     if config_path:
-        ctx.default_map = _default_map(main, _defaults_from_config(config_path))
+        values = _defaults_from_config(config_path)
+        ctx.default_map = _default_map(main, values)
+        if values.get("listeners"):  # a controller's properties: `controller` serves its listeners
+            ctx.default_map.setdefault("controller", {}).setdefault("listen", values["listeners"])
 
 
 def _defaults_from_config(config_path: str) -> dict[str, Any]:
@@ -132,7 +136,11 @@ def _defaults_from_config(config_path: str) -> dict[str, Any]:
         set_default_config(RetentionConfig.from_properties(props))
     except BadInputError as e:
         raise BadInputError(f"--config: {e}") from None
-    return _defaults_from_properties(props)
+    set_listener_properties(props)  # TLS/SASL/ACL settings of listeners this process serves
+    values = _defaults_from_properties(props)
+    if props.get("listeners", "").strip():
+        values["listeners"] = props["listeners"].strip()
+    return values
 
 
 def _subcommand_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
@@ -143,10 +151,11 @@ def _subcommand_config(ctx: click.Context, _param: click.Parameter, value: str |
     group's.
     """
     if value and not ctx.resilient_parsing:
-        ctx.default_map = {
-            **_default_map(ctx.command, _defaults_from_config(value)),
-            **(ctx.default_map or {}),
-        }
+        values = _defaults_from_config(value)
+        defaults = _default_map(ctx.command, values)
+        if ctx.command.name == "controller" and values.get("listeners"):
+            defaults.setdefault("listen", values["listeners"])
+        ctx.default_map = {**defaults, **(ctx.default_map or {})}
 
 
 def _add_config_option(command: click.Command) -> None:

@@ -95,7 +95,9 @@ def listen_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "--listen",
         metavar="HOST:PORT",
         envvar="ZK2KRAFT_LISTEN",
-        help="Serve the KRaft controller protocol here (the address in the brokers' controller.quorum.voters).",
+        help="Serve the KRaft controller protocol here (the address in the brokers' controller.quorum.voters), "
+        "plain TCP; or a Kafka `listeners` value (NAME://HOST:PORT,...) served with the TLS/SASL/ACL settings "
+        "of --config (`controller --config` uses the file's own `listeners`).",
     )(f)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from migrator.controller.listener_metrics import ListenerCollector
 from migrator.errors import BadInputError, UnreachableError
 
 PREFIX = "kafka_controller_KafkaController_"
@@ -78,6 +79,7 @@ class MigrationMetrics:
         self.synced_records = Counter(
             "zk2kraft_dual_write_records", "Log records written behind to ZooKeeper", registry=r
         )
+        r.register(ListenerCollector())  # the controller listeners' authentication counters
         self.state.set(NOT_LOADED)
         # Read at each scrape: during the broker wait the count comes from the serving controller's
         # image (registrations land there, not in a loop of the driver); later from the follow loop.

@@ -23,6 +23,10 @@ from zk_fixtures.generator import ClusterSpec, generate
             ["--rollback", "--no-audit"],
             ["DualWriteMetadata → MigrationIneligible", "/controller absent, /migration absent"],
         ),
+        (
+            ["--secure", "--no-audit"],
+            ["The listener is SASL_SSL with ACLs", "refused CLUSTER_AUTHORIZATION_FAILED"],
+        ),
     ],
 )
 def test_demo_runs_and_cleans_up(tmp_path, flags, story):

@@ -40,10 +40,12 @@ from kazoo.client import KazooClient
 
 from migrator.controller import messages as M
 from migrator.controller.client import ControllerClient, ControllerUnreachable
+from migrator.controller.client_security import ClientSecurity, SaslRefused, from_client_properties
 from migrator.controller.kafka_errors import name_of
 from migrator.errors import BadInputError, UnreachableError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
 from migrator.model import ClusterImage
+from migrator.properties import read_properties
 from migrator.zk.connection import close, connect
 from migrator.zk.reader import read_cluster
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
@@ -162,6 +164,8 @@ class SimBroker:
     #: data plane's (AlterPartition, AlterReplicaState), so a long ISR update never delays a heartbeat
     _client: ControllerClient | None = None
     _life: ControllerClient | None = None
+    #: how it reaches the controller's listener (TLS, SASL), as a broker's controller-listener settings say
+    security: ClientSecurity | None = None
 
     def __post_init__(self) -> None:
         if not self.dir_ids:
@@ -175,10 +179,15 @@ class SimBroker:
         client = getattr(self, attr)
         try:
             if client is None:
-                client = ControllerClient(*self.controller, client_id=f"broker-{self.broker_id}", timeout_s=5)
+                client = ControllerClient(
+                    *self.controller,
+                    client_id=f"broker-{self.broker_id}",
+                    timeout_s=5,
+                    security=self.security,
+                )
                 setattr(self, attr, client)
             result = fn(client)
-        except ControllerUnreachable as e:
+        except (ControllerUnreachable, SaslRefused) as e:
             self.errors.append(str(e))
             del self.errors[:-20]
             if client is not None:
@@ -365,6 +374,7 @@ class BrokerSimulator:
         lag_rounds: int = 6,
         zk_auth: Sequence[str] = (),
         inter_broker: bool = False,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.controller = controller
         self.zookeeper = zookeeper
@@ -379,6 +389,7 @@ class BrokerSimulator:
                 rack=(racks or {}).get(b),
                 own_timeout_s=own_timeout_s,
                 listeners=list((listeners or {}).get(b, [])),
+                security=security,
             )
             for b in broker_ids
         }
@@ -580,6 +591,7 @@ def run_simulator(
     auth: Sequence[str] = (),
     zk_timeout: float = 10.0,
     controller_wait: float = 120.0,
+    security: ClientSecurity | None = None,
 ) -> None:
     """Register ``broker_ids`` (default: every broker ZooKeeper knows) with the controller at
     ``controller`` (HOST:PORT) and drive them until SIGTERM/SIGINT; prints ``ready`` once registered.
@@ -611,6 +623,7 @@ def run_simulator(
         interval_s=interval,
         own_timeout_s=own_timeout,
         zk_auth=auth,
+        security=security,
     )
     done = threading.Event()
 
@@ -652,8 +665,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--own-timeout", type=float, default=6.0)
     parser.add_argument("--controller-wait", type=float, default=120.0)
+    parser.add_argument(
+        "--command-config", help="Kafka client properties for the controller listener (TLS, SASL)"
+    )
     args = parser.parse_args(argv)
     try:
+        security = (
+            from_client_properties(read_properties(args.command_config)) if args.command_config else None
+        )
         run_simulator(
             args.controller,
             args.zookeeper,
@@ -661,6 +680,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             interval=args.interval,
             own_timeout=args.own_timeout,
             controller_wait=args.controller_wait,
+            security=security,
         )
     except ZkKraftError as e:
         print(f"broker simulator: {e}", file=sys.stderr, flush=True)

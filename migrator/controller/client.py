@@ -15,6 +15,7 @@ from typing import Any
 
 from migrator.controller import messages as M
 from migrator.controller import wire
+from migrator.controller.client_security import ClientSecurity, sasl_authenticate
 from migrator.errors import UnreachableError
 
 __all__ = ["ControllerClient", "ControllerUnreachable"]
@@ -33,11 +34,13 @@ class ControllerClient:
         port: int,
         client_id: str = "zk2kraft",
         timeout_s: float = 5.0,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security if security is not None else ClientSecurity()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._sock: socket.socket | None = None
@@ -50,7 +53,9 @@ class ControllerClient:
         try:
             self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError as e:
+            if self.security.tls:
+                self._sock = self.security.ssl_context().wrap_socket(self._sock, server_hostname=self.host)
+        except OSError as e:  # ssl.SSLError included: an untrusted certificate, a plaintext port
             self._sock = None
             raise ControllerUnreachable(
                 f"cannot reach the controller at {self.host}:{self.port}: {e.strerror or e}"
@@ -61,6 +66,27 @@ class ControllerClient:
         self.versions = {
             a.api_key: (a.min_version, a.max_version) for a in resp.api_keys if a.api_key in wire.SUPPORTED
         }
+        if self.security.sasl:
+            try:
+                sasl_authenticate(self._round_trip, lambda: next(self._ids), self.client_id, self.security)
+            except BaseException:
+                self.close()
+                raise
+
+    def _round_trip(self, frame_bytes: bytes) -> bytes:
+        """One raw request frame out, the response body (correlation id first) back."""
+        sock = self._sock
+        if sock is None:
+            raise ControllerUnreachable(f"the connection to {self.host}:{self.port} is closed")
+        try:
+            sock.sendall(frame_bytes)
+            (size,) = _SIZE.unpack(_recv(sock, 4))
+            return _recv(sock, size)
+        except (OSError, EOFError) as e:
+            self.close()
+            raise ControllerUnreachable(
+                f"SASL with {self.host}:{self.port} failed: the controller closed the connection ({e or type(e).__name__})"
+            ) from None
 
     def close(self) -> None:
         sock, self._sock = self._sock, None

@@ -37,6 +37,10 @@ def start_server(handler: Any, listen: str) -> RunningServer:
     """Bind the controller protocol server on `listen` and serve `handler` on its own threads."""
     if listen == IN_PROCESS:
         return _InProcess()
+    if "://" in listen:  # Kafka's `listeners` value: every listener with its security (listener_config)
+        from migrator.controller.listener_config import start_listeners
+
+        return start_listeners(handler, listen)
     host, port = parse_listen(listen)
     try:
         from migrator.controller.server import ControllerServer

@@ -22,6 +22,8 @@ from typing import Any, Protocol
 from migrator.controller import kafka_errors as E
 from migrator.controller import messages as M
 from migrator.controller import wire
+from migrator.controller.listener_security import ConnectionSecurity, ListenerSecurity
+from migrator.controller.sasl_session import Accept
 
 __all__ = ["ControllerServer", "RequestHandler"]
 
@@ -52,8 +54,10 @@ class ControllerServer:
         max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP,
         idle_timeout_s: float = 600.0,
         request_timeout_s: float = 30.0,
+        security: ListenerSecurity | None = None,
     ) -> None:
         self.handler = handler
+        self.security = security if security is not None else ListenerSecurity()
         self.max_request_bytes = max_request_bytes
         self.max_connections = max_connections
         self.max_connections_per_ip = max_connections_per_ip
@@ -70,12 +74,14 @@ class ControllerServer:
         self.served = 0
         self.closed_for_errors = 0
         self.supported = _supported_by(handler)
+        self.advertised = {**self.supported, **self.security.extra_versions()}
         self.raft: Any = None  # the Raft leader (raft_leader.RaftLeader), answered outside the handler
 
     def attach_raft(self, raft: Any, versions: dict[int, tuple[int, int]]) -> None:
         """Serve Kafka's Raft APIs with ``raft`` on this listener (and list them in ApiVersions)."""
         self.raft = raft
         self.supported.update(versions)
+        self.advertised.update(versions)
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -140,6 +146,15 @@ class ControllerServer:
     def _serve(self, conn: socket.socket, ip: str = "") -> None:
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            secured = self.security.connection(conn, ip)
+            if secured is None:
+                self.closed_for_errors += 1
+                return
+            if secured[0] is not conn:  # TLS: the wrapped socket now owns the descriptor
+                with self._lock:
+                    self._conns[secured[0]] = self._conns.pop(conn, threading.current_thread())
+                conn = secured[0]
+            sec = secured[1]
             while not self._stopping.is_set():
                 conn.settimeout(self.idle_timeout_s)  # between requests: Kafka's connections.max.idle.ms
                 first = conn.recv(4)
@@ -152,11 +167,12 @@ class ControllerServer:
                     self._close_for(f"a request frame of {size} bytes (limit {self.max_request_bytes})")
                     return
                 body = _recv_by(conn, size, deadline)
-                answer = self._answer(body)
-                if answer is None:
+                answer, close = self._answer(body, sec)
+                if answer is not None:
+                    conn.settimeout(self.idle_timeout_s)  # a reader that never reads holds up only itself
+                    conn.sendall(answer)
+                if answer is None or close:
                     return
-                conn.settimeout(self.idle_timeout_s)  # a reader that never reads holds up only itself
-                conn.sendall(answer)
         except TimeoutError:
             self._close_for(f"a request frame not completed within {self.request_timeout_s}s, or idle")
             return
@@ -176,15 +192,42 @@ class ControllerServer:
         self.closed_for_errors += 1
         log.info("closing a controller connection: %s", why)
 
-    def _answer(self, frame_bytes: bytes) -> bytes | None:
-        """The response frame for one request, or None to close the connection."""
-        if self.raft is not None and self.raft.serves(frame_bytes):
-            return self.raft.answer(frame_bytes)  # type: ignore[no-any-return]
+    def _answer(self, frame_bytes: bytes, sec: ConnectionSecurity) -> tuple[bytes | None, bool]:
+        """(The response frame for one request or None, close the connection after it)."""
         try:
             header, pos = wire.decode_request_header(frame_bytes)
         except wire.WireError as e:
             self._close_for(str(e))
-            return None
+            return None, True
+        accept = sec.accept(header.api_key)
+        if accept is Accept.CLOSE:
+            self._close_for(f"apiKey {header.api_key} refused by the listener's security")
+            return None, True
+        if accept is Accept.SASL and header.api_key != M.API_VERSIONS:
+            answer, close = sec.sasl_answer(
+                header.api_key, header.api_version, header.correlation_id, frame_bytes, pos
+            )
+            if answer is None or close:
+                self.closed_for_errors += 1
+            return answer, close
+        if self.raft is not None and self.raft.serves(frame_bytes):
+            # Raft's APIs are answered outside the handler, but behind the same authentication and
+            # the same authorization seam (CLUSTER_ACTION): a refused fetcher is disconnected.
+            if sec.authorize(header.api_key):
+                self._close_for(f"apiKey {header.api_key} not authorized for {sec.principal}")
+                return None, True
+            answer = self.raft.answer(frame_bytes)
+            return answer, answer is None
+        lo, hi = self.supported[M.API_VERSIONS]
+        known_version = lo <= header.api_version <= hi  # (_request rewrites the header of a refused one)
+        answer = self._request(frame_bytes, header, sec)
+        if header.api_key == M.API_VERSIONS and answer is not None and known_version:
+            sec.api_versions_answered()  # not after UNSUPPORTED_VERSION: the client retries it (Kafka too)
+        return answer, answer is None
+
+    def _request(
+        self, frame_bytes: bytes, header: wire.RequestHeader, sec: ConnectionSecurity
+    ) -> bytes | None:
         served = self.supported.get(header.api_key)
         if served is None:
             self._close_for(f"unknown apiKey {header.api_key}")
@@ -194,7 +237,7 @@ class ControllerServer:
                 header.api_version = 0  # KIP-511: answer as v0 with the ranges we do serve
                 return wire.encode_response(
                     header,
-                    M.ApiVersionsResponse(E.UNSUPPORTED_VERSION, wire.supported_ranges(self.supported)),
+                    M.ApiVersionsResponse(E.UNSUPPORTED_VERSION, wire.supported_ranges(self.advertised)),
                 )
             self._close_for(f"{wire.NAMES[header.api_key]} v{header.api_version} is not supported")
             return None
@@ -206,8 +249,12 @@ class ControllerServer:
         self.served += 1
         if header.api_key == M.API_VERSIONS:
             return wire.encode_response(
-                header, M.ApiVersionsResponse(E.NONE, wire.supported_ranges(self.supported))
+                header, M.ApiVersionsResponse(E.NONE, wire.supported_ranges(self.advertised))
             )
+        refused = sec.authorize(header.api_key)
+        if refused:  # the single authorization seam: nothing reaches the handler, nothing changes
+            return wire.encode_response(header, wire.error_response(header, refused, request))
+        token = sec.bind()
         try:
             response = self.handler.handle(header.api_key, header.api_version, request, header.client_id)
         except Exception as e:  # a bug in a decision must not take the listener down
@@ -219,6 +266,8 @@ class ControllerServer:
                 e,
             )
             response = wire.error_response(header, E.UNKNOWN_SERVER_ERROR, request)
+        finally:
+            sec.unbind(token)
         try:
             return wire.encode_response(header, response)
         except Exception as e:

@@ -1,0 +1,150 @@
+"""What TLS, SASL/SCRAM and the ACL check cost on the controller listener, against PLAINTEXT without
+authorization measured side by side in the same run.
+
+One ControllerService over a fresh metadata log whose image holds a SCRAM-SHA-512 credential for the
+broker, its CLUSTER_ACTION ACL and ``--acls`` topic ACLs (the authorizer rebuilds nothing per
+request; each request still passes the seam). Two listeners on it: PLAINTEXT (no authorizer) and
+SASL_SSL with StandardAuthorizer. A registered broker sends BrokerHeartbeats (a CLUSTER_ACTION API,
+the path AlterPartition takes through the listener) for ``--seconds`` on each, in alternating rounds;
+the best round of each is kept. Also: new SASL_SSL connections per second (TCP, TLS handshake,
+ApiVersions, SCRAM-SHA-512 at 4096 iterations).
+
+    .venv/bin/python bench/listener.py [--seconds 2] [--rounds 3] [--acls 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from tls_certs import make_certs  # noqa: E402
+
+from migrator.controller import messages as M  # noqa: E402
+from migrator.controller.client import ControllerClient  # noqa: E402
+from migrator.controller.client_security import ClientSecurity  # noqa: E402
+from migrator.controller.core import ControllerConfig  # noqa: E402
+from migrator.controller.listener_config import start_listeners  # noqa: E402
+from migrator.controller.scram_server import scram_credential  # noqa: E402
+from migrator.controller.service import ControllerService  # noqa: E402
+from migrator.kraft.image import ImageBuilder  # noqa: E402
+from migrator.kraft.log import MetadataLog  # noqa: E402
+from migrator.model import Acl, ClusterImage  # noqa: E402
+
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+PASSWORD = "bench-broker-pw"
+
+
+def image(acls: int) -> ClusterImage:
+    img = ClusterImage()
+    img.scram_credentials[("broker", "SCRAM-SHA-512")] = scram_credential(
+        "broker", "SCRAM-SHA-512", PASSWORD, uuid.uuid4().bytes, 4096
+    )
+    img.acls = [
+        Acl(
+            resource_type="CLUSTER",
+            resource_name="kafka-cluster",
+            pattern_type="LITERAL",
+            principal="User:broker",
+            host="*",
+            operation="CLUSTER_ACTION",
+            permission_type="ALLOW",
+            acl_id="broker",
+        )
+    ] + [
+        Acl(
+            resource_type="TOPIC",
+            resource_name=f"topic{i}",
+            pattern_type="LITERAL",
+            principal=f"User:app{i}",
+            host="*",
+            operation="READ",
+            permission_type="ALLOW",
+            acl_id=str(i),
+        )
+        for i in range(acls)
+    ]
+    return img
+
+
+def heartbeats(client: ControllerClient, epoch: int, seconds: float) -> float:
+    req = M.BrokerHeartbeatRequest(1, epoch, 0)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        assert client.heartbeat(req).error_code == 0
+        n += 1
+    return n / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--acls", type=int, default=5000)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="zk2kraft-bench-listener-"))
+    certs = make_certs(tmp / "certs")
+    log = MetadataLog.open(str(tmp / "log"), writable=True, cluster_id=CLUSTER_ID, node_id=3000)
+    config = ControllerConfig(cluster_id=CLUSTER_ID, node_id=3000, metadata_version=21)
+    service = ControllerService(log, ImageBuilder(image(args.acls)), config, 1, write_behind=False)
+    plain = start_listeners(
+        service, "PLAIN://127.0.0.1:0", {"listener.security.protocol.map": "PLAIN:PLAINTEXT"}
+    )
+    secure = start_listeners(
+        service,
+        "SECURE://127.0.0.1:0",
+        {
+            "listener.security.protocol.map": "SECURE:SASL_SSL",
+            "ssl.keystore.location": str(certs.server),
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        },
+    )
+    sec = ClientSecurity(
+        "SASL_SSL",
+        ssl_cafile=str(certs.ca),
+        sasl_mechanism="SCRAM-SHA-512",
+        username="broker",
+        password=PASSWORD,
+    )
+    try:
+        p = ControllerClient(*plain.address)
+        s = ControllerClient(*secure.address, security=sec)
+        reg = M.BrokerRegistrationRequest(
+            1,
+            CLUSTER_ID,
+            uuid.uuid4(),
+            [M.Listener("PLAINTEXT", "b1", 9092)],
+            [M.Feature("metadata.version", 1, 21)],
+            is_migrating_zk_broker=True,
+        )
+        epoch = s.register_broker(reg).broker_epoch
+        best_p = best_s = 0.0
+        for _ in range(args.rounds):
+            best_p = max(best_p, heartbeats(p, epoch, args.seconds))
+            best_s = max(best_s, heartbeats(s, epoch, args.seconds))
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < args.seconds:
+            ControllerClient(*secure.address, security=sec).close()
+            n += 1
+        conns = n / (time.perf_counter() - t0)
+    finally:
+        plain.stop()
+        secure.stop()
+        service.stop()
+        log.close()
+    print(f"BrokerHeartbeat, 1 connection, {args.acls + 1} ACLs in the image")
+    print(f"  PLAINTEXT, no authorizer        {best_p:10.0f} req/s")
+    print(f"  SASL_SSL + SCRAM + ACL check    {best_s:10.0f} req/s   ratio {best_s / best_p:.2f}")
+    print(f"new SASL_SSL/SCRAM-SHA-512 connections {conns:8.1f} /s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""What one listener does before a request reaches the controller: TLS, SASL, and authorization.
+
+A ``ListenerSecurity`` is built once per listener (see ``listener_config``); the server asks it for a
+``ConnectionSecurity`` per accepted socket. That object wraps the socket in TLS when the protocol says
+so (the principal of an SSL listener is the client certificate's mapped DN), runs the SASL exchange
+of a SASL listener through ``SaslSession``, and is the one place where every other request is
+authorized: the API's entry in ``api_acls.REQUIRED`` is checked before any handler runs, so an API a
+later engineer adds to the dispatch is guarded without a line of its own. Per-topic checks (topics,
+configs, Metadata's filtering) need the request's content: handlers read the caller from
+``current_caller()`` and use ``api_acls``.
+
+Refusals are counted by reason in ``ListenerSecurity.refused`` (the metrics read it) and logged
+without any secret: a SASL failure logs the server-side reason, which never holds a password or proof.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import socket
+import ssl
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from migrator.controller import sasl_wire
+from migrator.controller.api_acls import CLUSTER_AUTHORIZATION_FAILED, authorize_cluster
+from migrator.controller.authorizer import StandardAuthorizer
+from migrator.controller.principal import ANONYMOUS, SslPrincipalMapper, java_host_address, ssl_principal
+from migrator.controller.sasl_session import Accept, SaslSession, ServerFactory
+
+__all__ = [
+    "Caller",
+    "ConnectionSecurity",
+    "ImageAuthorizer",
+    "ListenerSecurity",
+    "current_caller",
+]
+
+log = logging.getLogger("zk2kraft.controller.security")
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sent the request being handled: ``principal`` as ``Type:name``, ``host`` as Java prints it."""
+
+    principal: str
+    host: str
+    listener: str
+    authorizer: StandardAuthorizer | None
+
+
+_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("zk2kraft_caller", default=None)
+
+
+def current_caller() -> Caller | None:
+    """The caller of the request this thread is handling (None outside a listener)."""
+    return _CALLER.get()
+
+
+class ImageAuthorizer:
+    """A StandardAuthorizer over the ACLs of the controller's current image, rebuilt when they change,
+    so an ACL appended during the migration counts from the next request.
+
+    A change is seen in O(1) per request: the image builder appends a created ACL (the list grows)
+    and replaces the list when one is removed. The one change this misses is a record re-using an
+    existing ACL's id in place (Kafka's controller never emits one: each created ACL gets a new id);
+    the rebuild after the next add or removal picks it up.
+    """
+
+    def __init__(self, image_of: Callable[[], Any], props: Mapping[str, str]) -> None:
+        self._image_of = image_of
+        self._props = dict(props)
+        self._lock = threading.Lock()
+        self._key: tuple[int, int, int] | None = None
+        self._auth = StandardAuthorizer.from_config(self._props)  # bad super.users fails at start
+
+    def current(self) -> StandardAuthorizer:
+        acls = self._image_of().acls
+        key = (id(acls), len(acls), id(acls[-1]) if acls else 0)
+        if key != self._key:
+            with self._lock:
+                if key != self._key:
+                    self._auth = StandardAuthorizer.from_config(self._props, acls)
+                    self._key = key
+        return self._auth
+
+
+@dataclass(eq=False)  # identity: the metrics hold every live listener in a weak set
+class ListenerSecurity:
+    """One listener's protocol and settings. ``mechanisms``: SASL mechanism -> server factory."""
+
+    name: str = "PLAINTEXT"
+    protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    mechanisms: Mapping[str, ServerFactory] = field(default_factory=dict)
+    max_reauth_ms: int = 0
+    principal_mapper: SslPrincipalMapper = field(default_factory=SslPrincipalMapper)
+    authorizer: ImageAuthorizer | None = None
+    handshake_timeout_s: float = 10.0
+    refused: Counter[str] = field(default_factory=Counter)
+    authenticated: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        from migrator.controller.listener_metrics import track
+
+        track(self)
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    def extra_versions(self) -> dict[int, tuple[int, int]]:
+        """APIs this listener serves beyond the handler's: the SASL exchanges on a SASL listener."""
+        return dict(sasl_wire.SASL_VERSIONS) if self.sasl else {}
+
+    def refuse(self, reason: str, detail: str) -> None:
+        self.refused[reason] += 1
+        log.info("listener %s: refused a connection (%s): %s", self.name, reason, detail)
+
+    def connection(self, conn: socket.socket, ip: str) -> tuple[socket.socket, ConnectionSecurity] | None:
+        """The socket to use (TLS-wrapped when the protocol says so) and its state; None when refused."""
+        principal = ANONYMOUS
+        if self.ssl_context is not None:
+            try:
+                conn.settimeout(self.handshake_timeout_s)
+                conn = self.ssl_context.wrap_socket(conn, server_side=True)
+            except (ssl.SSLError, OSError) as e:
+                self.refuse("tls_handshake", f"from {ip}: {getattr(e, 'reason', None) or e}")
+                return None
+            if not self.sasl:
+                cert = conn.getpeercert(binary_form=True) if isinstance(conn, ssl.SSLSocket) else None
+                try:
+                    principal = ssl_principal(cert, self.principal_mapper)
+                except Exception as e:  # no rule matches the DN: Kafka refuses the connection
+                    self.refuse("tls_principal", f"from {ip}: {e}")
+                    return None
+        sec = ConnectionSecurity(self, principal, java_host_address(ip) if ip else "")
+        return conn, sec
+
+
+class ConnectionSecurity:
+    """One connection's principal and SASL state; decides per request before any handler sees it."""
+
+    def __init__(self, listener: ListenerSecurity, principal: str, host: str) -> None:
+        self.listener = listener
+        self.host = host
+        self._principal = principal
+        self._authorizer: StandardAuthorizer | None = None
+        self.session = (
+            SaslSession(listener.mechanisms, max_reauth_ms=listener.max_reauth_ms) if listener.sasl else None
+        )
+
+    @property
+    def principal(self) -> str:
+        if self.session is not None:
+            return self.session.principal or ANONYMOUS
+        return self._principal
+
+    def accept(self, api_key: int) -> Accept:
+        """SERVE (authorize and handle), SASL (answer with ``sasl_answer``) or CLOSE."""
+        if self.session is None:
+            if api_key in sasl_wire.SASL_VERSIONS:
+                # Kafka answers a SaslHandshake on a non-SASL listener ILLEGAL_SASL_STATE through the
+                # API layer; the listener does not advertise it, so it is an unknown API here: close.
+                self.listener.refuse("sasl_on_non_sasl_listener", f"from {self.host}")
+                return Accept.CLOSE
+            return Accept.SERVE
+        accept = self.session.accept(api_key)
+        if accept is Accept.CLOSE:
+            self.listener.refuse(
+                "illegal_sasl_state",
+                f"from {self.host}: apiKey {api_key} before SASL authentication completed, or session expired",
+            )
+        return accept
+
+    def api_versions_answered(self) -> None:
+        if self.session is not None:
+            self.session.api_versions_answered()
+
+    def sasl_answer(
+        self, api_key: int, version: int, correlation_id: int, frame: bytes, pos: int
+    ) -> tuple[bytes | None, bool]:
+        """(response frame or None, close after it) for a SaslHandshake or SaslAuthenticate."""
+        session = self.session
+        assert session is not None
+        lo, hi = sasl_wire.SASL_VERSIONS.get(api_key, (0, -1))
+        if not lo <= version <= hi:
+            self.listener.refuse("sasl_version", f"from {self.host}: apiKey {api_key} v{version}")
+            return None, True
+        try:
+            if api_key == sasl_wire.SASL_HANDSHAKE:
+                mechanism = sasl_wire.read_mechanism(frame, pos)
+                hs = session.handshake(mechanism)
+                if hs.close:
+                    self.listener.refuse("unsupported_sasl_mechanism", f"from {self.host}: {mechanism!r}")
+                return sasl_wire.handshake_response(correlation_id, hs.error_code, hs.mechanisms), hs.close
+            auth_bytes = sasl_wire.read_auth_bytes(frame, pos)
+        except sasl_wire.SaslWireError as e:
+            self.listener.refuse("malformed_sasl", f"from {self.host}: {e}")
+            return None, True
+        was_reauth = session.reauthenticating
+        reply = session.authenticate(auth_bytes)
+        if reply.close:
+            reason = "reauthentication_failed" if was_reauth else "sasl_authentication_failed"
+            self.listener.refuse(reason, f"from {self.host}: {reply.log_reason or reply.error_message}")
+        elif reply.complete:
+            self.listener.authenticated["reauthenticated" if was_reauth else "authenticated"] += 1
+        if not reply.respond:
+            return None, True
+        answer = sasl_wire.authenticate_response(
+            correlation_id,
+            version,
+            reply.error_code,
+            reply.error_message,
+            reply.auth_bytes,
+            reply.session_lifetime_ms,
+        )
+        return answer, reply.close
+
+    def authorize(self, api_key: int) -> int:
+        """0, or the error the whole request is answered with (nothing done) — the dispatch's one seam.
+
+        The authorizer it used is kept for ``bind``, so a handler's per-topic checks see the same ACLs."""
+        auth = self.listener.authorizer
+        self._authorizer = auth.current() if auth is not None else None
+        if self._authorizer is None:
+            return 0
+        code = authorize_cluster(self._authorizer, self.principal, self.host, api_key)
+        if code == CLUSTER_AUTHORIZATION_FAILED:
+            self.listener.refused["cluster_authorization_failed"] += 1
+            log.info(
+                "listener %s: %s from %s may not call apiKey %d",
+                self.listener.name,
+                self.principal,
+                self.host,
+                api_key,
+            )
+        return code
+
+    def bind(self) -> contextvars.Token[Caller | None]:
+        """The caller of the request about to be handled, for ``current_caller()`` (after ``authorize``)."""
+        return _CALLER.set(Caller(self.principal, self.host, self.listener.name, self._authorizer))
+
+    @staticmethod
+    def unbind(token: contextvars.Token[Caller | None]) -> None:
+        _CALLER.reset(token)

@@ -1,0 +1,387 @@
+"""The controller listener over TLS and SASL, with the migrated ACLs enforced: real sockets, real
+certificates made by openssl for the run, kafka-python's own SSL/SASL_SSL+SCRAM client, and the
+ControllerService over a metadata log whose image holds what the copy migrates (SCRAM credentials
+from /config/users, ACLs from /kafka-acl)."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka.errors import KafkaError
+from kafka.net.compat import KafkaNetClient
+from kafka.protocol.metadata import ApiVersionsRequest
+from prometheus_client import generate_latest
+from tls_certs import Certs, make_certs
+
+from migrator.controller import messages as M
+from migrator.controller import wire
+from migrator.controller.client import ControllerClient, ControllerUnreachable
+from migrator.controller.client_security import ClientSecurity, SaslRefused, _request, sasl_authenticate
+from migrator.controller.core import ControllerConfig
+from migrator.controller.listener_config import RunningListeners, listener_specs, start_listeners
+from migrator.controller.listener_security import Caller, current_caller
+from migrator.controller.scram_server import scram_credential
+from migrator.controller.service import ControllerService
+from migrator.errors import BadInputError
+from migrator.kraft.image import ImageBuilder, records_from_image, replay
+from migrator.kraft.log import MetadataLog
+from migrator.kraft.records import record
+from migrator.metrics import MigrationMetrics
+from migrator.model import Acl, ClusterImage
+
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+BROKER_PW = "broker-pw-51c2"
+ALICE_PW = "alice-pw-9d0e"
+
+
+def _acl(principal: str, op: str = "CLUSTER_ACTION") -> Acl:
+    return Acl(
+        resource_type="CLUSTER",
+        resource_name="kafka-cluster",
+        pattern_type="LITERAL",
+        principal=principal,
+        host="*",
+        operation=op,
+        permission_type="ALLOW",
+    )
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[ControllerService]:
+    image = ClusterImage()
+    for user, pw in (("broker", BROKER_PW), ("alice", ALICE_PW)):
+        for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+            image.scram_credentials[(user, mech)] = scram_credential(user, mech, pw, uuid.uuid4().bytes, 4096)
+    image.acls = [_acl("User:broker"), _acl("User:CN=broker-1,OU=kafka,O=example")]
+    builder = ImageBuilder(replay(enumerate(records_from_image(image))))
+    log = MetadataLog.open(str(tmp_path / "log"), writable=True, cluster_id=CLUSTER_ID, node_id=3000)
+    config = ControllerConfig(cluster_id=CLUSTER_ID, node_id=3000, metadata_version=21)
+    svc = ControllerService(log, builder, config, 1, write_behind=False)
+    try:
+        yield svc
+    finally:
+        svc.stop()
+        log.close()
+
+
+def _props(certs: Certs, **extra: str) -> dict[str, str]:
+    props = {
+        "listeners": "PLAIN://127.0.0.1:0,TLS://127.0.0.1:0,SECURE://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAIN:PLAINTEXT,TLS:SSL,SECURE:SASL_SSL",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(certs.server_encrypted),
+        "ssl.key.password": certs.key_password,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(certs.ca),
+        "listener.name.tls.ssl.client.auth": "required",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin",
+    }
+    props.update(extra)
+    return props
+
+
+@pytest.fixture
+def listeners(service: ControllerService, certs: Certs) -> Iterator[RunningListeners]:
+    running = start_listeners(service, _props(certs)["listeners"], _props(certs))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _scram(certs: Certs, user: str, pw: str, mech: str = "SCRAM-SHA-512") -> ClientSecurity:
+    return ClientSecurity(
+        "SASL_SSL", ssl_cafile=str(certs.ca), sasl_mechanism=mech, username=user, password=pw
+    )
+
+
+def _heartbeat() -> M.BrokerHeartbeatRequest:
+    return M.BrokerHeartbeatRequest(broker_id=1, broker_epoch=5, current_metadata_offset=0)
+
+
+def _security_of(running: RunningListeners, name: str):  # type: ignore[no-untyped-def]
+    return next(s.security for s in running.servers if s.security.name == name)
+
+
+def test_kafka_python_connects_over_sasl_ssl_with_migrated_scram(
+    listeners: RunningListeners, certs: Certs
+) -> None:
+    host, port = listeners.addresses["SECURE"]
+    client = KafkaNetClient(
+        bootstrap_servers=f"{host}:{port}",
+        security_protocol="SASL_SSL",
+        ssl_cafile=str(certs.ca),
+        ssl_check_hostname=False,
+        sasl_mechanism="SCRAM-SHA-256",
+        sasl_plain_username="broker",
+        sasl_plain_password=BROKER_PW,
+    )
+    try:
+        assert client.await_ready("bootstrap-0", timeout_ms=20000)
+        resp = client.send_and_receive("bootstrap-0", ApiVersionsRequest(), timeout_ms=20000)
+        keys = {k.api_key for k in resp.api_keys}
+        assert {17, 36, M.BROKER_HEARTBEAT, M.ALTER_PARTITION} <= keys
+    finally:
+        client.close()
+    assert _security_of(listeners, "SECURE").authenticated["authenticated"] >= 1
+
+
+def test_kafka_python_wrong_password_is_refused_and_counted(
+    listeners: RunningListeners, certs: Certs
+) -> None:
+    host, port = listeners.addresses["SECURE"]
+    client = KafkaNetClient(
+        bootstrap_servers=f"{host}:{port}",
+        security_protocol="SASL_SSL",
+        ssl_cafile=str(certs.ca),
+        ssl_check_hostname=False,
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username="broker",
+        sasl_plain_password="not-the-password",
+        reconnect_backoff_ms=10000,
+    )
+    try:
+        with pytest.raises(KafkaError):
+            client.await_ready("bootstrap-0", timeout_ms=5000)
+    finally:
+        client.close()
+    assert _security_of(listeners, "SECURE").refused["sasl_authentication_failed"] >= 1
+
+
+def test_kafka_python_over_ssl_with_a_client_certificate(listeners: RunningListeners, certs: Certs) -> None:
+    host, port = listeners.addresses["TLS"]
+    client = KafkaNetClient(
+        bootstrap_servers=f"{host}:{port}",
+        security_protocol="SSL",
+        ssl_cafile=str(certs.ca),
+        ssl_certfile=str(certs.client_cert),
+        ssl_keyfile=str(certs.client_key),
+        ssl_check_hostname=False,
+    )
+    try:
+        assert client.await_ready("bootstrap-0", timeout_ms=20000)
+        resp = client.send_and_receive("bootstrap-0", ApiVersionsRequest(), timeout_ms=20000)
+        assert 17 not in {k.api_key for k in resp.api_keys}  # no SASL on an SSL listener
+    finally:
+        client.close()
+
+
+def test_acls_decide_cluster_action_with_nothing_changed_when_refused(
+    listeners: RunningListeners, service: ControllerService, certs: Certs
+) -> None:
+    host, port = listeners.addresses["SECURE"]
+    before = service.next_offset()
+    with ControllerClient(host, port, security=_scram(certs, "alice", ALICE_PW)) as alice:
+        assert alice.heartbeat(_heartbeat()).error_code == 31  # CLUSTER_AUTHORIZATION_FAILED
+        reg = M.BrokerRegistrationRequest(
+            broker_id=7, cluster_id=CLUSTER_ID, incarnation_id=uuid.uuid4(), is_migrating_zk_broker=True
+        )
+        assert alice.register_broker(reg).error_code == 31
+        assert service.next_offset() == before and 7 not in service.image.brokers
+        # an ACL appended during the migration counts from the next request
+        acl = record(
+            "AccessControlEntryRecord",
+            Id=uuid.uuid4(),
+            ResourceType=4,  # CLUSTER
+            ResourceName="kafka-cluster",
+            PatternType=3,  # LITERAL
+            Principal="User:alice",
+            Host="*",
+            Operation=9,  # CLUSTER_ACTION
+            PermissionType=3,  # ALLOW
+        )
+        with service.lock:
+            service.builder.replay(before, acl)
+        assert alice.heartbeat(_heartbeat()).error_code != 31
+    with ControllerClient(host, port, security=_scram(certs, "broker", BROKER_PW, "SCRAM-SHA-256")) as broker:
+        assert broker.heartbeat(_heartbeat()).error_code != 31
+    # TLS principal from the certificate's DN, authorized by its own ACL; the plaintext listener's
+    # ANONYMOUS has none
+    tls = ClientSecurity(
+        "SSL",
+        ssl_cafile=str(certs.ca),
+        ssl_certfile=str(certs.client_cert),
+        ssl_keyfile=str(certs.client_key),
+    )
+    with ControllerClient(*listeners.addresses["TLS"], security=tls) as by_cert:
+        assert by_cert.heartbeat(_heartbeat()).error_code != 31
+    with ControllerClient(*listeners.addresses["PLAIN"]) as anonymous:
+        assert anonymous.heartbeat(_heartbeat()).error_code == 31
+    assert _security_of(listeners, "PLAIN").refused["cluster_authorization_failed"] == 1
+
+
+def _closed(sock: socket.socket) -> bool:
+    sock.settimeout(10)
+    try:
+        while sock.recv(4096):
+            pass
+    except (ConnectionResetError, ssl.SSLError):
+        pass
+    return True
+
+
+def test_bad_input_is_refused_counted_and_the_listener_goes_on(
+    listeners: RunningListeners, certs: Certs
+) -> None:
+    secure = _security_of(listeners, "SECURE")
+    host, port = listeners.addresses["SECURE"]
+    # a plaintext Kafka request to the TLS port: the handshake fails, the connection closes
+    with socket.create_connection((host, port)) as s:
+        s.sendall(wire.encode_request(M.API_VERSIONS, 0, 1, "plain", M.ApiVersionsRequest()))
+        assert _closed(s)
+    # an untrusted client certificate on the listener that requires one; none at all, too
+    for cert, key in ((certs.rogue_cert, certs.rogue_key), (None, None)):
+        rogue = ClientSecurity(
+            "SSL",
+            ssl_cafile=str(certs.ca),
+            ssl_certfile=str(cert) if cert else None,
+            ssl_keyfile=str(key) if key else None,
+        )
+        with pytest.raises(ControllerUnreachable):
+            ControllerClient(*listeners.addresses["TLS"], security=rogue).heartbeat(_heartbeat())
+    # an unknown mechanism: UNSUPPORTED_SASL_MECHANISM naming the enabled ones, then closed
+    with pytest.raises(SaslRefused, match="SCRAM-SHA-512, SCRAM-SHA-256"):
+        ControllerClient(host, port, security=_scram(certs, "broker", BROKER_PW, "PLAIN"))
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    ctx.check_hostname = False
+    # SASL bytes before a handshake, and a controller request before authenticating: closed unanswered
+    for frame in (
+        _request(36, 1, 1, "x", b"\0\0\0\x05n,,n="),
+        wire.encode_request(M.BROKER_HEARTBEAT, 1, 1, "x", _heartbeat()),
+    ):
+        with ctx.wrap_socket(socket.create_connection((host, port)), server_hostname=host) as s:
+            s.sendall(frame)
+            s.settimeout(10)
+            assert s.recv(4) == b""
+    tls = _security_of(listeners, "TLS")
+    assert secure.refused["tls_handshake"] >= 1 and tls.refused["tls_handshake"] >= 2
+    assert secure.refused["unsupported_sasl_mechanism"] == 1
+    assert secure.refused["illegal_sasl_state"] == 2
+    with ControllerClient(host, port, security=_scram(certs, "broker", BROKER_PW)) as ok:
+        assert ok.heartbeat(_heartbeat()).error_code != 31  # the controller is unharmed
+    scraped = generate_latest(MigrationMetrics().registry).decode()
+    failed = 'kafka_server_socket_server_metrics_failed_authentication_total{listener="SECURE"} '
+    assert float(scraped.split(failed)[1].split()[0]) >= 4  # TLS, mechanism, two SASL-state refusals
+    assert 'zk2kraft_listener_refused_total{listener="TLS",reason="tls_handshake"}' in scraped
+
+
+def test_reauthentication_keeps_the_principal(service: ControllerService, certs: Certs) -> None:
+    props = _props(certs, **{"connections.max.reauth.ms": "60000"})
+    running = start_listeners(service, "SECURE://127.0.0.1:0", props)
+    try:
+        host, port = running.address
+        client = ControllerClient(host, port, security=_scram(certs, "broker", BROKER_PW))
+        time.sleep(1.1)  # KIP-368: at most one re-authentication a second (a protocol rule, not a wait)
+        ids = iter(range(100, 200))
+        sasl_authenticate(client._round_trip, lambda: next(ids), "b", _scram(certs, "broker", BROKER_PW))
+        assert client.heartbeat(_heartbeat()).error_code != 31
+        time.sleep(1.1)
+        with pytest.raises((SaslRefused, ControllerUnreachable)):
+            sasl_authenticate(client._round_trip, lambda: next(ids), "b", _scram(certs, "alice", ALICE_PW))
+        sec = running.servers[0].security
+        assert sec.authenticated["reauthenticated"] == 1 and sec.refused["reauthentication_failed"] == 1
+        client.close()
+    finally:
+        running.stop()
+
+
+def test_listener_settings_are_checked_without_printing_secrets(
+    service: ControllerService, certs: Certs
+) -> None:
+    with pytest.raises(BadInputError) as e:
+        listener_specs(_props(certs, **{"ssl.key.password": "wrong-" + certs.key_password}), service)
+    assert certs.key_password not in str(e.value) and "ssl.keystore.location" in str(e.value)
+    with pytest.raises(BadInputError, match="PEM"):
+        listener_specs(_props(certs, **{"ssl.keystore.type": "JKS"}), service)
+    with pytest.raises(BadInputError, match="GSSAPI"):
+        listener_specs(_props(certs, **{"sasl.enabled.mechanisms": "GSSAPI"}), service)
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="jaas-secret-44";'
+    specs = listener_specs(
+        _props(
+            certs,
+            **{"sasl.enabled.mechanisms": "PLAIN", "listener.name.secure.plain.sasl.jaas.config": jaas},
+        ),
+        service,
+    )
+    assert "jaas-secret-44" not in repr(specs) and certs.key_password not in repr(specs)
+
+
+class _CallerRecorder:
+    """A handler as another engineer's would be: it reads who is calling, to check per topic."""
+
+    def __init__(self, service: ControllerService) -> None:
+        self.service = service
+        self.callers: list[Caller | None] = []
+
+    @property
+    def image(self) -> ClusterImage:
+        return self.service.image
+
+    def handle(self, api_key: int, api_version: int, request: object, client_id: str | None) -> object:
+        self.callers.append(current_caller())
+        return M.BrokerHeartbeatResponse(0)
+
+
+def test_handlers_see_the_authenticated_caller(service: ControllerService, certs: Certs) -> None:
+    recorder = _CallerRecorder(service)
+    running = start_listeners(recorder, "SECURE://127.0.0.1:0", _props(certs))
+    try:
+        with ControllerClient(*running.address, security=_scram(certs, "broker", BROKER_PW)) as client:
+            assert client.heartbeat(_heartbeat()).error_code == 0
+    finally:
+        running.stop()
+    (caller,) = recorder.callers
+    assert caller is not None and (caller.principal, caller.host, caller.listener) == (
+        "User:broker",
+        "127.0.0.1",
+        "SECURE",
+    )
+    assert caller.authorizer is not None and caller.authorizer.allowed(
+        "User:broker", "127.0.0.1", "CLUSTER", "kafka-cluster", "CLUSTER_ACTION"
+    )
+    assert current_caller() is None  # bound only while the handler runs
+
+
+def test_sasl_plaintext_with_plain_users_from_a_jaas_file(
+    service: ControllerService, certs: Certs, tmp_path: Path
+) -> None:
+    jaas = tmp_path / "kafka_server_jaas.conf"
+    jaas.write_text(
+        "KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '  user_admin="admin-jaas-pw" user_carol="carol-jaas-pw";\n};\n'
+    )
+    props = _props(
+        certs,
+        **{
+            "listener.security.protocol.map": "SP:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "java.security.auth.login.config": str(jaas),
+        },
+    )
+    running = start_listeners(service, "SP://127.0.0.1:0", props)
+
+    def plain(user: str, pw: str) -> ClientSecurity:
+        return ClientSecurity("SASL_PLAINTEXT", sasl_mechanism="PLAIN", username=user, password=pw)
+
+    try:
+        with ControllerClient(*running.address, security=plain("admin", "admin-jaas-pw")) as admin:
+            assert admin.heartbeat(_heartbeat()).error_code != 31  # super.users=User:admin
+        with ControllerClient(*running.address, security=plain("carol", "carol-jaas-pw")) as carol:
+            assert carol.heartbeat(_heartbeat()).error_code == 31  # no ACL
+        with pytest.raises(SaslRefused, match="Invalid username or password"):
+            ControllerClient(*running.address, security=plain("carol", "guess"))
+    finally:
+        running.stop()

@@ -1,0 +1,133 @@
+"""Certificates for TLS tests and `demo --secure`, made with the openssl command line for each run: a CA, a server
+certificate for 127.0.0.1/localhost, client certificates signed by the CA, and one signed by nobody
+the server trusts."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Certs", "make_certs"]
+
+
+@dataclass(frozen=True)
+class Certs:
+    ca: Path  # CA certificate (the truststore of both sides)
+    server: Path  # server key + certificate chain, one PEM file (ssl.keystore.location)
+    server_encrypted: Path  # the same with the key encrypted under `key_password`
+    key_password: str
+    client_cert: Path
+    client_key: Path
+    client_dn: str  # as Java renders it (RFC 2253)
+    rogue_cert: Path  # self-signed: not trusted by the server
+    rogue_key: Path
+
+
+def _run(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _leaf(d: Path, name: str, subject: str, ca: bool = True, san: str | None = None) -> None:
+    _run(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-subj",
+        subject,
+        "-out",
+        f"{name}.csr",
+        cwd=d,
+    )
+    ext = d / f"{name}.ext"
+    ext.write_text(f"subjectAltName={san}\n" if san else "basicConstraints=CA:FALSE\n")
+    if ca:
+        _run(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-sha256",
+            "-extfile",
+            ext.name,
+            "-out",
+            f"{name}.crt",
+            cwd=d,
+        )
+    else:
+        _run(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-signkey",
+            f"{name}.key",
+            "-days",
+            "2",
+            "-sha256",
+            "-extfile",
+            ext.name,
+            "-out",
+            f"{name}.crt",
+            cwd=d,
+        )
+
+
+def make_certs(d: Path) -> Certs:
+    d.mkdir(parents=True, exist_ok=True)
+    _run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-subj",
+        "/CN=zk2kraft test CA",
+        "-days",
+        "2",
+        "-out",
+        "ca.crt",
+        cwd=d,
+    )
+    _leaf(d, "server", "/CN=localhost", san="IP:127.0.0.1,DNS:localhost")
+    _leaf(d, "client", "/O=example/OU=kafka/CN=broker-1")
+    _leaf(d, "rogue", "/CN=broker-1", ca=False)
+    server = d / "server.pem"
+    server.write_text((d / "server.key").read_text() + (d / "server.crt").read_text())
+    password = "keystore-secret-7f3a"
+    _run(
+        "pkey",
+        "-in",
+        "server.key",
+        "-aes256",
+        "-passout",
+        f"pass:{password}",
+        "-out",
+        "server-enc.key",
+        cwd=d,
+    )
+    encrypted = d / "server-enc.pem"
+    encrypted.write_text((d / "server-enc.key").read_text() + (d / "server.crt").read_text())
+    return Certs(
+        ca=d / "ca.crt",
+        server=server,
+        server_encrypted=encrypted,
+        key_password=password,
+        client_cert=d / "client.crt",
+        client_key=d / "client.key",
+        client_dn="CN=broker-1,OU=kafka,O=example",
+        rogue_cert=d / "rogue.crt",
+        rogue_key=d / "rogue.key",
+    )
