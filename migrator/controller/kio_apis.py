@@ -1,0 +1,27 @@
+"""The admin APIs whose kio entities travel through the listener unchanged (no `messages` twin):
+apiKey -> kio module, class stem, versions served, first flexible version.
+
+Only versions kio ships are served (kio has no CreateTopics v0-1 nor DeleteTopics v0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["NATIVE", "NativeApi"]
+
+
+@dataclass(frozen=True)
+class NativeApi:
+    module: str
+    name: str
+    min_version: int
+    max_version: int
+    flexible_from: int
+
+
+NATIVE: dict[int, NativeApi] = {
+    3: NativeApi("metadata", "Metadata", 0, 12, 9),
+    19: NativeApi("create_topics", "CreateTopics", 2, 7, 5),
+    20: NativeApi("delete_topics", "DeleteTopics", 1, 6, 4),
+}

@@ -1,0 +1,125 @@
+"""kafka-python's KafkaAdminClient against the controller listener of `migrate --follow --listen`, with
+a real ZooKeeper: Metadata bootstraps from the controller, CreateTopics and DeleteTopics are applied
+through the dual-write path, and ZooKeeper then holds what a ZK-mode broker reads."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from kafka.errors import (
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from kazoo.client import KazooClient
+from migrate_helpers import assert_consistent, cluster
+
+from migrator import commands
+from migrator.controller import core
+from migrator.controller import kafka_errors as E
+from migrator.controller.service import ControllerService
+from migrator.kraft.records import uuid_to_kafka
+from migrator.zk import paths as P
+
+pytestmark = pytest.mark.zk
+
+
+def _register_all(service: ControllerService, ids: list[int]) -> None:
+    for broker_id in ids:
+        reply = service.register(
+            core.Registration(
+                broker_id,
+                service.core.config.cluster_id,
+                uuid_to_kafka(uuid.uuid4()),
+                (core.Listener("PLAINTEXT", f"b{broker_id}", 9092),),
+                {"metadata.version": (1, 21)},
+                is_migrating_zk_broker=True,
+            )
+        )
+        assert reply.error == E.NONE, reply
+        assert (
+            service.heartbeat(core.Heartbeat(broker_id, reply.broker_epoch, service.log.end_offset)).error
+            == 0
+        )
+
+
+def _admin(address: tuple[str, int]) -> KafkaAdminClient:
+    return KafkaAdminClient(
+        bootstrap_servers=f"{address[0]}:{address[1]}",
+        client_id="zk2kraft-test",
+        request_timeout_ms=30_000,
+    )
+
+
+def test_kafka_python_admin_creates_and_deletes_topics_through_dual_write(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        ids = sorted(int(b) for b in zk.get_children(P.BROKER_IDS))
+        running = commands.start_controller(
+            zk_connect, str(log_dir), yes=True, broker_wait_timeout=60, session_timeout_ms=60_000
+        )
+        try:
+            service = running.service
+            assert service is not None and service.soft_start
+            # Soft start: Metadata answers (the controller, no topics); changes are NOT_CONTROLLER.
+            admin = _admin(running.address)
+            try:
+                assert admin.list_topics() == []
+                # kafka-python retries a NOT_CONTROLLER once, then gives up with this
+                with pytest.raises(RuntimeError, match="active controller"):
+                    admin.create_topics([NewTopic("early", 1, 1)])
+            finally:
+                admin.close()
+            _register_all(service, ids)
+            assert running.wait_until(lambda r: not service.soft_start, 60), running.error
+            assert running.wait_until(lambda r: service.admin is not None, 30), running.error
+
+            admin = _admin(running.address)
+            try:
+                before = set(admin.list_topics())
+                assert before and before <= set(service.image.topics)
+                admin.create_topics(
+                    [NewTopic("orders", 4, 2, topic_configs={"retention.ms": "3600000"})], validate_only=True
+                )
+                assert "orders" not in zk.get_children(P.TOPICS)  # validate only: nothing written
+                admin.create_topics([NewTopic("orders", 4, 2, topic_configs={"retention.ms": "3600000"})])
+                # Answered once durable and synced: ZooKeeper already holds it.
+                znode = json.loads(zk.get(P.topic_path("orders"))[0])
+                assert znode["topic_id"] == service.image.topics["orders"].topic_id
+                assert sorted(znode["partitions"]) == ["0", "1", "2", "3"]
+                assert all(len(r) == 2 and set(r) <= set(ids) for r in znode["partitions"].values())
+                state = json.loads(zk.get(P.partition_state_path("orders", 0))[0])
+                assert state["leader"] in znode["partitions"]["0"]
+                assert json.loads(zk.get("/config/topics/orders")[0])["config"] == {"retention.ms": "3600000"}
+                assert "orders" in admin.list_topics()
+
+                # Kafka's per-topic errors, nothing half-applied.
+                with pytest.raises(TopicAlreadyExistsError):
+                    admin.create_topics([NewTopic("orders", 1, 1)])
+                with pytest.raises(InvalidTopicError):
+                    admin.create_topics([NewTopic("bad/name", 1, 1)])
+                with pytest.raises(InvalidReplicationFactorError):
+                    admin.create_topics([NewTopic("too-wide", 1, len(ids) + 1)])
+                with pytest.raises(UnknownTopicOrPartitionError):
+                    admin.delete_topics(["no-such-topic"])
+                children = set(zk.get_children(P.TOPICS))
+                assert not {"bad/name", "too-wide"} & children
+
+                admin.delete_topics(["orders"])
+                assert "orders" not in service.image.topics
+                assert "orders" not in zk.get_children(P.TOPICS)
+                assert "orders" not in admin.list_topics()
+            finally:
+                admin.close()
+        finally:
+            result = running.stop()
+        assert result is not None and result.state_after == "DualWriteMetadata"
+        assert_consistent(zk, log_dir)
