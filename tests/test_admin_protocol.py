@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient
-from kafka.admin import NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.errors import (
+    InvalidPartitionsError,
     InvalidReplicationFactorError,
     InvalidTopicError,
     TopicAlreadyExistsError,
@@ -100,6 +101,32 @@ def test_kafka_python_admin_creates_and_deletes_topics_through_dual_write(
                 assert state["leader"] in znode["partitions"]["0"]
                 assert json.loads(zk.get("/config/topics/orders")[0])["config"] == {"retention.ms": "3600000"}
                 assert "orders" in admin.list_topics()
+
+                # IncrementalAlterConfigs: a SET and a DELETE, then a config Kafka does not know.
+                changes_before = len(zk.get_children("/config/changes"))
+                res = ConfigResource(
+                    ConfigResourceType.TOPIC,
+                    "orders",
+                    configs={"cleanup.policy": "compact", "retention.ms": ("DELETE", None)},
+                )
+                admin.alter_configs([res], raise_on_unknown=False, incremental=True)
+                assert json.loads(zk.get("/config/topics/orders")[0])["config"] == {
+                    "cleanup.policy": "compact"
+                }
+                assert len(zk.get_children("/config/changes")) > changes_before  # brokers are told
+                bad = ConfigResource(ConfigResourceType.TOPIC, "orders", configs={"no.such.config": "1"})
+                refused = admin.alter_configs([bad], raise_on_unknown=False, incremental=True)
+                assert "InvalidConfigurationError" in str(refused["topic"]["orders"])
+                assert json.loads(zk.get("/config/topics/orders")[0])["config"] == {
+                    "cleanup.policy": "compact"
+                }
+                # CreatePartitions: 4 -> 6, and a decrease refused.
+                admin.create_partitions({"orders": NewPartitions(6)})
+                znode = json.loads(zk.get(P.topic_path("orders"))[0])
+                assert sorted(znode["partitions"], key=int) == [str(i) for i in range(6)]
+                assert zk.exists(P.partition_state_path("orders", 5))
+                with pytest.raises(InvalidPartitionsError):
+                    admin.create_partitions({"orders": NewPartitions(2)})
 
                 # Kafka's per-topic errors, nothing half-applied.
                 with pytest.raises(TopicAlreadyExistsError):

@@ -38,7 +38,7 @@ INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
-_ZERO = datetime.timedelta(0)
+ZERO = datetime.timedelta(0)
 _NO_ID = uuid.UUID(int=0)
 
 #: Kafka's ApiError for `plan_change`'s refusals, told apart by what they name.
@@ -55,22 +55,35 @@ _REFUSALS: list[tuple[str, int]] = [
 ]
 
 
-def _code_of(e: BadInputError) -> int:
+def code_of(e: BadInputError) -> int:
     text = str(e)
     return next((code for part, code in _REFUSALS if part in text), INVALID_REQUEST)
 
 
-def _mod(api_key: int, version: int, kind: str) -> Any:
+def run_change(apply: Callable[..., Any], change: AdminChange, validate_only: bool) -> tuple[int, str | None]:
+    """Kafka's (error code, message) for one change handed to the driver's admin path."""
+    try:
+        apply(change, validate_only)
+    except BadInputError as e:
+        return code_of(e), str(e)
+    except FencedError as e:
+        return E.NOT_CONTROLLER, str(e)
+    except ZkKraftError as e:
+        return E.UNKNOWN_SERVER_ERROR, str(e)
+    return E.NONE, None
+
+
+def kio_module(api_key: int, version: int, kind: str) -> Any:
     return importlib.import_module(f"kio.schema.{NATIVE[api_key].module}.v{version}.{kind}")
 
 
-def _build(cls: Any, **kw: Any) -> Any:
+def build(cls: Any, **kw: Any) -> Any:
     """An entity of any version from the superset of fields: the ones this version lacks are dropped."""
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in kw.items() if k in names})
 
 
-def _err(code: int) -> ErrorCode:
+def error(code: int) -> ErrorCode:
     return ErrorCode(code)
 
 
@@ -81,6 +94,10 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         return _create_topics(service, version, request)
     if api_key == 20:
         return _delete_topics(service, version, request)
+    if api_key in (37, 44):
+        from migrator.controller import admin_alter_api
+
+        return admin_alter_api.handle(service, api_key, version, request)
     raise ValueError(f"apiKey {api_key} is not an admin API")
 
 
@@ -88,6 +105,10 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
     """The whole request refused with `code`, each item echoed (Kafka's getErrorResponse)."""
     if api_key == 3:
         return _metadata_response(version, None, [], [])
+    if api_key in (37, 44):
+        from migrator.controller import admin_alter_api
+
+        return admin_alter_api.refuse_all(api_key, version, request, code)
     if api_key == 19:
         names = [t.name for t in getattr(request, "topics", ())]
         return _create_response(version, [(n, code, None, None) for n in names])
@@ -128,18 +149,18 @@ def _metadata_response(
     missing: list[tuple[str | None, uuid.UUID | None]],
     cluster_id: str | None = None,
 ) -> Any:
-    m = _mod(3, version, "response")
+    m = kio_module(3, version, "response")
     brokers = (
         ()
         if node is None
-        else (_build(m.MetadataResponseBroker, node_id=node[0], host=node[1], port=node[2]),)
+        else (build(m.MetadataResponseBroker, node_id=node[0], host=node[1], port=node[2]),)
     )
     topics = []
     for t in found:
         parts = tuple(
-            _build(
+            build(
                 m.MetadataResponsePartition,
-                error_code=_err(E.NONE),
+                error_code=error(E.NONE),
                 partition_index=p.partition,
                 leader_id=p.leader,
                 leader_epoch=p.leader_epoch,
@@ -150,9 +171,9 @@ def _metadata_response(
             for _, p in sorted(t.partitions.items())
         )
         topics.append(
-            _build(
+            build(
                 m.MetadataResponseTopic,
-                error_code=_err(E.NONE),
+                error_code=error(E.NONE),
                 name=t.name,
                 topic_id=kafka_to_uuid(t.topic_id) if t.topic_id else _NO_ID,
                 is_internal=t.name == "__consumer_offsets",
@@ -162,17 +183,17 @@ def _metadata_response(
     for name, tid in missing:
         code = UNKNOWN_TOPIC_OR_PARTITION if name else UNKNOWN_TOPIC_ID
         topics.append(
-            _build(
+            build(
                 m.MetadataResponseTopic,
-                error_code=_err(code),
+                error_code=error(code),
                 name=name if name is not None or version >= 10 else "",
                 topic_id=tid or _NO_ID,
                 partitions=(),
             )
         )
-    return _build(
+    return build(
         m.MetadataResponse,
-        throttle_time=_ZERO,
+        throttle_time=ZERO,
         brokers=brokers,
         cluster_id=cluster_id,
         controller_id=node[0] if node is not None else -1,
@@ -185,13 +206,13 @@ def _metadata_response(
 _Created = tuple[str, int, str | None, Any]  # name, error, message, (topic id, partitions, rf) or None
 
 
-def _admin(service: Any) -> Callable[..., Any] | None:
+def admin_hook(service: Any) -> Callable[..., Any] | None:
     hook = getattr(service, "admin", None)
     return None if service.soft_start or service.fenced else hook
 
 
 def _create_topics(service: Any, version: int, request: Any) -> Any:
-    apply = _admin(service)
+    apply = admin_hook(service)
     if apply is None:
         return refuse_all(19, version, request, E.NOT_CONTROLLER)
     counts = Counter(t.name for t in request.topics)
@@ -226,7 +247,7 @@ def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: 
     try:
         reply = apply(change, validate_only)
     except BadInputError as e:
-        return (t.name, _code_of(e), str(e), None)
+        return (t.name, code_of(e), str(e), None)
     except FencedError as e:
         return (t.name, E.NOT_CONTROLLER, str(e), None)
     except ZkKraftError as e:
@@ -241,16 +262,16 @@ def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: 
 
 
 def _create_response(version: int, results: list[_Created]) -> Any:
-    m = _mod(19, version, "response")
+    m = kio_module(19, version, "response")
     topics = []
     for name, code, message, made in results:
         tid, parts, rf = made if made is not None else (_NO_ID, -1, -1)
         topics.append(
-            _build(
+            build(
                 m.CreatableTopicResult,
                 name=name,
                 topic_id=tid,
-                error_code=_err(code),
+                error_code=error(code),
                 error_message=message,
                 topic_config_error_code=0,
                 num_partitions=parts,
@@ -258,7 +279,7 @@ def _create_response(version: int, results: list[_Created]) -> Any:
                 configs=(),
             )
         )
-    return _build(m.CreateTopicsResponse, throttle_time=_ZERO, topics=tuple(topics))
+    return build(m.CreateTopicsResponse, throttle_time=ZERO, topics=tuple(topics))
 
 
 # --- DeleteTopics -----------------------------------------------------------------------------------
@@ -272,7 +293,7 @@ def _delete_items(request: Any) -> list[tuple[str | None, uuid.UUID | None]]:
 
 def _delete_topics(service: Any, version: int, request: Any) -> Any:
     items = _delete_items(request)
-    apply = _admin(service)
+    apply = admin_hook(service)
     if apply is None:
         return refuse_all(20, version, request, E.NOT_CONTROLLER)
     counts = Counter(items)
@@ -294,34 +315,26 @@ def _delete_topics(service: Any, version: int, request: Any) -> Any:
             out.append((name, tid, UNKNOWN_TOPIC_OR_PARTITION, None))
             continue
         topic_id = image.topics[name].topic_id
-        try:
-            apply(AdminChange(kind="delete-topic", topic=name), False)
-        except BadInputError as e:
-            out.append((name, tid, _code_of(e), str(e)))
-            continue
-        except FencedError as e:
-            out.append((name, tid, E.NOT_CONTROLLER, str(e)))
-            continue
-        except ZkKraftError as e:
-            out.append((name, tid, E.UNKNOWN_SERVER_ERROR, str(e)))
-            continue
-        out.append((name, kafka_to_uuid(topic_id) if topic_id else tid, E.NONE, None))
+        code, message = run_change(apply, AdminChange(kind="delete-topic", topic=name), False)
+        if code == E.NONE and topic_id:
+            tid = kafka_to_uuid(topic_id)
+        out.append((name, tid, code, message))
     return _delete_response(version, out)
 
 
 def _delete_response(
     version: int, results: list[tuple[str | None, uuid.UUID | None, int, str | None]]
 ) -> Any:
-    m = _mod(20, version, "response")
-    return _build(
+    m = kio_module(20, version, "response")
+    return build(
         m.DeleteTopicsResponse,
-        throttle_time=_ZERO,
+        throttle_time=ZERO,
         responses=tuple(
-            _build(
+            build(
                 m.DeletableTopicResult,
                 name=name if name is not None or version >= 6 else "",
                 topic_id=tid or _NO_ID,
-                error_code=_err(code),
+                error_code=error(code),
                 error_message=message,
             )
             for name, tid, code, message in results

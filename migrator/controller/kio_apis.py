@@ -24,4 +24,6 @@ NATIVE: dict[int, NativeApi] = {
     3: NativeApi("metadata", "Metadata", 0, 12, 9),
     19: NativeApi("create_topics", "CreateTopics", 2, 7, 5),
     20: NativeApi("delete_topics", "DeleteTopics", 1, 6, 4),
+    37: NativeApi("create_partitions", "CreatePartitions", 0, 3, 2),
+    44: NativeApi("incremental_alter_configs", "IncrementalAlterConfigs", 0, 1, 1),
 }
