@@ -10,7 +10,20 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient
-from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
+from kafka.admin import (
+    ACL,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ConfigResource,
+    ConfigResourceType,
+    NewPartitions,
+    NewTopic,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
 from kafka.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
@@ -127,6 +140,39 @@ def test_kafka_python_admin_creates_and_deletes_topics_through_dual_write(
                 assert zk.exists(P.partition_state_path("orders", 5))
                 with pytest.raises(InvalidPartitionsError):
                     admin.create_partitions({"orders": NewPartitions(2)})
+
+                # ACLs: create, describe, delete by filter; ZooKeeper's /kafka-acl follows each step.
+                acl = ACL(
+                    "User:alice",
+                    "*",
+                    ACLOperation.READ,
+                    ACLPermissionType.ALLOW,
+                    ResourcePattern(ResourceType.TOPIC, "orders", ACLResourcePatternType.LITERAL),
+                )
+                made = admin.create_acls([acl])
+                assert made["failed"] == [] and len(made["succeeded"]) == 1
+                stored = json.loads(zk.get("/kafka-acl/Topic/orders")[0])["acls"]
+                assert stored == [
+                    {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}
+                ]
+                assert zk.get_children("/kafka-acl-changes")
+                every_on_orders = ACLFilter(
+                    None,
+                    None,
+                    ACLOperation.ANY,
+                    ACLPermissionType.ANY,
+                    ResourcePatternFilter(ResourceType.TOPIC, "orders", ACLResourcePatternType.MATCH),
+                )
+                described, err = admin.describe_acls(every_on_orders)
+                assert err is None or err.errno == 0
+                assert [(a.principal, a.operation) for a in described] == [("User:alice", ACLOperation.READ)]
+                deleted = admin.delete_acls([every_on_orders])
+                assert len(deleted[0][1]) == 1 and getattr(deleted[0][2], "errno", 0) == 0
+                assert (
+                    not zk.exists("/kafka-acl/Topic/orders")
+                    or json.loads(zk.get("/kafka-acl/Topic/orders")[0])["acls"] == []
+                )
+                assert admin.describe_acls(every_on_orders)[0] == []
 
                 # Kafka's per-topic errors, nothing half-applied.
                 with pytest.raises(TopicAlreadyExistsError):

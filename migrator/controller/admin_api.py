@@ -98,6 +98,10 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         from migrator.controller import admin_alter_api
 
         return admin_alter_api.handle(service, api_key, version, request)
+    if api_key in (29, 30, 31):
+        from migrator.controller import admin_acls_api
+
+        return admin_acls_api.handle(service, api_key, version, request)
     raise ValueError(f"apiKey {api_key} is not an admin API")
 
 
@@ -109,6 +113,10 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
         from migrator.controller import admin_alter_api
 
         return admin_alter_api.refuse_all(api_key, version, request, code)
+    if api_key in (29, 30, 31):
+        from migrator.controller import admin_acls_api
+
+        return admin_acls_api.refuse_all(api_key, version, request, code)
     if api_key == 19:
         names = [t.name for t in getattr(request, "topics", ())]
         return _create_response(version, [(n, code, None, None) for n in names])

@@ -1,7 +1,7 @@
 """The admin APIs whose kio entities travel through the listener unchanged (no `messages` twin):
 apiKey -> kio module, class stem, versions served, first flexible version.
 
-Only versions kio ships are served (kio has no CreateTopics v0-1 nor DeleteTopics v0).
+Only versions kio ships are served (kio has no CreateTopics v0-1, DeleteTopics v0 nor v0 of the ACL APIs).
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ NATIVE: dict[int, NativeApi] = {
     3: NativeApi("metadata", "Metadata", 0, 12, 9),
     19: NativeApi("create_topics", "CreateTopics", 2, 7, 5),
     20: NativeApi("delete_topics", "DeleteTopics", 1, 6, 4),
+    29: NativeApi("describe_acls", "DescribeAcls", 1, 3, 2),
+    30: NativeApi("create_acls", "CreateAcls", 1, 3, 2),
+    31: NativeApi("delete_acls", "DeleteAcls", 1, 3, 2),
     37: NativeApi("create_partitions", "CreatePartitions", 0, 3, 2),
     44: NativeApi("incremental_alter_configs", "IncrementalAlterConfigs", 0, 1, 1),
 }
