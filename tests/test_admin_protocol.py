@@ -4,6 +4,7 @@ through the dual-write path, and ZooKeeper then holds what a ZK-mode broker read
 
 from __future__ import annotations
 
+import datetime
 import json
 import uuid
 from pathlib import Path
@@ -37,6 +38,7 @@ from migrate_helpers import assert_consistent, cluster
 from migrator import commands
 from migrator.controller import core
 from migrator.controller import kafka_errors as E
+from migrator.controller.client import ControllerClient
 from migrator.controller.service import ControllerService
 from migrator.kraft.records import uuid_to_kafka
 from migrator.zk import paths as P
@@ -61,6 +63,58 @@ def _register_all(service: ControllerService, ids: list[int]) -> None:
             service.heartbeat(core.Heartbeat(broker_id, reply.broker_epoch, service.log.end_offset)).error
             == 0
         )
+
+
+def _raw_bad_input(address: tuple[str, int], service: ControllerService) -> None:
+    """kio's entities over the listener: what kafka-python cannot send (duplicates, ids, KIP-919)."""
+    from kio.schema.create_topics.v7 import request as ct
+    from kio.schema.delete_topics.v6 import request as dt
+    from kio.schema.describe_cluster.v1 import request as dc
+
+    with ControllerClient(*address, timeout_s=30) as c:
+        cluster = c.call(
+            60, 1, dc.DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=2)
+        )
+        assert cluster.error_code == 0 and cluster.controller_id == service.core.config.node_id
+        assert [(b.host, b.port) for b in cluster.brokers] == [address]
+        brokers_kind = c.call(60, 1, dc.DescribeClusterRequest(include_cluster_authorized_operations=False))
+        assert brokers_kind.error_code == 119  # UNSUPPORTED_ENDPOINT_TYPE: a controller lists controllers
+
+        def topic(name: str) -> ct.CreatableTopic:
+            return ct.CreatableTopic(
+                name=name, num_partitions=1, replication_factor=1, assignments=(), configs=()
+            )
+
+        bad_config = ct.CreatableTopic(
+            name="fine-but-bad-config",
+            num_partitions=1,
+            replication_factor=1,
+            assignments=(),
+            configs=(ct.CreatableTopicConfig(name="no.such.config", value="1"),),
+        )
+        resp = c.call(
+            19,
+            7,
+            ct.CreateTopicsRequest(
+                topics=(topic("twice"), topic("twice"), topic("once"), topic(".."), bad_config),
+                timeout=datetime.timedelta(seconds=30),
+            ),
+        )
+        codes = [(t.name, int(t.error_code)) for t in resp.topics]
+        assert codes == [("twice", 42), ("twice", 42), ("once", 0), ("..", 17), ("fine-but-bad-config", 40)]
+        assert "twice" not in service.image.topics and "fine-but-bad-config" not in service.image.topics
+        once_id = resp.topics[2].topic_id
+        assert uuid_to_kafka(once_id) == service.image.topics["once"].topic_id
+        gone = c.call(
+            20,
+            6,
+            dt.DeleteTopicsRequest(
+                topics=(dt.DeleteTopicState(topic_id=uuid.uuid4()), dt.DeleteTopicState(topic_id=once_id)),
+                timeout=datetime.timedelta(seconds=30),
+            ),
+        )
+        assert [int(r.error_code) for r in gone.responses] == [100, 0]  # UNKNOWN_TOPIC_ID, then deleted by id
+        assert gone.responses[1].name == "once" and "once" not in service.image.topics
 
 
 def _admin(address: tuple[str, int]) -> KafkaAdminClient:
@@ -92,6 +146,11 @@ def test_kafka_python_admin_creates_and_deletes_topics_through_dual_write(
                     admin.create_topics([NewTopic("early", 1, 1)])
             finally:
                 admin.close()
+            from kio.schema.describe_cluster.v1 import request as dc
+
+            with ControllerClient(*running.address, timeout_s=30) as c:
+                ask = dc.DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=2)
+                assert c.call(60, 1, ask).error_code == E.NOT_CONTROLLER
             _register_all(service, ids)
             assert running.wait_until(lambda r: not service.soft_start, 60), running.error
             assert running.wait_until(lambda r: service.admin is not None, 30), running.error
@@ -173,6 +232,8 @@ def test_kafka_python_admin_creates_and_deletes_topics_through_dual_write(
                     or json.loads(zk.get("/kafka-acl/Topic/orders")[0])["acls"] == []
                 )
                 assert admin.describe_acls(every_on_orders)[0] == []
+
+                _raw_bad_input(running.address, service)
 
                 # Kafka's per-topic errors, nothing half-applied.
                 with pytest.raises(TopicAlreadyExistsError):

@@ -38,6 +38,8 @@ INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
+UNSUPPORTED_ENDPOINT_TYPE = 119
+CONTROLLERS = 2  # DescribeCluster endpoint type (KIP-919); 1 is BROKERS
 ZERO = datetime.timedelta(0)
 _NO_ID = uuid.UUID(int=0)
 
@@ -94,6 +96,8 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         return _create_topics(service, version, request)
     if api_key == 20:
         return _delete_topics(service, version, request)
+    if api_key == 60:
+        return _describe_cluster(service, version, request)
     if api_key in (37, 44):
         from migrator.controller import admin_alter_api
 
@@ -117,6 +121,11 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
         from migrator.controller import admin_acls_api
 
         return admin_acls_api.refuse_all(api_key, version, request, code)
+    if api_key == 60:
+        m = kio_module(60, version, "response")
+        return build(
+            m.DescribeClusterResponse, throttle_time=ZERO, error_code=error(code), cluster_id="", brokers=()
+        )
     if api_key == 19:
         names = [t.name for t in getattr(request, "topics", ())]
         return _create_response(version, [(n, code, None, None) for n in names])
@@ -206,6 +215,36 @@ def _metadata_response(
         cluster_id=cluster_id,
         controller_id=node[0] if node is not None else -1,
         topics=tuple(topics),
+    )
+
+
+# --- DescribeCluster (KIP-919: a controller lists the controllers, itself) ---------------------------
+
+
+def _describe_cluster(service: Any, version: int, request: Any) -> Any:
+    m = kio_module(60, version, "response")
+    if admin_hook(service) is None:
+        return refuse_all(60, version, request, E.NOT_CONTROLLER)
+    cluster_id = service.core.config.cluster_id
+    if int(getattr(request, "endpoint_type", 1)) != CONTROLLERS:
+        return build(
+            m.DescribeClusterResponse,
+            throttle_time=ZERO,
+            error_code=error(UNSUPPORTED_ENDPOINT_TYPE),
+            error_message="The controller can only serve DESCRIBE_CLUSTER with the CONTROLLER endpoint type",
+            cluster_id=cluster_id,
+            brokers=(),
+        )
+    host, port = getattr(service, "advertised", None) or ("", -1)
+    node_id = service.core.config.node_id
+    return build(
+        m.DescribeClusterResponse,
+        throttle_time=ZERO,
+        error_code=error(E.NONE),
+        endpoint_type=CONTROLLERS,
+        cluster_id=cluster_id,
+        controller_id=node_id,
+        brokers=(build(m.DescribeClusterBroker, broker_id=node_id, host=host, port=port),),
     )
 
 

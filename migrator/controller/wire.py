@@ -392,6 +392,8 @@ def _u(value: uuid.UUID | None) -> uuid.UUID:
 
 
 def _request_to_kio(api_key: int, version: int, cls: Any, req: Any) -> Any:
+    if api_key in NATIVE:
+        return req
     if api_key == M.API_VERSIONS:
         if version >= 3:
             return cls(
