@@ -1,9 +1,12 @@
 """confluent-kafka's AdminClient (librdkafka) against the controller listener in DualWriteMetadata,
-with a real ZooKeeper: the same scenario as kafka-python's, each step checked in ZooKeeper."""
+with a real ZooKeeper: the same scenario as kafka-python's, each step checked in ZooKeeper; and kcat -L
+listing the cluster from the controller."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -104,3 +107,33 @@ def test_confluent_admin_client_through_dual_write(zk: KazooClient, zk_connect: 
             result = running.stop()
         assert result is not None and result.state_after == "DualWriteMetadata"
         assert_consistent(zk, log_dir)
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (make system-deps)")
+def test_kcat_lists_the_cluster_from_the_controller(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
+    with cluster(zk, zk_connect):
+        ids = sorted(int(b) for b in zk.get_children(P.BROKER_IDS))
+        running = commands.start_controller(
+            zk_connect, str(tmp_path / "meta"), yes=True, broker_wait_timeout=60, session_timeout_ms=60_000
+        )
+        try:
+            service = running.service
+            assert service is not None
+            _register_all(service, ids)
+            assert running.wait_until(lambda r: service.admin is not None, 60), running.error
+            host, port = running.address
+            out = subprocess.run(
+                ["kcat", "-L", "-J", "-b", f"{host}:{port}", "-m", "30"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            ).stdout
+            listing = json.loads(out)
+            assert listing["controllerid"] == service.core.config.node_id
+            assert [b["id"] for b in listing["brokers"]] == [service.core.config.node_id]
+            assert {t["topic"] for t in listing["topics"]} == set(service.image.topics)
+            some = next(t for t in listing["topics"])
+            assert len(some["partitions"]) == len(service.image.topics[some["topic"]].partitions)
+        finally:
+            running.stop()
