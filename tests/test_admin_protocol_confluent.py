@@ -61,6 +61,11 @@ def test_confluent_admin_client_through_dual_write(zk: KazooClient, zk_connect: 
             )
             _done(admin.incremental_alter_configs([res]))
             assert json.loads(zk.get("/config/topics/payments")[0])["config"] == {"retention.ms": "120000"}
+            [described] = admin.describe_configs(
+                [A.ConfigResource(A.ResourceType.TOPIC, "payments")]
+            ).values()
+            entry = described.result(timeout=30)["retention.ms"]
+            assert (entry.value, entry.source) == ("120000", A.ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
 
             binding = A.AclBinding(
                 A.ResourceType.TOPIC,

@@ -1,6 +1,7 @@
 """CreatePartitions and IncrementalAlterConfigs on the controller listener: each topic or config
 resource becomes one `AdminChange` for the driver's admin path (see `admin_api`), so each is applied
-whole or not at all, durable and carried to ZooKeeper before the answer."""
+whole or not at all, durable and carried to ZooKeeper before the answer. DescribeConfigs reads the
+image: the dynamic configs the metadata holds (the controller knows no broker's static file)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from migrator.controller import kafka_errors as E
 from migrator.controller.admin_api import (
     INVALID_CONFIG,
     INVALID_REQUEST,
+    UNKNOWN_TOPIC_OR_PARTITION,
     ZERO,
     admin_hook,
     build,
@@ -33,10 +35,26 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
     validate_only = bool(getattr(request, "validate_only", False))
     if api_key == 37:
         return _create_partitions(apply, version, request, validate_only)
+    if api_key == 32:
+        return _describe_configs(service, version, request)
     return _alter_configs(apply, version, request, validate_only)
 
 
 def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
+    if api_key == 32:
+        m = kio_module(32, version, "response")
+        results = tuple(
+            build(
+                m.DescribeConfigsResult,
+                error_code=error(code),
+                error_message=None,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+                configs=(),
+            )
+            for r in getattr(request, "resources", ())
+        )
+        return build(m.DescribeConfigsResponse, throttle_time=ZERO, results=results)
     if api_key == 37:
         return _partitions_response(version, [(t.name, code, None) for t in getattr(request, "topics", ())])
     items = [(r.resource_type, r.resource_name, code, None) for r in getattr(request, "resources", ())]
@@ -123,3 +141,73 @@ def _configs_response(version: int, results: list[tuple[int, str, int, str | Non
             for kind, name, c, msg in results
         ),
     )
+
+
+# --- DescribeConfigs --------------------------------------------------------------------------------
+
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3  # ConfigSource
+_SENSITIVE = ("password", "secret", "jaas.config", "ssl.key", "credentials")
+
+
+def _sensitive(name: str) -> bool:
+    """Kafka masks PASSWORD-typed configs; these name patterns cover Kafka's password configs."""
+    return any(part in name for part in _SENSITIVE)
+
+
+def _describe_configs(service: Any, version: int, request: Any) -> Any:
+    m = kio_module(32, version, "response")
+    image = service.image
+    synonyms = bool(getattr(request, "include_synonyms", False))
+    results = []
+    for r in request.resources:
+        kind, name, keys = int(r.resource_type), r.resource_name, r.configuration_keys
+        code, message = E.NONE, None
+        entries: list[tuple[str, str, int, list[tuple[str, str, int]]]] = []
+        if kind == TOPIC:
+            if name not in image.topics:
+                code, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist"
+            else:
+                own = image.configs.get(("TOPIC", name))
+                for k, v in sorted((own.configs if own else {}).items()):
+                    entries.append((k, v, DYNAMIC_TOPIC_CONFIG, [(k, v, DYNAMIC_TOPIC_CONFIG)]))
+        elif kind == BROKER and (name == "" or name.isdigit()):
+            own = image.configs.get(("BROKER", name))
+            default = image.configs.get(("BROKER", "")) if name else None
+            mine = own.configs if own else {}
+            base = default.configs if default else {}
+            src = DYNAMIC_BROKER_CONFIG if name else DYNAMIC_DEFAULT_BROKER_CONFIG
+            for k in sorted(set(mine) | set(base)):
+                chain = [(k, mine[k], src)] if k in mine else []
+                chain += [(k, base[k], DYNAMIC_DEFAULT_BROKER_CONFIG)] if k in base else []
+                entries.append((k, chain[0][1], chain[0][2], chain))
+        else:
+            code, message = INVALID_REQUEST, f"Unexpected resource type {kind} or name {name!r}"
+        configs = tuple(
+            build(
+                m.DescribeConfigsResourceResult,
+                name=k,
+                value=None if _sensitive(k) else v,
+                read_only=False,
+                config_source=source,
+                is_sensitive=_sensitive(k),
+                synonyms=tuple(
+                    build(m.DescribeConfigsSynonym, name=sn, value=None if _sensitive(sn) else sv, source=ss)
+                    for sn, sv, ss in (chain if synonyms else [])
+                ),
+                config_type=0,
+                documentation=None,
+            )
+            for k, v, source, chain in entries
+            if keys is None or k in keys
+        )
+        results.append(
+            build(
+                m.DescribeConfigsResult,
+                error_code=error(code),
+                error_message=message,
+                resource_type=kind,
+                resource_name=name,
+                configs=configs,
+            )
+        )
+    return build(m.DescribeConfigsResponse, throttle_time=ZERO, results=tuple(results))

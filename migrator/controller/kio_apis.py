@@ -28,6 +28,7 @@ NATIVE: dict[int, NativeApi] = {
     30: NativeApi("create_acls", "CreateAcls", 1, 3, 2),
     31: NativeApi("delete_acls", "DeleteAcls", 1, 3, 2),
     60: NativeApi("describe_cluster", "DescribeCluster", 0, 1, 0),
+    32: NativeApi("describe_configs", "DescribeConfigs", 1, 4, 4),
     37: NativeApi("create_partitions", "CreatePartitions", 0, 3, 2),
     44: NativeApi("incremental_alter_configs", "IncrementalAlterConfigs", 0, 1, 1),
 }
