@@ -19,12 +19,12 @@ lint: deps
 
 deps: system-deps $(STAMP)
 
-# Debian's ZooKeeper (the real server tests and the demo run) and a JRE (ZooKeeper and Spark).
+# Debian's ZooKeeper (the real server tests and the demo run), a JRE (ZooKeeper and Spark), kcat (a test).
 system-deps:
-	@if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "$$ZK_HOME" ] || ! command -v java >/dev/null; then \
-		echo "installing Debian's zookeeper and a headless JRE"; \
+	@if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "$$ZK_HOME" ] || ! command -v java >/dev/null || ! command -v kcat >/dev/null; then \
+		echo "installing Debian's zookeeper, a headless JRE and kcat"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless kcat >/dev/null; \
 	fi
 
 # setup.py builds migrator/kraft/_speedups.c in place: a changed C file reinstalls (and recompiles).

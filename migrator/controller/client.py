@@ -143,6 +143,10 @@ class ControllerClient:
                 raise ControllerUnreachable(f"response for correlation id {got}, expected {cid}")
             return response
 
+    def call(self, api_key: int, version: int, request: Any) -> Any:
+        """Any served API; the admin APIs (`kio_apis`) go and come back as kio's own entities."""
+        return self._call(api_key, version, request)
+
     # -- the APIs -------------------------------------------------------------------------------
 
     def api_versions(self) -> M.ApiVersionsResponse:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from migrator.controller.kio_apis import NATIVE
 from migrator.errors import BadInputError
 
 __all__ = ["IN_PROCESS", "RunningServer", "dispatch", "parse_listen", "start_server"]
@@ -106,6 +107,8 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     63: (0, 1),  # BrokerHeartbeat
     10_001: (0, 0),  # AlterReplicaState (KIP-589; outside Kafka's range)
 }
+# Metadata, CreateTopics, DeleteTopics: kio's entities, answered by controller.admin_api
+SUPPORTED_VERSIONS.update({k: (a.min_version, a.max_version) for k, a in NATIVE.items()})
 
 
 def dispatch(service: Any, api_key: int, api_version: int, request: Any, client_id: str | None) -> Any:
@@ -118,6 +121,10 @@ def dispatch(service: Any, api_key: int, api_version: int, request: Any, client_
         return M.ApiVersionsResponse(
             0, [M.ApiVersionRange(k, lo, hi) for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
         )
+    if api_key in NATIVE:
+        from migrator.controller import admin_api
+
+        return admin_api.handle(service, api_key, api_version, request)
     if api_key == M.BROKER_REGISTRATION:
         r = request
         reg = service.register(

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migrator.controller import sasl_wire
-from migrator.controller.api_acls import CLUSTER_AUTHORIZATION_FAILED, authorize_cluster
+from migrator.controller.api_acls import CLUSTER_AUTHORIZATION_FAILED, CLUSTER_NAME, REQUIRED, authorize_cluster
 from migrator.controller.authorizer import StandardAuthorizer
 from migrator.controller.principal import ANONYMOUS, SslPrincipalMapper, java_host_address, ssl_principal
 from migrator.controller.sasl_session import Accept, SaslSession, ServerFactory
@@ -231,6 +231,13 @@ class ConnectionSecurity:
         if self._authorizer is None:
             return 0
         code = authorize_cluster(self._authorizer, self.principal, self.host, api_key)
+        req = REQUIRED.get(api_key)
+        if code == 0 and req is not None and req.kind in ("topics", "configs"):
+            # Fail closed until the admin handlers check each topic/config resource themselves
+            # (api_acls.authorized_topics): a write is allowed only with the operation on CLUSTER.
+            op = req.cluster_grant or req.operation or "ALTER"
+            if not self._authorizer.allowed(self.principal, self.host, "CLUSTER", CLUSTER_NAME, op):
+                code = CLUSTER_AUTHORIZATION_FAILED
         if code == CLUSTER_AUTHORIZATION_FAILED:
             self.listener.refused["cluster_authorization_failed"] += 1
             log.info(

@@ -94,6 +94,10 @@ class ControllerService:
         self._durable_next = self._next
         self.failure: ZkKraftError | None = None  # why the service stopped serving
         self.zk_propagator: Any = None  # the ZK-mode brokers' channels, once active (zk_propagator)
+        # Installed by the driver while it follows in DualWriteMetadata: (AdminChange, validate_only)
+        # -> AdminReply, durable and synced on return; None refuses admin APIs (controller.admin_api).
+        self.admin: Callable[[Any, bool], Any] | None = None
+        self.advertised: tuple[str, int] | None = None  # the listener's address, named by Metadata
         self.core.activate(self.image, clock())  # registered brokers get a fresh session
         if syncer is not None:
             self.core.active = True

@@ -688,6 +688,7 @@ class _Listener:
         self.server = start_server(service, listen)
         self.address: tuple[str, int] = self.server.address
         self.propagator: ZkPropagator | None = None
+        service.advertised = self.address
         service.start_timer()
 
     def describe(self) -> str:
@@ -1193,8 +1194,9 @@ class _Controller:
     def image(self) -> ClusterImage:
         return self.builder.image
 
-    def apply(self, change: AdminChange, after_append: str) -> AdminReply:
-        """Validate, append, sync: the one way an admin change enters the migration."""
+    def apply(self, change: AdminChange, after_append: str, validate_only: bool = False) -> AdminReply:
+        """Validate, append, sync: the one way an admin change enters the migration (the inbox's and
+        the protocol's, `controller.admin_api`). `validate_only`: validate and stop there."""
         needs_brokers = change.kind in ("create-topic", "add-partitions", "alter-broker-config")
         brokers = (
             _live_brokers(self.client, gather_zk(self.client).registered_brokers) if needs_brokers else {}
@@ -1211,6 +1213,8 @@ class _Controller:
             ]
         # Before anything is appended: a write ZooKeeper can never take would stall the lag for good.
         refuse_oversized_change(self.syncer.writer, self.image, records, self.syncer.inner.state_epoch)
+        if validate_only:
+            return AdminReply(ok=True, message=planned.summary, follower_pid=os.getpid())
         first, last = self.log.append(records, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS)
         for i, rec in enumerate(records):
             self.builder.replay(first + i, rec)
@@ -1262,6 +1266,15 @@ def _follow(
         opts.metrics.track_lag(syncer.lag)  # read at each scrape, so a sync stuck on ZooKeeper shows
     inbox = Inbox(opts.log_dir)
     inbox.announce()
+    if service is not None:
+
+        def admin(change: AdminChange, validate_only: bool) -> AdminReply:
+            with exclusive():
+                reply = ctl.apply(change, "follow.appended", validate_only)
+                result.changes_applied += 0 if reply.records == 0 else 1
+            return reply
+
+        service.admin = admin  # the protocol's admin APIs, until this loop ends
     started = time.perf_counter()
     delay = poll_interval
     ids_read = time.monotonic()
@@ -1317,6 +1330,8 @@ def _follow(
                 delay = min(delay * 2, 5.0)
             stop.wait(delay)
     finally:
+        if service is not None:
+            service.admin = None
         inbox.retire()
         result.followed_seconds = round(time.perf_counter() - started, 3)
 

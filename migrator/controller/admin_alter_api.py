@@ -1,0 +1,213 @@
+"""CreatePartitions and IncrementalAlterConfigs on the controller listener: each topic or config
+resource becomes one `AdminChange` for the driver's admin path (see `admin_api`), so each is applied
+whole or not at all, durable and carried to ZooKeeper before the answer. DescribeConfigs reads the
+image: the dynamic configs the metadata holds (the controller knows no broker's static file)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from migrator.controller import kafka_errors as E
+from migrator.controller.admin_api import (
+    INVALID_CONFIG,
+    INVALID_REQUEST,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    ZERO,
+    admin_hook,
+    build,
+    error,
+    kio_module,
+    run_change,
+)
+from migrator.migration.admin import AdminChange
+
+__all__ = ["handle", "refuse_all"]
+
+TOPIC, BROKER = 2, 4  # ConfigResource.Type
+SET, DELETE = 0, 1  # AlterConfigOp.OpType (APPEND 2 and SUBTRACT 3 are refused)
+
+
+def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
+    apply = admin_hook(service)
+    if apply is None:
+        return refuse_all(api_key, version, request, E.NOT_CONTROLLER)
+    validate_only = bool(getattr(request, "validate_only", False))
+    if api_key == 37:
+        return _create_partitions(apply, version, request, validate_only)
+    if api_key == 32:
+        return _describe_configs(service, version, request)
+    return _alter_configs(apply, version, request, validate_only)
+
+
+def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
+    if api_key == 32:
+        m = kio_module(32, version, "response")
+        results = tuple(
+            build(
+                m.DescribeConfigsResult,
+                error_code=error(code),
+                error_message=None,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+                configs=(),
+            )
+            for r in getattr(request, "resources", ())
+        )
+        return build(m.DescribeConfigsResponse, throttle_time=ZERO, results=results)
+    if api_key == 37:
+        return _partitions_response(version, [(t.name, code, None) for t in getattr(request, "topics", ())])
+    items = [(r.resource_type, r.resource_name, code, None) for r in getattr(request, "resources", ())]
+    return _configs_response(version, items)
+
+
+# --- CreatePartitions -------------------------------------------------------------------------------
+
+
+def _create_partitions(apply: Any, version: int, request: Any, validate_only: bool) -> Any:
+    counts = Counter(t.name for t in request.topics)
+    out: list[tuple[str, int, str | None]] = []
+    for t in request.topics:
+        if counts[t.name] > 1:
+            out.append((t.name, INVALID_REQUEST, "Duplicate topic name."))
+        elif t.assignments:
+            out.append((t.name, INVALID_REQUEST, "manual replica assignments are not taken by zk2kraft yet"))
+        else:
+            change = AdminChange(kind="add-partitions", topic=t.name, partitions=int(t.count))
+            out.append((t.name, *run_change(apply, change, validate_only)))
+    return _partitions_response(version, out)
+
+
+def _partitions_response(version: int, results: list[tuple[str, int, str | None]]) -> Any:
+    m = kio_module(37, version, "response")
+    return build(
+        m.CreatePartitionsResponse,
+        throttle_time=ZERO,
+        results=tuple(
+            build(m.CreatePartitionsTopicResult, name=n, error_code=error(c), error_message=msg)
+            for n, c, msg in results
+        ),
+    )
+
+
+# --- IncrementalAlterConfigs ------------------------------------------------------------------------
+
+
+def _alter_configs(apply: Any, version: int, request: Any, validate_only: bool) -> Any:
+    counts = Counter((int(r.resource_type), r.resource_name) for r in request.resources)
+    out: list[tuple[int, str, int, str | None]] = []
+    for r in request.resources:
+        kind, name = int(r.resource_type), r.resource_name
+        if counts[(kind, name)] > 1:
+            out.append((kind, name, INVALID_REQUEST, "Duplicate resource."))
+            continue
+        out.append((kind, name, *_alter_one(apply, kind, name, r.configs, validate_only)))
+    return _configs_response(version, out)
+
+
+def _alter_one(apply: Any, kind: int, name: str, configs: Any, validate_only: bool) -> tuple[int, str | None]:
+    sets: dict[str, str] = {}
+    deletes: list[str] = []
+    for c in configs:
+        op = int(c.config_operation)
+        if op == SET and c.value is not None:
+            sets[c.name] = c.value
+        elif op == DELETE or op == SET:
+            deletes.append(c.name)
+        else:
+            return INVALID_CONFIG, f"config {c.name}: APPEND and SUBTRACT are not taken by zk2kraft yet"
+    if kind == TOPIC:
+        change = AdminChange(kind="alter-topic-config", topic=name, configs=sets, delete_configs=deletes)
+    elif kind == BROKER:
+        change = AdminChange(kind="alter-broker-config", broker=name, configs=sets, delete_configs=deletes)
+    else:
+        return INVALID_REQUEST, f"Unexpected resource type {kind}"
+    return run_change(apply, change, validate_only)
+
+
+def _configs_response(version: int, results: list[tuple[int, str, int, str | None]]) -> Any:
+    m = kio_module(44, version, "response")
+    return build(
+        m.IncrementalAlterConfigsResponse,
+        throttle_time=ZERO,
+        responses=tuple(
+            build(
+                m.AlterConfigsResourceResponse,
+                error_code=error(c),
+                error_message=msg,
+                resource_type=kind,
+                resource_name=name,
+            )
+            for kind, name, c, msg in results
+        ),
+    )
+
+
+# --- DescribeConfigs --------------------------------------------------------------------------------
+
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3  # ConfigSource
+_SENSITIVE = ("password", "secret", "jaas.config", "ssl.key", "credentials")
+
+
+def _sensitive(name: str) -> bool:
+    """Kafka masks PASSWORD-typed configs; these name patterns cover Kafka's password configs."""
+    return any(part in name for part in _SENSITIVE)
+
+
+def _describe_configs(service: Any, version: int, request: Any) -> Any:
+    m = kio_module(32, version, "response")
+    image = service.image
+    synonyms = bool(getattr(request, "include_synonyms", False))
+    results = []
+    for r in request.resources:
+        kind, name, keys = int(r.resource_type), r.resource_name, r.configuration_keys
+        code, message = E.NONE, None
+        entries: list[tuple[str, str, int, list[tuple[str, str, int]]]] = []
+        if kind == TOPIC:
+            if name not in image.topics:
+                code, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist"
+            else:
+                own = image.configs.get(("TOPIC", name))
+                for k, v in sorted((own.configs if own else {}).items()):
+                    entries.append((k, v, DYNAMIC_TOPIC_CONFIG, [(k, v, DYNAMIC_TOPIC_CONFIG)]))
+        elif kind == BROKER and (name == "" or name.isdigit()):
+            own = image.configs.get(("BROKER", name))
+            default = image.configs.get(("BROKER", "")) if name else None
+            mine = own.configs if own else {}
+            base = default.configs if default else {}
+            src = DYNAMIC_BROKER_CONFIG if name else DYNAMIC_DEFAULT_BROKER_CONFIG
+            for k in sorted(set(mine) | set(base)):
+                chain = [(k, mine[k], src)] if k in mine else []
+                chain += [(k, base[k], DYNAMIC_DEFAULT_BROKER_CONFIG)] if k in base else []
+                entries.append((k, chain[0][1], chain[0][2], chain))
+        else:
+            code, message = INVALID_REQUEST, f"Unexpected resource type {kind} or name {name!r}"
+        configs = tuple(
+            build(
+                m.DescribeConfigsResourceResult,
+                name=k,
+                value=None if _sensitive(k) else v,
+                read_only=False,
+                config_source=source,
+                is_sensitive=_sensitive(k),
+                synonyms=tuple(
+                    build(m.DescribeConfigsSynonym, name=sn, value=None if _sensitive(sn) else sv, source=ss)
+                    for sn, sv, ss in (chain if synonyms else [])
+                ),
+                config_type=0,
+                documentation=None,
+            )
+            for k, v, source, chain in entries
+            if keys is None or k in keys
+        )
+        results.append(
+            build(
+                m.DescribeConfigsResult,
+                error_code=error(code),
+                error_message=message,
+                resource_type=kind,
+                resource_name=name,
+                configs=configs,
+            )
+        )
+    return build(m.DescribeConfigsResponse, throttle_time=ZERO, results=tuple(results))

@@ -1,0 +1,389 @@
+"""Metadata, CreateTopics and DeleteTopics on the controller listener, in kio's own entities.
+
+A change is not decided here: each topic becomes the same `AdminChange` that `zk2kraft admin` sends,
+handed to `service.admin` (installed by the driver while it follows in DualWriteMetadata), which
+validates it with `plan_change`, appends, replays and syncs ZooKeeper before it returns. So an answer
+means durable in the log and carried to ZooKeeper. Without that hook (soft start, or not
+following) every change answers NOT_CONTROLLER and Metadata lists no topics (KIP-866).
+
+Authorization seam: the dispatch does not hand a principal yet; when it does, `handle` takes it and
+filters with `api_acls` before any change is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from migrator.controller import kafka_errors as E
+from migrator.controller.kio_apis import NATIVE
+from migrator.errors import BadInputError, FencedError, ZkKraftError
+from migrator.kraft.records import kafka_to_uuid
+from migrator.migration.admin import AdminChange
+
+__all__ = ["handle", "refuse_all"]
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_TOPIC_EXCEPTION = 17
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_CONFIG = 40
+INVALID_REQUEST = 42
+UNKNOWN_TOPIC_ID = 100
+UNSUPPORTED_ENDPOINT_TYPE = 119
+CONTROLLERS = 2  # DescribeCluster endpoint type (KIP-919); 1 is BROKERS
+ZERO = datetime.timedelta(0)
+_NO_ID = uuid.UUID(int=0)
+
+#: Kafka's ApiError for `plan_change`'s refusals, told apart by what they name.
+_REFUSALS: list[tuple[str, int]] = [
+    ("already exists", TOPIC_ALREADY_EXISTS),
+    ("collides with", INVALID_TOPIC_EXCEPTION),
+    ("topic name", INVALID_TOPIC_EXCEPTION),
+    ("does not exist", UNKNOWN_TOPIC_OR_PARTITION),
+    ("replication factor", INVALID_REPLICATION_FACTOR),
+    ("rack", INVALID_REPLICATION_FACTOR),
+    ("no broker is registered", INVALID_REPLICATION_FACTOR),
+    ("partitions", INVALID_PARTITIONS),
+    ("config", INVALID_CONFIG),
+]
+
+
+def code_of(e: BadInputError) -> int:
+    text = str(e)
+    return next((code for part, code in _REFUSALS if part in text), INVALID_REQUEST)
+
+
+def run_change(apply: Callable[..., Any], change: AdminChange, validate_only: bool) -> tuple[int, str | None]:
+    """Kafka's (error code, message) for one change handed to the driver's admin path."""
+    try:
+        apply(change, validate_only)
+    except BadInputError as e:
+        return code_of(e), str(e)
+    except FencedError as e:
+        return E.NOT_CONTROLLER, str(e)
+    except ZkKraftError as e:
+        return E.UNKNOWN_SERVER_ERROR, str(e)
+    return E.NONE, None
+
+
+def kio_module(api_key: int, version: int, kind: str) -> Any:
+    return importlib.import_module(f"kio.schema.{NATIVE[api_key].module}.v{version}.{kind}")
+
+
+def build(cls: Any, **kw: Any) -> Any:
+    """An entity of any version from the superset of fields: the ones this version lacks are dropped."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in kw.items() if k in names})
+
+
+def error(code: int) -> ErrorCode:
+    return ErrorCode(code)
+
+
+def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
+    if api_key == 3:
+        return _metadata(service, version, request)
+    if api_key == 19:
+        return _create_topics(service, version, request)
+    if api_key == 20:
+        return _delete_topics(service, version, request)
+    if api_key == 60:
+        return _describe_cluster(service, version, request)
+    if api_key in (32, 37, 44):
+        from migrator.controller import admin_alter_api
+
+        return admin_alter_api.handle(service, api_key, version, request)
+    if api_key in (29, 30, 31):
+        from migrator.controller import admin_acls_api
+
+        return admin_acls_api.handle(service, api_key, version, request)
+    raise ValueError(f"apiKey {api_key} is not an admin API")
+
+
+def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
+    """The whole request refused with `code`, each item echoed (Kafka's getErrorResponse)."""
+    if api_key == 3:
+        return _metadata_response(version, None, [], [])
+    if api_key in (32, 37, 44):
+        from migrator.controller import admin_alter_api
+
+        return admin_alter_api.refuse_all(api_key, version, request, code)
+    if api_key in (29, 30, 31):
+        from migrator.controller import admin_acls_api
+
+        return admin_acls_api.refuse_all(api_key, version, request, code)
+    if api_key == 60:
+        m = kio_module(60, version, "response")
+        return build(
+            m.DescribeClusterResponse, throttle_time=ZERO, error_code=error(code), cluster_id="", brokers=()
+        )
+    if api_key == 19:
+        names = [t.name for t in getattr(request, "topics", ())]
+        return _create_response(version, [(n, code, None, None) for n in names])
+    items = _delete_items(request) if request is not None else []
+    return _delete_response(version, [(n, i, code, None) for n, i in items])
+
+
+# --- Metadata --------------------------------------------------------------------------------------
+
+
+def _metadata(service: Any, version: int, request: Any) -> Any:
+    host, port = getattr(service, "advertised", None) or ("", -1)
+    node = (service.core.config.node_id, host, port)
+    if service.soft_start or getattr(service, "admin", None) is None:
+        return _metadata_response(version, node, [], [], service.core.config.cluster_id)
+    image = service.image
+    asked = request.topics
+    if asked is None or (version == 0 and not asked):
+        names: list[str | None] = sorted(image.topics)
+        wanted: list[tuple[str | None, uuid.UUID | None]] = [(n, None) for n in names]
+    else:
+        wanted = [(t.name, getattr(t, "topic_id", None)) for t in asked]
+    by_id = {kafka_to_uuid(t.topic_id): t for t in image.topics.values() if t.topic_id}
+    found, missing = [], []
+    for name, tid in wanted:
+        topic = image.topics.get(name) if name else by_id.get(tid) if tid and tid != _NO_ID else None
+        if topic is None:
+            missing.append((name, tid))
+        else:
+            found.append(topic)
+    return _metadata_response(version, node, found, missing, service.core.config.cluster_id)
+
+
+def _metadata_response(
+    version: int,
+    node: tuple[int, str, int] | None,
+    found: list[Any],
+    missing: list[tuple[str | None, uuid.UUID | None]],
+    cluster_id: str | None = None,
+) -> Any:
+    m = kio_module(3, version, "response")
+    brokers = (
+        ()
+        if node is None
+        else (build(m.MetadataResponseBroker, node_id=node[0], host=node[1], port=node[2]),)
+    )
+    topics = []
+    for t in found:
+        parts = tuple(
+            build(
+                m.MetadataResponsePartition,
+                error_code=error(E.NONE),
+                partition_index=p.partition,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=tuple(p.replicas),
+                isr_nodes=tuple(p.isr),
+                offline_replicas=(),
+            )
+            for _, p in sorted(t.partitions.items())
+        )
+        topics.append(
+            build(
+                m.MetadataResponseTopic,
+                error_code=error(E.NONE),
+                name=t.name,
+                topic_id=kafka_to_uuid(t.topic_id) if t.topic_id else _NO_ID,
+                is_internal=t.name == "__consumer_offsets",
+                partitions=parts,
+            )
+        )
+    for name, tid in missing:
+        code = UNKNOWN_TOPIC_OR_PARTITION if name else UNKNOWN_TOPIC_ID
+        topics.append(
+            build(
+                m.MetadataResponseTopic,
+                error_code=error(code),
+                name=name if name is not None or version >= 10 else "",
+                topic_id=tid or _NO_ID,
+                partitions=(),
+            )
+        )
+    return build(
+        m.MetadataResponse,
+        throttle_time=ZERO,
+        brokers=brokers,
+        cluster_id=cluster_id,
+        controller_id=node[0] if node is not None else -1,
+        topics=tuple(topics),
+    )
+
+
+# --- DescribeCluster (KIP-919: a controller lists the controllers, itself) ---------------------------
+
+
+def _describe_cluster(service: Any, version: int, request: Any) -> Any:
+    m = kio_module(60, version, "response")
+    if admin_hook(service) is None:
+        return refuse_all(60, version, request, E.NOT_CONTROLLER)
+    cluster_id = service.core.config.cluster_id
+    if int(getattr(request, "endpoint_type", 1)) != CONTROLLERS:
+        return build(
+            m.DescribeClusterResponse,
+            throttle_time=ZERO,
+            error_code=error(UNSUPPORTED_ENDPOINT_TYPE),
+            error_message="The controller can only serve DESCRIBE_CLUSTER with the CONTROLLER endpoint type",
+            cluster_id=cluster_id,
+            brokers=(),
+        )
+    host, port = getattr(service, "advertised", None) or ("", -1)
+    node_id = service.core.config.node_id
+    return build(
+        m.DescribeClusterResponse,
+        throttle_time=ZERO,
+        error_code=error(E.NONE),
+        endpoint_type=CONTROLLERS,
+        cluster_id=cluster_id,
+        controller_id=node_id,
+        brokers=(build(m.DescribeClusterBroker, broker_id=node_id, host=host, port=port),),
+    )
+
+
+# --- CreateTopics -----------------------------------------------------------------------------------
+
+_Created = tuple[str, int, str | None, Any]  # name, error, message, (topic id, partitions, rf) or None
+
+
+def admin_hook(service: Any) -> Callable[..., Any] | None:
+    hook = getattr(service, "admin", None)
+    return None if service.soft_start or service.fenced else hook
+
+
+def _create_topics(service: Any, version: int, request: Any) -> Any:
+    apply = admin_hook(service)
+    if apply is None:
+        return refuse_all(19, version, request, E.NOT_CONTROLLER)
+    counts = Counter(t.name for t in request.topics)
+    out: list[_Created] = []
+    for t in request.topics:
+        if counts[t.name] > 1:
+            out.append((t.name, INVALID_REQUEST, "Duplicate topic name.", None))
+            continue
+        out.append(_create_one(service, apply, t, bool(getattr(request, "validate_only", False))))
+    return _create_response(version, out)
+
+
+def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: bool) -> _Created:
+    if t.assignments:
+        return (t.name, INVALID_REQUEST, "manual replica assignments are not taken by zk2kraft yet", None)
+    configs = {c.name: c.value for c in t.configs}
+    nulls = [k for k, v in configs.items() if v is None]
+    if nulls:
+        return (
+            t.name,
+            INVALID_CONFIG,
+            f"Null value not supported for topic configs: {', '.join(nulls)}",
+            None,
+        )
+    change = AdminChange(
+        kind="create-topic",
+        topic=t.name,
+        partitions=None if t.num_partitions == -1 else int(t.num_partitions),
+        replication_factor=None if t.replication_factor == -1 else int(t.replication_factor),
+        configs={k: v for k, v in configs.items() if v is not None},
+    )
+    try:
+        reply = apply(change, validate_only)
+    except BadInputError as e:
+        return (t.name, code_of(e), str(e), None)
+    except FencedError as e:
+        return (t.name, E.NOT_CONTROLLER, str(e), None)
+    except ZkKraftError as e:
+        return (t.name, E.UNKNOWN_SERVER_ERROR, str(e), None)
+    if validate_only:
+        parts = change.partitions or 1
+        return (t.name, E.NONE, None, (_NO_ID, parts, change.replication_factor or -1))
+    topic = service.image.topics[t.name]
+    rf = len(next(iter(topic.partitions.values())).replicas) if topic.partitions else -1
+    tid = kafka_to_uuid(reply.topic_id) if reply.topic_id else _NO_ID
+    return (t.name, E.NONE, None, (tid, len(topic.partitions), rf))
+
+
+def _create_response(version: int, results: list[_Created]) -> Any:
+    m = kio_module(19, version, "response")
+    topics = []
+    for name, code, message, made in results:
+        tid, parts, rf = made if made is not None else (_NO_ID, -1, -1)
+        topics.append(
+            build(
+                m.CreatableTopicResult,
+                name=name,
+                topic_id=tid,
+                error_code=error(code),
+                error_message=message,
+                topic_config_error_code=0,
+                num_partitions=parts,
+                replication_factor=rf,
+                configs=(),
+            )
+        )
+    return build(m.CreateTopicsResponse, throttle_time=ZERO, topics=tuple(topics))
+
+
+# --- DeleteTopics -----------------------------------------------------------------------------------
+
+
+def _delete_items(request: Any) -> list[tuple[str | None, uuid.UUID | None]]:
+    if hasattr(request, "topic_names"):
+        return [(n, None) for n in request.topic_names]
+    return [(t.name, t.topic_id if t.topic_id != _NO_ID else None) for t in request.topics]
+
+
+def _delete_topics(service: Any, version: int, request: Any) -> Any:
+    items = _delete_items(request)
+    apply = admin_hook(service)
+    if apply is None:
+        return refuse_all(20, version, request, E.NOT_CONTROLLER)
+    counts = Counter(items)
+    out: list[tuple[str | None, uuid.UUID | None, int, str | None]] = []
+    for name, tid in items:
+        if counts[(name, tid)] > 1:
+            out.append((name, tid, INVALID_REQUEST, "Duplicate topic name."))
+            continue
+        image = service.image
+        if name is None:
+            topic = next(
+                (x for x in image.topics.values() if x.topic_id and kafka_to_uuid(x.topic_id) == tid), None
+            )
+            if topic is None:
+                out.append((None, tid, UNKNOWN_TOPIC_ID, None))
+                continue
+            name = topic.name
+        elif name not in image.topics:
+            out.append((name, tid, UNKNOWN_TOPIC_OR_PARTITION, None))
+            continue
+        topic_id = image.topics[name].topic_id
+        code, message = run_change(apply, AdminChange(kind="delete-topic", topic=name), False)
+        if code == E.NONE and topic_id:
+            tid = kafka_to_uuid(topic_id)
+        out.append((name, tid, code, message))
+    return _delete_response(version, out)
+
+
+def _delete_response(
+    version: int, results: list[tuple[str | None, uuid.UUID | None, int, str | None]]
+) -> Any:
+    m = kio_module(20, version, "response")
+    return build(
+        m.DeleteTopicsResponse,
+        throttle_time=ZERO,
+        responses=tuple(
+            build(
+                m.DeletableTopicResult,
+                name=name if name is not None or version >= 6 else "",
+                topic_id=tid or _NO_ID,
+                error_code=error(code),
+                error_message=message,
+            )
+            for name, tid, code, message in results
+        ),
+    )

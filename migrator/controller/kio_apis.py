@@ -1,0 +1,34 @@
+"""The admin APIs whose kio entities travel through the listener unchanged (no `messages` twin):
+apiKey -> kio module, class stem, versions served, first flexible version.
+
+Only versions kio ships are served (kio has no CreateTopics v0-1, DeleteTopics v0 nor v0 of the ACL APIs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["NATIVE", "NativeApi"]
+
+
+@dataclass(frozen=True)
+class NativeApi:
+    module: str
+    name: str
+    min_version: int
+    max_version: int
+    flexible_from: int
+
+
+NATIVE: dict[int, NativeApi] = {
+    3: NativeApi("metadata", "Metadata", 0, 12, 9),
+    19: NativeApi("create_topics", "CreateTopics", 2, 7, 5),
+    20: NativeApi("delete_topics", "DeleteTopics", 1, 6, 4),
+    29: NativeApi("describe_acls", "DescribeAcls", 1, 3, 2),
+    30: NativeApi("create_acls", "CreateAcls", 1, 3, 2),
+    31: NativeApi("delete_acls", "DeleteAcls", 1, 3, 2),
+    60: NativeApi("describe_cluster", "DescribeCluster", 0, 1, 0),
+    32: NativeApi("describe_configs", "DescribeConfigs", 1, 4, 4),
+    37: NativeApi("create_partitions", "CreatePartitions", 0, 3, 2),
+    44: NativeApi("incremental_alter_configs", "IncrementalAlterConfigs", 0, 1, 1),
+}
