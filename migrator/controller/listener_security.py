@@ -26,7 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migrator.controller import sasl_wire
-from migrator.controller.api_acls import CLUSTER_AUTHORIZATION_FAILED, CLUSTER_NAME, REQUIRED, authorize_cluster
+from migrator.controller.api_acls import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    CLUSTER_NAME,
+    REQUIRED,
+    authorize_cluster,
+)
 from migrator.controller.authorizer import StandardAuthorizer
 from migrator.controller.principal import ANONYMOUS, SslPrincipalMapper, java_host_address, ssl_principal
 from migrator.controller.sasl_session import Accept, SaslSession, ServerFactory
