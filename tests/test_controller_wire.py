@@ -16,6 +16,7 @@ from migrator.controller import messages as M
 from migrator.controller import wire
 from migrator.controller.client import ControllerClient, ControllerUnreachable
 from migrator.controller.server import ControllerServer
+from migrator.errors import BadInputError
 
 TID = uuid.UUID("5b1c8e4a-7f3d-4c2a-9e61-0d9a3b2c1f00")
 INC = uuid.UUID("0f0e0d0c-0b0a-0908-0706-050403020100")
@@ -587,3 +588,35 @@ def test_one_ip_cannot_take_every_connection_slot():
         while time.monotonic() < deadline and server._per_ip:  # freed as they close
             time.sleep(0.05)
         assert not server._per_ip
+
+
+def test_connection_limits_come_from_kafkas_properties():
+    """max.connections.per.ip and connections.max.idle.ms, per listener first, as Kafka reads them."""
+    from migrator.controller.listener_config import connection_limits, start_listeners
+
+    props = {
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        "max.connections.per.ip": "2",
+        "listener.name.controller.connections.max.idle.ms": "300",
+    }
+    assert connection_limits(props, "CONTROLLER") == {
+        "max_connections": 1024,
+        "max_connections_per_ip": 2,
+        "idle_timeout_s": 0.3,
+    }
+    with pytest.raises(BadInputError, match="max_connections_per_ip must be positive"):
+        connection_limits({"max.connections.per.ip": "0"})
+    running = start_listeners(Echo(), "CONTROLLER://127.0.0.1:0", props)
+    try:
+        port = running.address[1]
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+        time.sleep(0.1)
+        assert _refused(socks[2])  # the third from one address
+        started = time.monotonic()
+        while not _refused(socks[0]):  # the idle ones are closed after 300 ms, not 10 minutes
+            assert time.monotonic() - started < 10
+            time.sleep(0.05)
+        for s in socks:
+            s.close()
+    finally:
+        running.stop()

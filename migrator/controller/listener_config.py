@@ -184,6 +184,23 @@ def _int(props: Mapping[str, str], listener: str, key: str, default: int) -> int
         raise BadInputError(f"listener {listener}: {key}={value!r} is not a number") from None
 
 
+def connection_limits(props: Mapping[str, str], listener: str = "") -> dict[str, Any]:
+    """Kafka's connection settings for one listener (`listener.name.<l>.` first): the server's kwargs."""
+    from migrator.controller.server import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP
+
+    limits = {
+        "max_connections": _int(props, listener, "max.connections", DEFAULT_MAX_CONNECTIONS),
+        "max_connections_per_ip": _int(
+            props, listener, "max.connections.per.ip", DEFAULT_MAX_CONNECTIONS_PER_IP
+        ),
+        "idle_timeout_s": _int(props, listener, "connections.max.idle.ms", 600_000) / 1000,
+    }
+    for key, value in limits.items():
+        if value <= 0:
+            raise BadInputError(f"listener {listener or '-'}: {key} must be positive, got {value}")
+    return limits
+
+
 def listener_specs(
     props: Mapping[str, str], handler: Any, listeners: str | None = None
 ) -> list[ListenerSpec]:
@@ -247,13 +264,20 @@ def start_listeners(handler: Any, listeners: str, props: Mapping[str, str] | Non
     """Bind and serve every listener; all or none (one that cannot bind closes those already up)."""
     from migrator.controller.server import ControllerServer
 
-    specs = listener_specs(default_properties() if props is None else props, handler, listeners)
+    props_used = default_properties() if props is None else props
+    specs = listener_specs(props_used, handler, listeners)
     servers: list[Any] = []
     try:
         for spec in specs:
             try:
                 servers.append(
-                    ControllerServer(handler, spec.host, spec.port, security=spec.security).start()
+                    ControllerServer(
+                        handler,
+                        spec.host,
+                        spec.port,
+                        security=spec.security,
+                        **connection_limits(props_used, spec.name),
+                    ).start()
                 )
             except OSError as e:
                 raise BadInputError(

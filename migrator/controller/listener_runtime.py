@@ -50,7 +50,9 @@ def start_server(handler: Any, listen: str) -> RunningServer:
             f"the controller protocol listener is not available in this build ({e})"
         ) from None
     try:
-        server = ControllerServer(handler, host, port)
+        from migrator.controller.listener_config import connection_limits, default_properties
+
+        server = ControllerServer(handler, host, port, **connection_limits(default_properties()))
         _attach_raft(server, handler)
         start = getattr(server, "start", None)
         if callable(start):

@@ -34,6 +34,8 @@ _SIZE = struct.Struct(">i")
 #: Connections one IP address may hold (Kafka's max.connections.per.ip, unlimited in Kafka's defaults):
 #: below the listener's total, so a client that leaks sockets leaves room for the brokers.
 DEFAULT_MAX_CONNECTIONS_PER_IP = 256
+#: Connections the listener holds in all (Kafka's max.connections, unlimited by default there).
+DEFAULT_MAX_CONNECTIONS = 1024
 
 
 class RequestHandler(Protocol):
@@ -50,7 +52,7 @@ class ControllerServer:
         port: int = 0,
         *,
         max_request_bytes: int = wire.MAX_FRAME_BYTES,
-        max_connections: int = 1024,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_connections_per_ip: int = DEFAULT_MAX_CONNECTIONS_PER_IP,
         idle_timeout_s: float = 600.0,
         request_timeout_s: float = 30.0,
