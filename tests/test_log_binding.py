@@ -134,3 +134,27 @@ def test_rollback_force_orphaned_releases_a_lost_log(
         assert zk.exists(P.CONTROLLER) is None and zk.exists(P.MIGRATION) is None
         assert zk.exists(log_binding.ROOT) is None
         assert not replacement.exists()
+
+
+@pytest.mark.zk
+def test_a_log_shorter_than_what_zookeeper_covers_is_damage_in_status_and_check(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """A zero-length last segment while /migration names a later offset: never "lag 0"."""
+    log_dir = tmp_path / "meta"
+    where = ["-z", zk_connect, "-l", str(log_dir)]
+    with cluster(zk, zk_connect):
+        r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
+        assert r.returncode == 0, r.stderr
+        before = json.loads(run_cli(["status", "--json", *where]).stdout)
+        assert before["write_behind_lag"] == 0
+        segments = sorted((log_dir / "__cluster_metadata-0").glob("*.log"))
+        segments[-1].write_bytes(b"")  # the disk lost the tail
+        status = run_cli(["status", "--json", *where])
+        s = json.loads(status.stdout)
+        said = json.dumps(s)
+        assert "before /migration at offset" in s["log_binding"], said  # named, and first
+        assert s["anomalies"][0] == s["log_binding"] and s["next_action"].startswith("check --log-dir")
+        check = run_cli(["check", "--json", *where])
+        assert check.returncode != 0 and "LOG_NOT_BOUND" in check.stdout, check.stdout
+        assert control_znodes(zk)  # nothing was changed in ZooKeeper by looking
