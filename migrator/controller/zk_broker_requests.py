@@ -16,6 +16,7 @@ import struct
 import threading
 import uuid
 from collections import OrderedDict, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,21 +165,10 @@ def build_request(item: Item, version: int, h: Header) -> Any:
             cls.LiveLeader(broker_id=b, host_name=host, port=port)
             for b, (host, port) in sorted(item.leaders.items())
         )
-        grouped = _by_topic(item.partitions)
         return _only(
             cls,
             **common,
-            type=Z.TYPE_FULL if item.full else Z.TYPE_INCREMENTAL,
-            ungrouped_partition_states=tuple(lai_state(s) for _, s in sorted(item.partitions.items())),
-            topic_states=tuple(
-                _only(
-                    cls.TopicState,
-                    topic_name=t,
-                    topic_id=ps[0][1].topic_id,
-                    partition_states=tuple(lai_state(s) for _, s in ps),
-                )
-                for t, ps in grouped.items()
-            ),
+            **_partition_fields(cls, item, lai_state),
             live_leaders=leaders,
         )
     if item.api_key == Z.UPDATE_METADATA:
@@ -221,21 +211,10 @@ def build_request(item: Item, version: int, h: Header) -> Any:
                 rack=b.rack,
             )
 
-        grouped = _by_topic(item.partitions)
         return _only(
             cls,
             **common,
-            type=Z.TYPE_FULL if item.full else Z.TYPE_INCREMENTAL,
-            ungrouped_partition_states=tuple(um_state(s) for _, s in sorted(item.partitions.items())),
-            topic_states=tuple(
-                _only(
-                    cls.TopicState,
-                    topic_name=t,
-                    topic_id=ps[0][1].topic_id,
-                    partition_states=tuple(um_state(s) for _, s in ps),
-                )
-                for t, ps in grouped.items()
-            ),
+            **_partition_fields(cls, item, um_state),
             live_brokers=tuple(broker(b) for b in item.live_brokers),
         )
     assert item.api_key == Z.STOP_REPLICA
@@ -353,3 +332,21 @@ def response_errors(api_key: int, body: Any) -> tuple[int, list[tuple[str, int, 
     elif api_key in (Z.LEADER_AND_ISR, Z.STOP_REPLICA):
         failed += [(p.topic_name, int(p.partition_index), int(p.error_code)) for p in body.partition_errors]
     return int(body.error_code), [f for f in failed if f[2] != 0]
+
+
+def _partition_fields(cls: Any, item: Any, state: Callable[[Any], Any]) -> dict[str, Any]:
+    """LeaderAndIsr's and UpdateMetadata's partitions: ungrouped (old versions) and by topic (new)."""
+    grouped = _by_topic(item.partitions)
+    return {
+        "type": Z.TYPE_FULL if item.full else Z.TYPE_INCREMENTAL,
+        "ungrouped_partition_states": tuple(state(s) for _, s in sorted(item.partitions.items())),
+        "topic_states": tuple(
+            _only(
+                cls.TopicState,
+                topic_name=t,
+                topic_id=ps[0][1].topic_id,
+                partition_states=tuple(state(s) for _, s in ps),
+            )
+            for t, ps in grouped.items()
+        ),
+    }
