@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli import progress_lines, render
+from cli import progress_lines, prompts, render
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands
 from migrator import stop as stopping
@@ -235,7 +235,7 @@ def run_migrate(
 
         def confirm(question: str) -> bool:
             with stopping.interruptible():  # Ctrl-C at the prompt stops at once: nothing is written yet
-                return click.confirm(question, default=False, err=True)
+                return prompts.confirm(question)
 
     say: Callable[[str], None] | None = None
     # Without a terminal (systemd, a CI log, `| tee`): a long-running controller's every note as a

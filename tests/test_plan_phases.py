@@ -14,7 +14,7 @@ from migrate_helpers import cluster, run_cli
 from zk_fixtures.generator import ClusterSpec
 
 STILL = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} zk2kraft: still (.+) \((\d+)s\)")
-SPEC = ClusterSpec(topics=300, partitions=4, legacy_topics=0, reassignments=0, offline_partitions=0, acls=20)
+SPEC = ClusterSpec(topics=600, partitions=4, legacy_topics=0, reassignments=0, offline_partitions=0, acls=20)
 
 
 @pytest.mark.zk
@@ -37,7 +37,7 @@ def test_plan_estimates_each_phase_and_migrate_reports_progress_without_a_termin
         assert "pre-flight" in text and "first sync" in text and "copy" in text
 
         r = run_cli(
-            ["migrate", "--yes", "--brokers-from-zk", *where], env={"ZK2KRAFT_PROGRESS_INTERVAL": "0.05"}
+            ["migrate", "--yes", "--brokers-from-zk", *where], env={"ZK2KRAFT_PROGRESS_INTERVAL": "0.01"}
         )
         assert r.returncode == 0, r.stderr
         still = [m.group(1) for m in map(STILL.match, r.stderr.splitlines()) if m]
