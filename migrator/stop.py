@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ __all__ = [
 ]
 
 EVENT = threading.Event()
+_SLICE_SECONDS = 0.25
 _signal: list[int] = []  # the first signal that asked for the stop
 
 
@@ -112,9 +114,17 @@ def check(detail: str = "") -> None:
 
 
 def wait(seconds: float, detail: str = "") -> None:
-    """Sleep up to `seconds`, raising Stopped as soon as a stop is requested (instead of time.sleep)."""
-    if EVENT.wait(max(0.0, seconds)):
-        raise stopped(detail)
+    """Sleep up to `seconds`, raising Stopped as soon as a stop is requested (instead of time.sleep).
+
+    In slices: a signal the kernel hands to another thread does not wake the main thread's wait, and
+    Python runs the handler (which sets EVENT) only once the main thread runs again."""
+    end = time.monotonic() + max(0.0, seconds)
+    while True:
+        left = end - time.monotonic()
+        if EVENT.wait(max(0.0, min(left, _SLICE_SECONDS))):
+            raise stopped(detail)
+        if left <= _SLICE_SECONDS:
+            return
 
 
 @contextmanager
