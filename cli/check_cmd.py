@@ -13,7 +13,7 @@ from rich.table import Table
 
 from cli import render as cli_render
 from cli.options import json_option, log_dir_option, zookeeper_options
-from migrator import commands
+from migrator import commands, results
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.migration.broker_config import BrokerConfigFile
 from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER, Severity
@@ -111,7 +111,7 @@ def check(
     raise click.exceptions.Exit(result.exit_code)
 
 
-def render(result: commands.CheckResult, console: Console) -> None:
+def render(result: results.CheckResult, console: Console) -> None:
     s = result.summary
     if s.reachable:
         zxid = f"0x{s.zxid:x}" if s.zxid is not None else "?"

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from cli import progress_lines, prompts, render
 from cli.options import json_option, log_dir_option, zookeeper_options
-from migrator import commands
+from migrator import commands, results
 from migrator import stop as stopping
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.errors import BadInputError, UnreachableError
@@ -300,7 +300,7 @@ def run_migrate(
         )
 
 
-def _render_migrate(result: commands.MigrateResult, log_dir: str, as_json: bool) -> None:
+def _render_migrate(result: results.MigrateResult, log_dir: str, as_json: bool) -> None:
     if as_json:
         _emit_json(result)
         return
@@ -385,11 +385,11 @@ def plan(zookeeper: str, zk_auth: tuple[str, ...], zk_timeout: float, log_dir: s
 # --- status ----------------------------------------------------------------------------------------
 
 
-def _render_status(s: commands.StatusResult, out: Console) -> None:
+def _render_status(s: results.StatusResult, out: Console) -> None:
     out.print(_status_table(s))
 
 
-def _status_table(s: commands.StatusResult) -> Table:
+def _status_table(s: results.StatusResult) -> Table:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
@@ -522,7 +522,7 @@ def status(
 
 
 def _watch_status(
-    read: Callable[[], commands.StatusResult], every: float, count: int | None, as_json: bool
+    read: Callable[[], results.StatusResult], every: float, count: int | None, as_json: bool
 ) -> None:
     """Refresh until Ctrl-C (or `count` refreshes). ZooKeeper going away mid-watch is shown and retried,
     not fatal: the operator watching a migration wants to see it come back."""
@@ -534,13 +534,13 @@ def _watch_status(
     live_view = not as_json and sys.stdout.isatty()
     shown = 0
 
-    def snapshot() -> tuple[commands.StatusResult | None, str | None]:
+    def snapshot() -> tuple[results.StatusResult | None, str | None]:
         try:
             return read(), None
         except UnreachableError as e:
             return None, str(e)
 
-    def view(result: commands.StatusResult | None, error: str | None) -> Group:
+    def view(result: results.StatusResult | None, error: str | None) -> Group:
         head = Text(f"{time.strftime('%H:%M:%S')} · every {every:g}s · Ctrl-C to stop", style="dim")
         body = _status_table(result) if result is not None else Text(f"unavailable: {error}", style="red")
         return Group(head, body)
@@ -1118,7 +1118,7 @@ def apply_changes(ctx: click.Context, changes_file: str, **_: Any) -> None:
     p = ctx.params
     out = _out_console()
 
-    def show(result: commands.AdminResult) -> None:
+    def show(result: results.AdminResult) -> None:
         if p["as_json"]:
             click.echo(json.dumps(result.model_dump(mode="json")))
         else:

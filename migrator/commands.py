@@ -13,7 +13,6 @@ from typing import Any
 
 from kazoo.exceptions import AuthFailedError, KazooException
 from kazoo.handlers.threading import KazooTimeoutError
-from pydantic import BaseModel, Field
 
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.controller.service import ControllerService
@@ -31,53 +30,27 @@ from migrator.migration import checks, driver, log_binding, unsynced
 from migrator.migration.admin import AdminChange
 from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
 from migrator.migration.checks import Finding, Severity
-from migrator.migration.driver import (
-    DEFAULT_NODE_ID,
+from migrator.migration.driver import DEFAULT_NODE_ID, DriverOptions
+from migrator.migration.facts import LogFacts, derive, gather, gather_zk, log_exists
+from migrator.migration.health import MigrationHealth, migration_health, migration_started
+from migrator.model import MigrationZnode
+from migrator.results import (
     AdminResult,
-    DriverOptions,
+    CheckResult,
+    CheckSummary,
     FinalizeResult,
     MigrateResult,
     PlanResult,
     RollbackResult,
     StatusResult,
+    TruncateUnsyncedResult,
+    ZkExportResult,
 )
-from migrator.migration.facts import LogFacts, derive, gather, gather_zk, log_exists
-from migrator.migration.health import MigrationHealth, migration_health, migration_started
-from migrator.model import MigrationZnode
 from migrator.zk.connection import ConnectSpec, close, connect, parse_auth
 from migrator.zk.layout import image_from_tree
 from migrator.zk.leadership import read_migration
 from migrator.zk.reader import read_tree
 from migrator.zk.tree import ZkTree
-
-
-class CheckSummary(BaseModel):
-    eligible: bool
-    verdict: str
-    blockers: int
-    warnings: int
-    infos: int
-    zookeeper: str
-    reachable: bool
-    zxid: int | None = None  # the zxid the view was read at (or the newest seen when not one snapshot)
-    consistent: bool = False  # True when the whole view is one zxid's snapshot
-    cluster_id: str | None = None
-    brokers: int = 0
-    topics: int = 0
-    partitions: int = 0
-    znodes: int = 0
-    broker_config_files: int | None = None
-    jute_maxbuffer: int = checks.DEFAULT_JUTE_MAXBUFFER
-    read_seconds: float = 0.0
-    check_seconds: float = 0.0
-
-
-class CheckResult(BaseModel):
-    findings: list[Finding] = Field(default_factory=list)
-    summary: CheckSummary
-    exit_code: int
-    #: set once migrating has begun: then the migration's health is reported instead of eligibility
-    migration: MigrationHealth | None = None
 
 
 def check(
@@ -535,20 +508,6 @@ def audit(
     return run_audit(opts, say=say)
 
 
-class ZkExportResult(BaseModel):
-    out: str
-    rows: int
-    zookeeper: str
-    zxid: int
-    consistent: bool
-    znodes: int
-    cluster_id: str | None = None
-    topics: int = 0
-    partitions: int = 0
-    read_seconds: float = 0.0
-    warnings: list[str] = Field(default_factory=list)
-
-
 def zk_export(
     zookeeper: str,
     out: str,
@@ -574,14 +533,6 @@ def zk_export(
         read_seconds=identity.get("read_seconds", 0.0),
         warnings=identity.get("warnings", []),
     )
-
-
-class TruncateUnsyncedResult(BaseModel):
-    stuck_record: str
-    end_offset_before: int
-    end_offset: int
-    migration_offset: int
-    dropped_offsets: int
 
 
 def truncate_unsynced(

@@ -12,7 +12,7 @@ PACKAGES = ["migrator", "state_machine", "spark_audit", "zk_fixtures", "cli"]
 LAYERS: list[list[str]] = [
     ["migrator.errors", "migrator.model", "migrator.properties", "migrator.stop"],
     ["migrator.kraft", "migrator.zk", "state_machine"],
-    ["migrator.migration", "migrator.controller", "migrator.metrics"],
+    ["migrator.migration", "migrator.controller", "migrator.metrics", "migrator.results"],
     ["spark_audit", "zk_fixtures"],
     ["migrator.commands"],
     ["cli"],

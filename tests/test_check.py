@@ -20,7 +20,7 @@ from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
 from cli.main import _register, main
 from cli.main import run as run_cli
-from migrator import commands
+from migrator import commands, results
 from migrator.errors import BadInputError
 from migrator.migration import checks
 from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER, Severity
@@ -112,15 +112,15 @@ def healthy(zk: KazooClient, brokers: tuple[int, ...] = (1, 2, 3), controller_ep
     zk.create("/feature", _j({"version": 2, "status": 1, "features": {}}))
 
 
-def run(zk_connect: str, **kw: object) -> commands.CheckResult:
+def run(zk_connect: str, **kw: object) -> results.CheckResult:
     return commands.check(zk_connect, **kw)  # type: ignore[arg-type]
 
 
-def codes(result: commands.CheckResult) -> set[str]:
+def codes(result: results.CheckResult) -> set[str]:
     return {f.code for f in result.findings}
 
 
-def only(result: commands.CheckResult, code: str) -> checks.Finding:
+def only(result: results.CheckResult, code: str) -> checks.Finding:
     found = [f for f in result.findings if f.code == code]
     assert len(found) == 1, [f.code for f in result.findings]
     return found[0]
@@ -830,7 +830,7 @@ def test_table_caps_rows_per_code():
         checks.Finding(code="MALFORMED_ZNODE", severity=Severity.BLOCKER, message=f"/x/{i}: bad", hint="h")
         for i in range(25)
     ]
-    summary = commands.CheckSummary(
+    summary = results.CheckSummary(
         eligible=False,
         verdict="NOT eligible",
         blockers=25,
@@ -841,9 +841,7 @@ def test_table_caps_rows_per_code():
         zxid=1,
     )
     buf = io.StringIO()
-    render(
-        commands.CheckResult(findings=problems, summary=summary, exit_code=1), Console(file=buf, width=200)
-    )
+    render(results.CheckResult(findings=problems, summary=summary, exit_code=1), Console(file=buf, width=200))
     text = buf.getvalue()
     assert "/x/19: bad" in text and "/x/20: bad" not in text
     assert "and 5 more MALFORMED_ZNODE findings" in text

@@ -34,7 +34,7 @@ from migrate_helpers import (
 )
 
 from cli.log_cmds import log as log_cmd
-from migrator import commands
+from migrator import commands, results
 from migrator.errors import UnreachableError, ZkKraftError
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
@@ -61,7 +61,7 @@ def crash(args: list[str], point: str) -> None:
     assert r.returncode == -signal.SIGKILL, f"{point} not reached (exit {r.returncode}): {r.stderr[-800:]}"
 
 
-def recover(zk_connect: str, log_dir: Path) -> commands.MigrateResult:
+def recover(zk_connect: str, log_dir: Path) -> results.MigrateResult:
     result = commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
     assert result.state_after == "DualWriteMetadata"
     return result
@@ -513,7 +513,7 @@ def test_zookeeper_restart_during_dual_write(tmp_path: Path) -> None:
                         )
                     # Kill ZooKeeper while the follower writes a big change (several multis), start it again.
                     before = log_replay(log_dir)[1]
-                    replies: list[commands.AdminResult] = []
+                    replies: list[results.AdminResult] = []
                     big = threading.Thread(
                         target=lambda: replies.append(
                             commands.admin(

@@ -10,7 +10,7 @@ import pytest
 from kazoo.client import KazooClient
 from migrate_helpers import SPEC, assert_consistent, cluster, log_replay, zk_layout
 
-from migrator import commands
+from migrator import commands, results
 from migrator.errors import BadInputError, FencedError, FindingsError
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
@@ -26,7 +26,7 @@ from zk_fixtures.generator import ClusterSpec, load_cluster
 pytestmark = pytest.mark.zk
 
 
-def _migrate(zk_connect: str, log_dir: Path, **kw: object) -> commands.MigrateResult:
+def _migrate(zk_connect: str, log_dir: Path, **kw: object) -> results.MigrateResult:
     args: dict[str, object] = {"yes": True, "brokers_from_zk": True}
     args.update(kw)
     return commands.migrate(zk_connect, str(log_dir), **args)  # type: ignore[arg-type]

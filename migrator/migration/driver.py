@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from migrator import stop as stopping
 from migrator.controller import core as ctl_core
@@ -64,6 +64,16 @@ from migrator.migration.unsynced import find_stuck
 from migrator.migration.zk_fit import refuse_oversized_change
 from migrator.migration.zk_sync import Repair, SyncReport, ZkSyncer
 from migrator.model import ClusterImage, MigrationZnode
+from migrator.results import (
+    AdminResult,
+    ClaimInfo,
+    FinalizeResult,
+    MigrateResult,
+    PlanResult,
+    RollbackResult,
+    StatusResult,
+    TransitionInfo,
+)
 from migrator.zk import codec
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect, permission_denied
@@ -174,120 +184,6 @@ class DriverOptions:
     def note(self, text: str) -> None:
         if self.say is not None:
             self.say(text)
-
-
-class ClaimInfo(BaseModel):
-    kraft_controller_id: int
-    kraft_epoch: int
-    zk_controller_epoch: int
-
-
-class MigrateResult(BaseModel):
-    state_before: str
-    state_after: str
-    kafka_code_after: str | None = None
-    actions: list[str] = Field(default_factory=list)
-    claim: ClaimInfo | None = None
-    manifest: copy_mod.CopyManifest | None = None
-    aborted_transaction: str | None = None
-    removed_stale_migration: dict[str, int] | None = None
-    archived_foreign_log: str | None = None
-    repairs: list[dict[str, Any]] = Field(default_factory=list)
-    sync: dict[str, Any] | None = None
-    lag: int = 0
-    log_end_offset: int = 0
-    migration_offset: int | None = None
-    followed_seconds: float | None = None
-    changes_applied: int = 0
-    timings: dict[str, float] = Field(default_factory=dict)
-    anomalies: list[str] = Field(default_factory=list)
-
-
-class PlanResult(BaseModel):
-    state: str
-    plan: copy_mod.CopyPlan | None = None
-    phases: estimate.PhaseEstimate | None = None  # pre-flight, copy and first sync
-    message: str = ""
-
-
-class TransitionInfo(BaseModel):
-    kafka_code: int
-    kafka_state: str
-    offset: int
-    timestamp_ms: int | None = None
-    time: str | None = None
-
-
-class StatusResult(BaseModel):
-    state: str
-    state_code: int
-    kafka_code: int | None = None
-    kafka_state: str | None = None
-    reason: str
-    next_action: str
-    anomalies: list[str] = Field(default_factory=list)
-    #: --log-dir does not hold ZooKeeper's claim (log_binding): every writing command refuses it
-    log_binding: str | None = None
-    cluster_id: str | None = None
-    controller_id: int | None = None
-    controller_is_kraft: bool = False
-    kraft_epoch: int | None = None  # the claim's (from /controller)
-    zk_controller_epoch: int | None = None
-    migration_znode: dict[str, int] | None = None
-    log_dir: str
-    log_exists: bool
-    log_end_offset: int = 0
-    log_last_record_offset: int = -1
-    log_epoch: int = -1
-    open_transaction: str | None = None
-    write_behind_lag: int = 0
-    #: the first record after /migration's offset whose ZooKeeper write can never fit (the lag cannot
-    #: drain; `zk2kraft log truncate-unsynced --yes` cuts it off)
-    stuck_record: str | None = None
-    zk_registered_brokers: list[int] = Field(default_factory=list)
-    #: brokers registered with the KRaft controller (RegisterBrokerRecord), and those of them that are
-    #: migrating ZooKeeper brokers (Kafka's MigratingZkBrokerCount)
-    kraft_registered_brokers: list[int] = Field(default_factory=list)
-    migrating_zk_brokers: list[int] = Field(default_factory=list)
-    last_transition: TransitionInfo | None = None
-    writer: str | None = None  # who holds the log's writer lock now
-    writer_info: health.WriterInfo | None = None  # the writer alive, or the last one if it died
-    follower_pid: int | None = None
-    manifest: copy_mod.CopyManifest | None = None
-    #: the running controller's channel to each ZooKeeper-mode broker (connected, queued, errors, the
-    #: metadata offset the broker acknowledged), as it last reported them
-    zk_broker_channels: list[dict[str, Any]] | None = None
-
-
-class FinalizeResult(BaseModel):
-    state_before: str
-    state_after: str
-    offset: int
-    epoch: int
-    message: str
-
-
-class RollbackResult(BaseModel):
-    state_before: str
-    state_after: str
-    drained_records: int = 0
-    kraft_epoch: int
-    zk_controller_epoch: int  # /controller_epoch after the release: above every KRaft epoch
-    archived_log: str | None = None
-    removed: list[str] = Field(default_factory=list)
-    actions: list[str] = Field(default_factory=list)
-
-
-class AdminResult(BaseModel):
-    change: str
-    summary: str
-    via: str  # "direct" or "follower pid N"
-    records: int = 0
-    first_offset: int | None = None
-    last_offset: int | None = None
-    migration_offset: int | None = None
-    topic_id: str | None = None
-    noop: bool = False
 
 
 # --- plumbing --------------------------------------------------------------------------------------

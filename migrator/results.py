@@ -1,0 +1,195 @@
+"""What every command returns: pydantic models the CLI renders as text or JSON, and tests read.
+
+One room for them so `cli` needs the models, not the code that fills them (issue 12).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from migrator.migration import checks, estimate, health
+from migrator.migration import copy as copy_mod
+from migrator.migration.checks import Finding
+from migrator.migration.health import MigrationHealth
+
+__all__ = [
+    "AdminResult",
+    "CheckResult",
+    "CheckSummary",
+    "ClaimInfo",
+    "FinalizeResult",
+    "MigrateResult",
+    "PlanResult",
+    "RollbackResult",
+    "StatusResult",
+    "TransitionInfo",
+    "TruncateUnsyncedResult",
+    "ZkExportResult",
+]
+
+
+class ClaimInfo(BaseModel):
+    kraft_controller_id: int
+    kraft_epoch: int
+    zk_controller_epoch: int
+
+
+class MigrateResult(BaseModel):
+    state_before: str
+    state_after: str
+    kafka_code_after: str | None = None
+    actions: list[str] = Field(default_factory=list)
+    claim: ClaimInfo | None = None
+    manifest: copy_mod.CopyManifest | None = None
+    aborted_transaction: str | None = None
+    removed_stale_migration: dict[str, int] | None = None
+    archived_foreign_log: str | None = None
+    repairs: list[dict[str, Any]] = Field(default_factory=list)
+    sync: dict[str, Any] | None = None
+    lag: int = 0
+    log_end_offset: int = 0
+    migration_offset: int | None = None
+    followed_seconds: float | None = None
+    changes_applied: int = 0
+    timings: dict[str, float] = Field(default_factory=dict)
+    anomalies: list[str] = Field(default_factory=list)
+
+
+class PlanResult(BaseModel):
+    state: str
+    plan: copy_mod.CopyPlan | None = None
+    phases: estimate.PhaseEstimate | None = None  # pre-flight, copy and first sync
+    message: str = ""
+
+
+class TransitionInfo(BaseModel):
+    kafka_code: int
+    kafka_state: str
+    offset: int
+    timestamp_ms: int | None = None
+    time: str | None = None
+
+
+class StatusResult(BaseModel):
+    state: str
+    state_code: int
+    kafka_code: int | None = None
+    kafka_state: str | None = None
+    reason: str
+    next_action: str
+    anomalies: list[str] = Field(default_factory=list)
+    #: --log-dir does not hold ZooKeeper's claim (log_binding): every writing command refuses it
+    log_binding: str | None = None
+    cluster_id: str | None = None
+    controller_id: int | None = None
+    controller_is_kraft: bool = False
+    kraft_epoch: int | None = None  # the claim's (from /controller)
+    zk_controller_epoch: int | None = None
+    migration_znode: dict[str, int] | None = None
+    log_dir: str
+    log_exists: bool
+    log_end_offset: int = 0
+    log_last_record_offset: int = -1
+    log_epoch: int = -1
+    open_transaction: str | None = None
+    write_behind_lag: int = 0
+    #: the first record after /migration's offset whose ZooKeeper write can never fit (the lag cannot
+    #: drain; `zk2kraft log truncate-unsynced --yes` cuts it off)
+    stuck_record: str | None = None
+    zk_registered_brokers: list[int] = Field(default_factory=list)
+    #: brokers registered with the KRaft controller (RegisterBrokerRecord), and those of them that are
+    #: migrating ZooKeeper brokers (Kafka's MigratingZkBrokerCount)
+    kraft_registered_brokers: list[int] = Field(default_factory=list)
+    migrating_zk_brokers: list[int] = Field(default_factory=list)
+    last_transition: TransitionInfo | None = None
+    writer: str | None = None  # who holds the log's writer lock now
+    writer_info: health.WriterInfo | None = None  # the writer alive, or the last one if it died
+    follower_pid: int | None = None
+    manifest: copy_mod.CopyManifest | None = None
+    #: the running controller's channel to each ZooKeeper-mode broker (connected, queued, errors, the
+    #: metadata offset the broker acknowledged), as it last reported them
+    zk_broker_channels: list[dict[str, Any]] | None = None
+
+
+class FinalizeResult(BaseModel):
+    state_before: str
+    state_after: str
+    offset: int
+    epoch: int
+    message: str
+
+
+class RollbackResult(BaseModel):
+    state_before: str
+    state_after: str
+    drained_records: int = 0
+    kraft_epoch: int
+    zk_controller_epoch: int  # /controller_epoch after the release: above every KRaft epoch
+    archived_log: str | None = None
+    removed: list[str] = Field(default_factory=list)
+    actions: list[str] = Field(default_factory=list)
+
+
+class AdminResult(BaseModel):
+    change: str
+    summary: str
+    via: str  # "direct" or "follower pid N"
+    records: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    migration_offset: int | None = None
+    topic_id: str | None = None
+    noop: bool = False
+
+
+class CheckSummary(BaseModel):
+    eligible: bool
+    verdict: str
+    blockers: int
+    warnings: int
+    infos: int
+    zookeeper: str
+    reachable: bool
+    zxid: int | None = None  # the zxid the view was read at (or the newest seen when not one snapshot)
+    consistent: bool = False  # True when the whole view is one zxid's snapshot
+    cluster_id: str | None = None
+    brokers: int = 0
+    topics: int = 0
+    partitions: int = 0
+    znodes: int = 0
+    broker_config_files: int | None = None
+    jute_maxbuffer: int = checks.DEFAULT_JUTE_MAXBUFFER
+    read_seconds: float = 0.0
+    check_seconds: float = 0.0
+
+
+class CheckResult(BaseModel):
+    findings: list[Finding] = Field(default_factory=list)
+    summary: CheckSummary
+    exit_code: int
+    #: set once migrating has begun: then the migration's health is reported instead of eligibility
+    migration: MigrationHealth | None = None
+
+
+class ZkExportResult(BaseModel):
+    out: str
+    rows: int
+    zookeeper: str
+    zxid: int
+    consistent: bool
+    znodes: int
+    cluster_id: str | None = None
+    topics: int = 0
+    partitions: int = 0
+    read_seconds: float = 0.0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class TruncateUnsyncedResult(BaseModel):
+    stuck_record: str
+    end_offset_before: int
+    end_offset: int
+    migration_offset: int
+    dropped_offsets: int
