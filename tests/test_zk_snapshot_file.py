@@ -12,6 +12,7 @@ import re
 import shutil
 import struct
 import subprocess
+import time
 import zlib
 from collections import namedtuple
 from collections.abc import Iterator
@@ -360,6 +361,7 @@ def compressed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
         client.start(timeout=15)
         for r in [client.create_async(f"/gz-{i}", b"g" * i) for i in range(160)]:
             r.get(timeout=10)
+        _await_whole_snapshots(base / "data", ".gz")  # a restart mid-write would leave half a file
         client.stop()
         client.close()
         server.jvm_opts = ["-Dzookeeper.snapshot.compression.method=snappy"]
@@ -368,6 +370,7 @@ def compressed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
         client.start(timeout=15)
         for r in [client.create_async(f"/snappy-{i}", b"s" * i) for i in range(160)]:
             r.get(timeout=10)
+        _await_whole_snapshots(base / "data", ".snappy")
         live, live_acls = _live(client)
         yield Workload(
             server, base / "data", live, live_acls, _server_zxid(server), client.client_id[0], 0, 0, {}
@@ -376,6 +379,28 @@ def compressed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
         client.close()
     finally:
         server.stop()
+
+
+def _await_whole_snapshots(data_dir: Path, suffix: str, timeout: float = 60.0) -> None:
+    """ZooKeeper writes a snapshot on its own thread: wait until one with `suffix` exists and every
+    snapshot reads whole (a loaded machine may still be writing one when the writes return)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        snaps = list_snapshots(data_dir)
+        try:
+            for p in snaps:
+                try:
+                    read_snapshot(p)
+                except SnappyUnavailableError:
+                    pass
+            if any(p.suffix == suffix for p in snaps):
+                return
+        except (BadInputError, OSError, zlib.error):
+            pass
+        assert time.monotonic() < deadline, (
+            f"no whole {suffix} snapshot in {data_dir}: {[p.name for p in snaps]}"
+        )
+        time.sleep(0.1)
 
 
 def test_gz_and_snappy_snapshots(compressed: Workload) -> None:
