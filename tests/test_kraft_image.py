@@ -9,6 +9,7 @@ import pytest
 from migrator.errors import BadInputError
 from migrator.kraft.image import (
     ImageBuilder,
+    ReplayResult,
     broker_registration_record,
     records_from_image,
     replay,
@@ -669,3 +670,28 @@ def test_unknown_records_are_counted_not_applied():
 
     result = replay([(0, OpaqueRecord(api_key=99, version=0, body=b"\x00"))])
     assert result.unknown_records == 1 and result.counts == {"UnknownRecord": 1}
+
+
+def test_deep_copy_equals_and_shares_nothing_mutable() -> None:
+    """ClusterImage.deep_copy (ImageBuilder's start) is model_copy(deep=True), only faster."""
+    image = rich_image()
+    image.topics["orders"].partitions[0].adding_replicas = [3]
+    copied = image.deep_copy()
+    assert copied == image and copied.model_dump() == image.model_dump()
+    # Every list or dict inside a partition is its own: a new list field must join _PARTITION_LISTS.
+    for name, topic in image.topics.items():
+        assert copied.topics[name] is not topic
+        for i, p in topic.partitions.items():
+            c = copied.topics[name].partitions[i]
+            assert c is not p
+            for field, value in p.__dict__.items():
+                if isinstance(value, list | dict | set):
+                    assert c.__dict__[field] is not value, f"Partition.{field} is shared by the copy"
+    copied.topics["orders"].partitions[0].isr.append(99)
+    copied.brokers[next(iter(copied.brokers))].endpoints.clear()
+    copied.acls.clear()
+    assert 99 not in image.topics["orders"].partitions[0].isr
+    assert all(b.endpoints for b in image.brokers.values()) and image.acls
+    replay = ReplayResult(image=image, feature_levels={"metadata.version": 21})
+    again = replay.deep_copy()
+    assert again == replay and again.image is not image and again.feature_levels is not replay.feature_levels

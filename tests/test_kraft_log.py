@@ -525,3 +525,43 @@ def test_inbox_temporaries_of_crashed_followers_and_requesters_do_not_outlive_th
     os.utime(fresh_submit, (long_ago, long_ago))
     assert box.pending() == []
     assert not fresh_submit.exists()
+
+
+# -- the kept image ----------------------------------------------------------------------------------
+
+
+def _topic(name: str) -> list:
+    return [record("TopicRecord", 0, Name=name, TopicId=TID)]
+
+
+def test_load_image_goes_on_from_the_last_one_and_equals_a_fresh_replay(tmp_path):
+    """load_image keeps its last answer: unchanged when nothing was appended, continued (on a copy)
+    after appends, dropped after a truncation; always what a fresh reader of the directory loads."""
+    log = new_log(tmp_path)
+
+    def fresh():
+        reader = MetadataLog.open(tmp_path)
+        try:
+            return reader.load_image().result
+        finally:
+            reader.close()
+
+    log.append(_topic("t"), 1)
+    log.append(partitions(3), 1)
+    first = log.load_image()
+    assert log.load_image() is first and first.result == fresh()
+    held = first.result.model_dump()
+    log.append(partitions(2, start=3), 1)
+    log.append([record("PartitionChangeRecord", 0, PartitionId=0, TopicId=TID, Leader=2)], 1)
+    second = log.load_image()
+    assert second is not first and second.result == fresh() and len(second.result.image.topics["t"].partitions) == 5
+    assert first.result.model_dump() == held  # what was handed out did not move
+    # An open transaction is not continued from: the next answer replays from the start.
+    log.append([record("BeginTransactionRecord", 0, Name="x"), *partitions(1, start=5)], 1)
+    assert log.load_image().result.open_transaction is not None
+    log.append([record("EndTransactionRecord", 0)], 1)
+    assert log.load_image().result == fresh() and 5 in log.load_image().result.image.topics["t"].partitions
+    log.truncate_to(second.end_offset - 1)  # the leader change is cut off
+    after = log.load_image()
+    assert after.result == fresh() and after.result.image.topics["t"].partitions[0].leader == 1
+    log.close()

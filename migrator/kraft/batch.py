@@ -11,7 +11,6 @@ one to cut a torn tail during recovery — and `records.CorruptRecordError` for 
 
 from __future__ import annotations
 
-import gc
 import itertools
 import keyword
 import struct
@@ -22,6 +21,7 @@ from typing import Any
 
 from crc32c import crc32c
 
+from migrator.bulk import without_gc
 from migrator.errors import BadInputError
 from migrator.kraft.records import (
     _OD_INT,
@@ -543,13 +543,8 @@ def decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord |
     # Decoding allocates several containers per record and creates no reference cycles, so the
     # cyclic collector's repeated young-generation scans during a batch are pure cost (about a third
     # of the time): pause it for the batch, and only re-enable it if it was on.
-    if gc.isenabled():
-        gc.disable()
-        try:
-            return _decode_batch_records(batch)
-        finally:
-            gc.enable()
-    return _decode_batch_records(batch)
+    with without_gc():
+        return _decode_batch_records(batch)
 
 
 def _decode_batch_records(batch: RecordBatch) -> list[tuple[int, MetadataRecord | OpaqueRecord]]:

@@ -9,12 +9,14 @@ transaction still open at the end of the stream is reported and not applied.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from migrator.bulk import without_gc
 from migrator.errors import BadInputError
 from migrator.kraft.records import MetadataRecord, OpaqueRecord, kafka_to_uuid, record, uuid_to_kafka
 from migrator.model import (
@@ -30,6 +32,7 @@ from migrator.model import (
     ProducerIdBlock,
     ScramCredential,
     Topic,
+    replayed_partition,
 )
 
 __all__ = [
@@ -326,6 +329,13 @@ class ReplayResult(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)  # records seen per type, applied or not
     unknown_records: int = 0  # records of an apiKey/version this build cannot decode (skipped)
 
+    def deep_copy(self) -> ReplayResult:
+        """`model_copy(deep=True)` with the image copied by `ClusterImage.deep_copy` (the slow part)."""
+        out = self.model_copy()
+        for name, value in self.__dict__.items():
+            out.__dict__[name] = value.deep_copy() if name == "image" else copy.deepcopy(value)
+        return out
+
     @property
     def migration_state_name(self) -> str | None:
         return None if self.migration_state is None else _name(MIGRATION_STATES, self.migration_state)
@@ -338,9 +348,11 @@ class ImageBuilder:
         if isinstance(start, ReplayResult):
             if start.open_transaction is not None:
                 raise ValueError("cannot continue a replay from a result with an open transaction")
-            self.result = start.model_copy(deep=True)
+            with without_gc():  # a whole cluster's objects (migrator.bulk)
+                self.result = start.deep_copy()
         else:
-            image = start.model_copy(deep=True) if start is not None else ClusterImage()
+            with without_gc():
+                image = start.deep_copy() if start is not None else ClusterImage()
             self.result = ReplayResult(image=image)
         self.image = self.result.image
         # Keyed by the record's uuid.UUID: converting every PartitionRecord's TopicId to a string is slow.
@@ -507,16 +519,16 @@ class ImageBuilder:
     def _partition(self, offset: int, f: dict[str, Any]) -> None:
         topic = self._topic_by_id(offset, f["TopicId"], "PartitionRecord")
         pid = f["PartitionId"]
-        topic.partitions[pid] = Partition(
-            partition=pid,
-            replicas=list(f["Replicas"]),
-            isr=list(f["Isr"]),
-            leader=f["Leader"],
-            leader_epoch=f["LeaderEpoch"],
-            partition_epoch=f["PartitionEpoch"],
-            leader_recovery_state=f["LeaderRecoveryState"],
-            adding_replicas=list(f["AddingReplicas"]),
-            removing_replicas=list(f["RemovingReplicas"]),
+        topic.partitions[pid] = replayed_partition(
+            pid,
+            list(f["Replicas"]),
+            list(f["Isr"]),
+            f["Leader"],
+            f["LeaderEpoch"],
+            f["PartitionEpoch"],
+            f["LeaderRecoveryState"],
+            list(f["AddingReplicas"]),
+            list(f["RemovingReplicas"]),
         )
 
     def _partition_change(self, offset: int, f: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from kazoo.client import KazooClient
 from pydantic import BaseModel, Field
 
 from migrator import stop
+from migrator.bulk import without_gc
 from migrator.errors import BadInputError
 from migrator.kraft import dirfiles
 from migrator.kraft.batch import encode_batch, encode_control_batch
@@ -176,7 +177,8 @@ def _count(records: Sequence[MetadataRecord]) -> dict[str, int]:
 def migration_records(image: ClusterImage) -> list[MetadataRecord]:
     """The copy's data records (Kafka's order, pending deletions skipped); a topic without id refuses."""
     try:
-        return list(records_from_image(image))
+        with without_gc():  # a record per partition, no cycles (migrator.bulk)
+            return list(records_from_image(image))
     except BadInputError as e:
         raise BadInputError(f"cannot copy ZooKeeper: {e} (see `zk2kraft check`, TOPIC_WITHOUT_ID)") from None
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 
 from migrator import stop
+from migrator.bulk import without_gc
 from migrator.errors import BadInputError, UnreachableError
 from migrator.kraft.image import (
     ImageBuilder,
@@ -417,6 +418,10 @@ class ZkSyncer:
         states, configs, quotas, SCRAM credentials, ACLs, tokens, the producer id block, and pending
         deletions left in /admin/delete_topics.
         """
+        with without_gc():  # whole-cluster images and diffs: see migrator.bulk
+            return self._reconcile(image, tree)
+
+    def _reconcile(self, image: ReplayResult | None, tree: ZkTree | None) -> list[Repair]:
         with self._lock:
             started = time.perf_counter()
             try:

@@ -9,6 +9,8 @@ Enum-like fields hold Kafka's canonical Java enum names (``TOPIC``, ``LITERAL``,
 
 from __future__ import annotations
 
+import copy
+
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "ScramCredential",
     "Topic",
     "ZkControlState",
+    "replayed_partition",
 ]
 
 
@@ -88,6 +91,63 @@ class Partition(_Model):
     removing_replicas: list[int] = Field(default_factory=list)
     controller_epoch: int | None = None  # ZooKeeper state JSON only
     has_state: bool = True  # False when ZooKeeper had no state znode (Kafka then assumes ISR = replicas)
+
+
+_REPLAYED = frozenset(
+    (
+        "partition",
+        "replicas",
+        "isr",
+        "leader",
+        "leader_epoch",
+        "partition_epoch",
+        "leader_recovery_state",
+        "adding_replicas",
+        "removing_replicas",
+    )
+)
+
+
+def replayed_partition(
+    partition: int,
+    replicas: list[int],
+    isr: list[int],
+    leader: int,
+    leader_epoch: int,
+    partition_epoch: int,
+    leader_recovery_state: int,
+    adding_replicas: list[int],
+    removing_replicas: list[int],
+) -> Partition:
+    """`Partition(...)` with those fields, without pydantic's validation: for the log replay, whose
+    values come typed from the record decoder. Validation was half of a 200,000-partition replay, and
+    `migrate` replays the log several times (tests/test_model.py holds it equal to the validated one)."""
+    p = _new(Partition)
+    _set(
+        p,
+        "__dict__",
+        {
+            "partition": partition,
+            "replicas": replicas,
+            "isr": isr,
+            "leader": leader,
+            "leader_epoch": leader_epoch,
+            "partition_epoch": partition_epoch,
+            "leader_recovery_state": leader_recovery_state,
+            "adding_replicas": adding_replicas,
+            "removing_replicas": removing_replicas,
+            "controller_epoch": None,
+            "has_state": True,
+        },
+    )
+    _set(p, "__pydantic_fields_set__", set(_REPLAYED))
+    _set(p, "__pydantic_extra__", None)
+    _set(p, "__pydantic_private__", None)
+    return p
+
+
+_new = object.__new__
+_set = object.__setattr__
 
 
 class Topic(_Model):
@@ -225,3 +285,37 @@ class ClusterImage(_Model):
 
     def partition_count(self) -> int:
         return sum(len(t.partitions) for t in self.topics.values())
+
+    def deep_copy(self) -> ClusterImage:
+        """`model_copy(deep=True)`, ~10x faster: a deep copy of 200,000 partitions took 4.8 s through
+        `copy.deepcopy`, twice per `migrate` (the first sync's image and the follower's). Topics and
+        partitions are copied field by field (their values are scalars and lists of scalars); every
+        other field, small, goes through `copy.deepcopy`."""
+        out = copy.copy(self)
+        for name, value in self.__dict__.items():
+            if name != "topics":
+                out.__dict__[name] = copy.deepcopy(value)
+        out.__dict__["topics"] = {name: _copy_topic(t) for name, t in self.topics.items()}
+        return out
+
+
+def _copy_topic(topic: Topic) -> Topic:
+    out = copy.copy(topic)
+    parts = {}
+    for i, p in topic.partitions.items():
+        # BaseModel.__copy__'s steps, inlined: per partition it was most of the copy's time
+        d = p.__dict__.copy()
+        for f in _PARTITION_LISTS:
+            d[f] = d[f].copy()
+        c = _new(Partition)
+        _set(c, "__dict__", d)
+        _set(c, "__pydantic_fields_set__", set(p.__pydantic_fields_set__))
+        _set(c, "__pydantic_extra__", None)
+        _set(c, "__pydantic_private__", None)
+        parts[i] = c
+    out.__dict__["partitions"] = parts
+    return out
+
+
+#: Partition's mutable fields: `deep_copy` gives each copy its own (tests/test_model.py checks the list)
+_PARTITION_LISTS = ("replicas", "isr", "adding_replicas", "removing_replicas")

@@ -14,7 +14,6 @@ newest zxid, a bounded number of times. docs/zk-reader.md states the guarantee e
 
 from __future__ import annotations
 
-import gc
 import logging
 import struct
 import time
@@ -39,6 +38,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 
 from migrator import stop
+from migrator.bulk import without_gc
 from migrator.errors import BadInputError, PermissionDeniedError, UnreachableError
 from migrator.zk.connection import permission_denied
 from migrator.zk.layout import LayoutResult, image_from_tree
@@ -396,28 +396,23 @@ class BulkReader:
     def read(self) -> ZkTree:
         started = time.perf_counter()
         self.stats = ReadStats()
-        # Hundreds of thousands of new, never-cyclic objects would trigger full collections that walk
-        # the whole growing tree again and again; collection resumes afterwards.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            tree = self._read()
-        except (ConnectionLoss, SessionExpiredError, KazooTimeoutError) as e:
-            raise UnreachableError(
-                f"lost ZooKeeper at {self._hosts()} while reading {', '.join(self.roots)}: "
-                f"{type(e).__name__} {e}".rstrip()
-            ) from None
-        except AuthFailedError:
-            raise PermissionDeniedError(
-                f"ZooKeeper at {self._hosts()} rejected the session's credentials: check --zk-auth"
-            ) from None
-        except KazooException as e:
-            raise UnreachableError(
-                f"ZooKeeper at {self._hosts()} failed a read of {', '.join(self.roots)}: {type(e).__name__} {e}".rstrip()
-            ) from None
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+        # Hundreds of thousands of new, never-cyclic objects: no collector passes meanwhile (migrator.bulk)
+        with without_gc():
+            try:
+                tree = self._read()
+            except (ConnectionLoss, SessionExpiredError, KazooTimeoutError) as e:
+                raise UnreachableError(
+                    f"lost ZooKeeper at {self._hosts()} while reading {', '.join(self.roots)}: "
+                    f"{type(e).__name__} {e}".rstrip()
+                ) from None
+            except AuthFailedError:
+                raise PermissionDeniedError(
+                    f"ZooKeeper at {self._hosts()} rejected the session's credentials: check --zk-auth"
+                ) from None
+            except KazooException as e:
+                raise UnreachableError(
+                    f"ZooKeeper at {self._hosts()} failed a read of {', '.join(self.roots)}: {type(e).__name__} {e}".rstrip()
+                ) from None
         self.stats.seconds = time.perf_counter() - started
         self.stats.znodes = len(tree)
         log.info(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import gc
 import logging
 import re
 import struct
@@ -23,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from migrator.bulk import without_gc
 from migrator.errors import BadInputError
 from migrator.zk.tree import ZkTree, ZNode
 
@@ -446,15 +446,9 @@ def read_snapshot(
     else:
         buf = raw
     del raw
-    # The parse allocates ~5 objects per znode and frees none: the cyclic GC would rescan the growing
-    # heap again and again (a third of the time at 400,000 znodes) for cycles that cannot exist.
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
+    # ~5 objects per znode, none freed, no cycles: the collector cost a third of the time (migrator.bulk)
+    with without_gc():
         snap = _parse(buf, file, zxid, verify, jute_limit(jute_maxbuffer))
-    finally:
-        if gc_was_on:
-            gc.enable()
     snap.compression = kind
     return snap
 
