@@ -554,7 +554,11 @@ def test_load_image_goes_on_from_the_last_one_and_equals_a_fresh_replay(tmp_path
     log.append(partitions(2, start=3), 1)
     log.append([record("PartitionChangeRecord", 0, PartitionId=0, TopicId=TID, Leader=2)], 1)
     second = log.load_image()
-    assert second is not first and second.result == fresh() and len(second.result.image.topics["t"].partitions) == 5
+    assert (
+        second is not first
+        and second.result == fresh()
+        and len(second.result.image.topics["t"].partitions) == 5
+    )
     assert first.result.model_dump() == held  # what was handed out did not move
     # An open transaction is not continued from: the next answer replays from the start.
     log.append([record("BeginTransactionRecord", 0, Name="x"), *partitions(1, start=5)], 1)
