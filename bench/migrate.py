@@ -5,7 +5,7 @@
 
 Starts its own ZooKeeper (zk_fixtures.server.ZkServer) in a temporary directory, writes a Kafka cluster
 with zk_fixtures.generator.load_cluster and registers its brokers (live sessions), then runs
-`zk2kraft migrate` through the API (migrator.commands.migrate): pre-flight check, claim, copy, first
+`zk2kraft migrate --json` in its own process (its peak RSS is the client's): pre-flight check, claim, copy, first
 sync. It prints the claim + copy time the target is about and its phases (ZooKeeper read, record
 build, encode, append), then the rest of the run (pre-flight, reconcile, sync).
 
@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-from migrator import commands  # noqa: E402
+from migrator import results  # noqa: E402
 from migrator.kraft.batch import encode_record_batches  # noqa: E402
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MAX_BATCH_BYTES, MetadataLog  # noqa: E402
 from migrator.kraft.records import record  # noqa: E402
@@ -89,7 +92,17 @@ def main() -> None:
             sessions = BrokerSessions(server.connect_string, generated.image, generated.control).start()
             try:
                 log_dir = Path(tmp) / "meta"
-                result = commands.migrate(server.connect_string, str(log_dir), yes=True, brokers_from_zk=True)
+                # The command as operators run it, in its own process: its peak RSS is the client's alone
+                # (this process also holds the generator's image of the cluster).
+                run = subprocess.run(
+                    [sys.executable, "-c", "from cli.main import entry; entry()", "migrate", "--yes",
+                     "--brokers-from-zk", "-z", server.connect_string, "-l", str(log_dir), "--json"],
+                    capture_output=True, text=True, cwd=ROOT, check=False,
+                )  # fmt: skip
+                if run.returncode != 0:
+                    raise SystemExit(f"migrate failed (exit {run.returncode}): {run.stderr.strip()}")
+                result = results.MigrateResult.model_validate_json(run.stdout)
+                client_rss_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 / 1024
             finally:
                 sessions.close()
             m = result.manifest
@@ -132,6 +145,7 @@ def main() -> None:
             other = t["total"] - sum(v for _, v in phases)
             width = max(len(n) for n, _ in phases)
             print(f"  {'whole `migrate`':<{width}} {t['total']:7.2f}s")
+            print(f"  {'client peak RSS':<{width}} {client_rss_gb:7.2f} GB  (the migrate process)")
             print(
                 f"  {'dark window':<{width}} {t['dark_window']:7.2f}s  ({t['dark_window'] / t['total']:.0%} of the whole)"
             )
