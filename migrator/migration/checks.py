@@ -17,6 +17,7 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from migrator.model import ClusterImage, ZkControlState
+from migrator.secrets import redact_text
 from migrator.zk.tree import ZkTree
 
 # ZooKeeper's default jute.maxbuffer (0xfffff): a Java client rejects a reply longer than this with
@@ -111,22 +112,8 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.code))
 
 
-_SECRET_PATTERNS = [
-    # SCRAM credential strings as stored in /config/users/<u>
-    re.compile(r"(salt|stored_key|server_key|hmac)=[^,\s\"'}]*", re.IGNORECASE),
-    # password-like JSON or properties keys with their values
-    re.compile(
-        r"((?:\"|')?[\w.-]*(?:password|secret|scram-sha-\d+|hmac|jaas\.config)[\w.-]*(?:\"|')?\s*[:=]\s*)"
-        r"(\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^,\s}]+)",
-        re.IGNORECASE,
-    ),
-]
-
-
-def redact(text: str) -> str:
-    """Strip anything that looks like a credential from a message (invariant 6: secrets never shown)."""
-    text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)}=<redacted>", text)
-    return _SECRET_PATTERNS[1].sub(lambda m: f"{m.group(1)}<redacted>", text)
+# invariant 6: a message never shows a secret (the one rule: migrator.secrets)
+redact = redact_text
 
 
 def examples(items: Sequence[str], total: int | None = None, limit: int = EXAMPLES) -> str:
