@@ -40,6 +40,7 @@ __all__ = [
     "SnappyUnavailableError",
     "ZkAcl",
     "ZkSnapshot",
+    "ZkFileError",
     "ZxidDigest",
     "is_extended_owner",
     "jute_limit",
@@ -86,14 +87,19 @@ def jute_limit(jute_maxbuffer: int = JUTE_MAXBUFFER, extrasize: int | None = Non
     return jute_maxbuffer + max(extra, 1024)
 
 
-class SnapshotFileError(BadInputError):
-    """A snapshot file ZooKeeper would refuse; the message names the file and the byte offset."""
+class ZkFileError(BadInputError):
+    """A ZooKeeper data file (snapshot or transaction log) ZooKeeper would refuse; the message names
+    the file and the byte offset, so the operator knows which copy to replace."""
 
     def __init__(self, file: Path | str, offset: int | None, problem: str) -> None:
         self.file = str(file)
         self.offset = offset
         where = "" if offset is None else f" at byte {offset}"
         super().__init__(f"{file}: {problem}{where}")
+
+
+class SnapshotFileError(ZkFileError):
+    """A snapshot file ZooKeeper would refuse."""
 
 
 class SnapshotTruncatedError(SnapshotFileError):
