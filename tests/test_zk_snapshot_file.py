@@ -7,6 +7,7 @@ ephemeral owners, child lists, ACLs) at the server's last zxid.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -39,7 +40,7 @@ from migrator.zk.snapshot_file import (
     list_snapshots,
     read_snapshot,
 )
-from migrator.zk.tree import ZkTree, join
+from migrator.zk.tree import ZkTree, ZNode, join
 from migrator.zk.txnlog_file import (
     MissingTxnsError,
     TxnLogChecksumError,
@@ -308,6 +309,9 @@ def test_snapshot_contents(workload: Workload) -> None:
     for p, node in tree.nodes.items():
         assert node.num_children == len(tree.child_names(p))
         assert node.data_length == len(node.data or b"")
+        assert type(node) is ZNode  # built the one fast way (migrator.zk.tree), a ZNode in every respect
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tree["/kafka/big"].data = b"changed"  # type: ignore[misc]
     assert tree.max_zxid == max(max(n.mzxid, n.pzxid) for n in tree.nodes.values())
     assert read_snapshot(path, verify=False).seals_verified == 0
 
