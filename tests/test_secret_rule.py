@@ -3,13 +3,16 @@ DescribeConfigs hide exactly the configs `migrator.secrets.is_secret_config` nam
 
 from __future__ import annotations
 
+import json
 import types
+from pathlib import Path
 
 import pytest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
 
-from cli.log_cmds import redacted_fields
+from cli.main import run
 from migrator.controller import admin_alter_api
+from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
 from migrator.migration import checks
 from migrator.model import ClusterImage, ConfigEntity
@@ -54,6 +57,9 @@ SHOWN = [
 ]
 NAMES = SECRET + SHOWN
 VALUE = "v4lue-7731"
+# one distinct value per name, so each output's answer for each name can be read off one run
+VALUES = {name: f"{VALUE}-{i:02d}" for i, name in enumerate(NAMES)}
+CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -63,59 +69,77 @@ def test_the_rule(name: str) -> None:
     assert masked_config_value(name, None) is None
 
 
-def _log_dump_hides(name: str) -> bool:
-    rec = record("ConfigRecord", 0, ResourceType=4, ResourceName="1", Name=name, Value=VALUE)
-    value = redacted_fields(rec)["Value"]
-    assert value in (MASK, VALUE)
-    return value == MASK
+def _image() -> ClusterImage:
+    entity = ConfigEntity(resource_type="BROKER", name="1", configs=dict(VALUES))
+    return ClusterImage(configs={("BROKER", "1"): entity})
 
 
-def _audit_hides(name: str) -> bool:
-    image = ClusterImage(
-        configs={("BROKER", "1"): ConfigEntity(resource_type="BROKER", name="1", configs={name: VALUE})}
-    )
-    [row] = [r for r in R.image_rows(image, "zookeeper") if r["kind"] == "broker_config"]
-    return VALUE not in str(row)
-
-
-def _check_hides(name: str) -> bool:
-    info = next(iter(checks.registry().values()))
-    texts = [
-        checks.finding(info, f"broker 1 has {name}={VALUE} set").message,
-        checks.finding(info, f'config {{"{name}":"{VALUE}"}}').message,
+def _log_dump_hides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> set[str]:
+    """`zk2kraft log dump --json` over a log holding one ConfigRecord per name."""
+    recs = [
+        record("ConfigRecord", 0, ResourceType=4, ResourceName="1", Name=name, Value=value)
+        for name, value in VALUES.items()
     ]
-    hidden = [VALUE not in t for t in texts]
-    assert hidden[0] == hidden[1]
-    return hidden[0]
+    root = tmp_path / "meta"
+    with MetadataLog.open(root, writable=True, cluster_id=CLUSTER, node_id=3000) as mlog:
+        mlog.append(recs, epoch=1, timestamp_ms=1_700_000_000_000)
+    capsys.readouterr()
+    assert run(["log", "dump", "--json", "--log-dir", str(root)]) == 0
+    shown = {
+        row["fields"]["Name"]: row["fields"]["Value"]
+        for row in map(json.loads, capsys.readouterr().out.splitlines())
+        if row["type"] == "ConfigRecord"
+    }
+    assert set(shown) == set(NAMES) and all(shown[n] in (MASK, VALUES[n]) for n in NAMES)
+    return {n for n in NAMES if shown[n] == MASK}
 
 
-def _describe_configs_hides(name: str) -> bool:
-    image = ClusterImage(
-        configs={("BROKER", "1"): ConfigEntity(resource_type="BROKER", name="1", configs={name: VALUE})}
-    )
+def _audit_hides() -> set[str]:
+    [row] = [r for r in R.image_rows(_image(), "zookeeper") if r["kind"] == "broker_config"]
+    fields = json.loads(row["fields"]) if isinstance(row["fields"], str) else row["fields"]
+    assert set(fields) == set(NAMES)
+    return {n for n in NAMES if VALUES[n] not in str(fields[n])}
+
+
+def _check_hides() -> set[str]:
+    info = next(iter(checks.registry().values()))
+    hidden = set()
+    for name, value in VALUES.items():
+        plain = checks.finding(info, f"broker 1 has {name}={value} set").message
+        as_json = checks.finding(info, f'config {{"{name}":"{value}"}}').message
+        assert (value in plain) == (value in as_json)
+        if value not in plain:
+            hidden.add(name)
+    return hidden
+
+
+def _describe_configs_hides() -> set[str]:
     request = DescribeConfigsRequest(
         resources=(DescribeConfigsResource(resource_type=4, resource_name="1", configuration_keys=None),),
         include_synonyms=True,
     )
     # DescribeConfigs reads only the service's image (a real one here)
-    response = admin_alter_api._describe_configs(types.SimpleNamespace(image=image), 4, request)
+    response = admin_alter_api._describe_configs(types.SimpleNamespace(image=_image()), 4, request)
     [result] = response.results
-    [entry] = result.configs
-    assert entry.name == name and [s.value for s in entry.synonyms] == [entry.value]
-    assert entry.is_sensitive is (entry.value is None)
-    return bool(entry.is_sensitive)
+    entries = {e.name: e for e in result.configs}
+    assert set(entries) == set(NAMES)
+    for name, e in entries.items():
+        assert [s.value for s in e.synonyms] == [e.value]
+        assert e.is_sensitive is (e.value is None) and e.value in (None, VALUES[name])
+    return {n for n, e in entries.items() if e.is_sensitive}
 
 
-def test_every_output_hides_the_same_names() -> None:
+def test_every_output_hides_the_same_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rule = {n for n in NAMES if is_secret_config(n)}
+    assert rule == set(SECRET)
     outputs = {
-        "log dump": _log_dump_hides,
-        "audit rows": _audit_hides,
-        "check": _check_hides,
-        "DescribeConfigs": _describe_configs_hides,
+        "log dump": _log_dump_hides(tmp_path, capsys),
+        "audit rows": _audit_hides(),
+        "check": _check_hides(),
+        "DescribeConfigs": _describe_configs_hides(),
     }
-    for output, hides in outputs.items():
-        wrong = [n for n in NAMES if hides(n) is not is_secret_config(n)]
-        assert not wrong, f"{output} disagrees with migrator.secrets on {wrong}"
+    for output, hidden in outputs.items():
+        assert hidden == rule, f"{output} disagrees with migrator.secrets: {sorted(hidden ^ rule)}"
 
 
 def test_free_text_keeps_what_is_not_secret() -> None:
