@@ -28,20 +28,9 @@ from migrator.kraft.image import MIGRATION_STATES, ReplayResult
 from migrator.kraft.log import LoadedImage, MetadataLog, VerifyReport, verify_log
 from migrator.kraft.records import MetadataRecord, OpaqueRecord
 from migrator.kraft.snapshot import read_snapshot, snapshot_name, write_snapshot
+from migrator.secrets import MASK, is_secret_config
 
-MASK = "******"
 _SCRAM_SECRET_FIELDS = ("Salt", "StoredKey", "ServerKey")
-
-
-def is_secret_config(name: str) -> bool:
-    """Config names whose values are secrets (Kafka's PASSWORD-type configs follow these patterns)."""
-    n = name.lower()
-    return (
-        "password" in n
-        or n.endswith(".secret")
-        or n.endswith("sasl.jaas.config")
-        or n.endswith("ssl.keystore.key")
-    )
 
 
 def _jsonable(value: Any) -> Any:

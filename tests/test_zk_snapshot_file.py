@@ -7,6 +7,7 @@ ephemeral owners, child lists, ACLs) at the server's last zxid.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -31,17 +32,20 @@ from migrator.zk.snapshot_file import (
     NoSnapshotError,
     SnappyUnavailableError,
     SnapshotChecksumError,
+    SnapshotFileError,
     SnapshotFormatError,
     SnapshotTruncatedError,
     ZkAcl,
+    ZkFileError,
     latest_snapshot,
     list_snapshots,
     read_snapshot,
 )
-from migrator.zk.tree import ZkTree, join
+from migrator.zk.tree import ZkTree, ZNode, join
 from migrator.zk.txnlog_file import (
     MissingTxnsError,
     TxnLogChecksumError,
+    TxnLogError,
     TxnLogFile,
     TxnLogFormatError,
     log_files,
@@ -306,6 +310,9 @@ def test_snapshot_contents(workload: Workload) -> None:
     for p, node in tree.nodes.items():
         assert node.num_children == len(tree.child_names(p))
         assert node.data_length == len(node.data or b"")
+        assert type(node) is ZNode  # built the one fast way (migrator.zk.tree), a ZNode in every respect
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tree["/kafka/big"].data = b"changed"  # type: ignore[misc]
     assert tree.max_zxid == max(max(n.mzxid, n.pzxid) for n in tree.nodes.values())
     assert read_snapshot(path, verify=False).seals_verified == 0
 
@@ -516,6 +523,22 @@ def test_bad_magic_version_and_lengths(workload: Workload, tmp_path: Path) -> No
     assert struct.unpack(">i", raw[j : j + 4])[0] == len(BIG)
     with pytest.raises(SnapshotFormatError, match="not a snapshot file name"):
         read_snapshot(tmp_path)
+
+
+def test_snapshot_and_log_errors_share_one_base(tmp_path: Path) -> None:
+    snap, log = tmp_path / "snapshot.1", tmp_path / "log.1"
+    snap.write_bytes(b"\0" * 32)
+    log.write_bytes(b"\0" * 32)
+    with pytest.raises(SnapshotFormatError) as s:
+        read_snapshot(snap)
+    with pytest.raises(TxnLogFormatError) as t:
+        list(TxnLogFile(log))
+    for err, file in ((s.value, snap), (t.value, log)):
+        assert (
+            isinstance(err, ZkFileError) and err.exit_code == 2 and (err.file, err.offset) == (str(file), 0)
+        )
+        _one_line(err, file)
+    assert not isinstance(s.value, TxnLogError) and not isinstance(t.value, SnapshotFileError)
 
 
 def test_latest_snapshot_skips_an_incomplete_newer_file(workload: Workload, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from migrator.controller.admin_api import (
     run_change,
 )
 from migrator.migration.admin import AdminChange
+from migrator.secrets import is_secret_config
 
 __all__ = ["handle", "refuse_all"]
 
@@ -146,12 +147,7 @@ def _configs_response(version: int, results: list[tuple[int, str, int, str | Non
 # --- DescribeConfigs --------------------------------------------------------------------------------
 
 DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3  # ConfigSource
-_SENSITIVE = ("password", "secret", "jaas.config", "ssl.key", "credentials")
-
-
-def _sensitive(name: str) -> bool:
-    """Kafka masks PASSWORD-typed configs; these name patterns cover Kafka's password configs."""
-    return any(part in name for part in _SENSITIVE)
+_sensitive = is_secret_config  # Kafka masks PASSWORD-typed configs: the one rule, migrator.secrets
 
 
 def _describe_configs(service: Any, version: int, request: Any) -> Any:

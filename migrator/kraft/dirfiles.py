@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from migrator.errors import BadInputError, UnreachableError
+from migrator.properties import parse_properties
 
 META_PROPERTIES = "meta.properties"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -108,25 +109,6 @@ class MetaProperties:
     cluster_id: str | None
     directory_id: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java `Properties.load` for the subset Kafka writes: comments, `key=value`, `key: value`, escapes."""
-    props: dict[str, str] = {}
-    pending = ""
-    for raw in text.splitlines():
-        line = pending + raw.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        seps = [i for i in (line.find("="), line.find(":")) if i >= 0]
-        sep = min(seps) if seps else -1
-        key, value = (line[:sep], line[sep + 1 :]) if sep >= 0 else (line, "")
-        props[key.strip().replace("\\:", ":").replace("\\=", "=")] = value.strip().replace("\\\\", "\\")
-    return props
 
 
 def _int_prop(props: dict[str, str], key: str, path: Path) -> int:

@@ -20,7 +20,7 @@ import time
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, NoReturn
 
@@ -58,7 +58,7 @@ from migrator.zk.multiread import (
     wait_for_session,
 )
 from migrator.zk.paths import KAFKA_ROOTS
-from migrator.zk.tree import ZkTree, ZNode
+from migrator.zk.tree import ZNODE_TWIN, ZkTree, ZNode, make_znode
 
 __all__ = [
     "DEFAULT_IN_FLIGHT",
@@ -124,93 +124,8 @@ class ReadStats:
     largest_request: int = 0
 
 
-_ZNODE_FIELDS = (
-    "path",
-    "data",
-    "version",
-    "czxid",
-    "mzxid",
-    "ephemeral_owner",
-    "num_children",
-    "data_length",
-    "pzxid",
-)
-
-
-class _ZNodeTwin:
-    """ZNode's slot layout without its frozen-dataclass machinery, filled by plain attribute stores."""
-
-    __slots__ = _ZNODE_FIELDS
-
-    def __init__(
-        self,
-        path: str,
-        data: bytes | None,
-        version: int,
-        czxid: int,
-        mzxid: int,
-        ephemeral_owner: int,
-        num_children: int,
-        data_length: int,
-        pzxid: int,
-    ) -> None:
-        self.path = path
-        self.data = data
-        self.version = version
-        self.czxid = czxid
-        self.mzxid = mzxid
-        self.ephemeral_owner = ephemeral_owner
-        self.num_children = num_children
-        self.data_length = data_length
-        self.pzxid = pzxid
-
-
-def _znode_factory() -> tuple[Callable[..., ZNode], type[_ZNodeTwin] | None]:
-    """A ZNode maker for the hot loop (one call per znode read).
-
-    ZNode's frozen-dataclass __init__ costs ~2 µs. Its twin is filled with ordinary stores and then
-    re-labelled: CPython allows `__class__` assignment between classes of identical slot layout, and
-    from then on the object is a ZNode in every respect (type, equality, hashing, immutability). If
-    ZNode's fields ever change, the plain constructor is used instead.
-    """
-
-    def make_slow(*values: Any) -> ZNode:
-        return ZNode(**dict(zip(_ZNODE_FIELDS, values, strict=True)))
-
-    if (
-        tuple(f.name for f in fields(ZNode)) != _ZNODE_FIELDS
-        or getattr(ZNode, "__slots__", None) != _ZNODE_FIELDS
-    ):
-        return make_slow
-
-    def make(
-        path: str,
-        data: bytes | None,
-        version: int,
-        czxid: int,
-        mzxid: int,
-        ephemeral_owner: int,
-        num_children: int,
-        data_length: int,
-        pzxid: int,
-    ) -> ZNode:
-        node: Any = twin(path, data, version, czxid, mzxid, ephemeral_owner, num_children, data_length, pzxid)
-        node.__class__ = ZNode
-        return node  # type: ignore[no-any-return]
-
-    twin = _ZNodeTwin
-
-    probe = ("/", b"", 1, 2, 3, 4, 5, 6, 7)
-    try:
-        if make(*probe) == make_slow(*probe):
-            return make, _ZNodeTwin
-    except TypeError:
-        pass
-    return make_slow, None
-
-
-# the hot loop inlines the twin when it works (one call per znode less)
-_make_znode, _TWIN = _znode_factory()
+# the hot loop inlines the twin when it works (one call per znode less): migrator.zk.tree's one way
+_make_znode, _TWIN = make_znode, ZNODE_TWIN
 
 
 def _depth(path: str) -> int:

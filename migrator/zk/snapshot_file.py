@@ -21,10 +21,11 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from migrator.bulk import without_gc
 from migrator.errors import BadInputError
-from migrator.zk.tree import ZkTree, ZNode
+from migrator.zk.tree import ZNODE_TWIN, ZkTree, ZNode
 
 __all__ = [
     "CONTAINER_OWNER",
@@ -40,6 +41,7 @@ __all__ = [
     "SnappyUnavailableError",
     "ZkAcl",
     "ZkSnapshot",
+    "ZkFileError",
     "ZxidDigest",
     "is_extended_owner",
     "jute_limit",
@@ -86,14 +88,19 @@ def jute_limit(jute_maxbuffer: int = JUTE_MAXBUFFER, extrasize: int | None = Non
     return jute_maxbuffer + max(extra, 1024)
 
 
-class SnapshotFileError(BadInputError):
-    """A snapshot file ZooKeeper would refuse; the message names the file and the byte offset."""
+class ZkFileError(BadInputError):
+    """A ZooKeeper data file (snapshot or transaction log) ZooKeeper would refuse; the message names
+    the file and the byte offset, so the operator knows which copy to replace."""
 
     def __init__(self, file: Path | str, offset: int | None, problem: str) -> None:
         self.file = str(file)
         self.offset = offset
         where = "" if offset is None else f" at byte {offset}"
         super().__init__(f"{file}: {problem}{where}")
+
+
+class SnapshotFileError(ZkFileError):
+    """A snapshot file ZooKeeper would refuse."""
 
 
 class SnapshotTruncatedError(SnapshotFileError):
@@ -356,23 +363,6 @@ def _decode_jute(raw: bytes) -> str:
     return s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
-_ZNODE_FIELDS = (
-    "path",
-    "data",
-    "version",
-    "czxid",
-    "mzxid",
-    "ephemeral_owner",
-    "num_children",
-    "data_length",
-    "pzxid",
-)
-# Filling ZNode's slots directly skips its frozen __init__ (2.7 µs a znode, a third of the parse). It is
-# only right while ZNode has exactly these fields; should the shared type grow, the plain constructor runs.
-_ZNODE_FAST = set(ZNode.__dataclass_fields__) == set(_ZNODE_FIELDS)
-_ZNODE_SLOTS = tuple(ZNode.__dict__[n].__set__ for n in _ZNODE_FIELDS) if _ZNODE_FAST else (None,) * 9
-
-
 def _signed(n: int) -> int:
     return n - (1 << 32) if n >= 1 << 31 else n
 
@@ -502,7 +492,7 @@ def _parse(buf: bytes, file: Path, zxid: int, verify: bool, limit: int) -> ZkSna
         # nodes, pre-order; the root is written as "" and the list ends with "/". The hot loop: lengths
         # are read unsigned so one comparison rejects negative ones too (-1, null data, is 0xFFFFFFFF),
         # and a slice running past the end needs no check of its own, as the next unpack fails.
-        nodes: dict[str, ZNode] = {}
+        nodes: dict[str, Any] = {}  # twins until the child counts are in, then ZNodes
         children: dict[str, list[str]] = {}
         node_acls: dict[str, tuple[ZkAcl, ...]] = {}
         cversions: dict[str, int] = {}
@@ -510,9 +500,7 @@ def _parse(buf: bytes, file: Path, zxid: int, verify: bool, limit: int) -> ZkSna
         u32 = _U32
         tail = _NODE_TAIL
         get_acl = resolve.get
-        new = object.__new__
-        fast = _ZNODE_FAST
-        s_path, s_data, s_version, s_czxid, s_mzxid, s_owner, s_nkids, s_dlen, s_pzxid = _ZNODE_SLOTS
+        twin = ZNODE_TWIN
         max_zxid = 0
         last_parent = None
         last_kids: list[str] = []
@@ -572,17 +560,8 @@ def _parse(buf: bytes, file: Path, zxid: int, verify: bool, limit: int) -> ZkSna
             if owner < 0 and is_extended_owner(owner):
                 extended[path] = owner
                 owner = 0
-            if fast:
-                node = new(ZNode)
-                s_path(node, path)
-                s_data(node, data)
-                s_version(node, version)
-                s_czxid(node, czxid)
-                s_mzxid(node, mzxid)
-                s_owner(node, owner)
-                s_nkids(node, 0)
-                s_dlen(node, n)
-                s_pzxid(node, pzxid)
+            if twin is not None:  # becomes a ZNode below, once its child count is known
+                node = twin(path, data, version, czxid, mzxid, owner, 0, n, pzxid)
             else:
                 node = ZNode(
                     path=path,
@@ -604,10 +583,15 @@ def _parse(buf: bytes, file: Path, zxid: int, verify: bool, limit: int) -> ZkSna
                 max_zxid = pzxid
         if "/" not in nodes:
             raise SnapshotFormatError(file, 16, f"no root znode{where}")
-        for parent, kids in children.items():
-            if fast:  # the node is not shared yet: set its count in place
-                s_nkids(nodes[parent], len(kids))
-            else:
+        if twin is not None:
+            # ZNode's frozen __init__ skipped the one way (migrator.zk.tree): the twins get their child
+            # counts by plain stores, then become ZNodes
+            for parent, kids in children.items():
+                nodes[parent].num_children = len(kids)
+            for node in nodes.values():
+                node.__class__ = ZNode
+        else:
+            for parent, kids in children.items():
                 nodes[parent] = replace(nodes[parent], num_children=len(kids))
 
         # seal 1, then the optional digest (3.6+) and lastProcessedZxid (3.9+) trailers, each sealed

@@ -30,6 +30,7 @@ from migrator.zk.snapshot_file import (
     JUTE_MAXBUFFER,
     TTL_OWNER_MASK,
     ZkAcl,
+    ZkFileError,
     ZkSnapshot,
     jute_limit,
     read_acl_vector,
@@ -108,14 +109,8 @@ _I64 = struct.Struct(">q").unpack_from
 _TXN_DIGEST = struct.Struct(">iq").unpack_from
 
 
-class TxnLogError(BadInputError):
-    """A log file ZooKeeper would refuse; the message names the file and the byte offset."""
-
-    def __init__(self, file: Path | str, offset: int | None, problem: str) -> None:
-        self.file = str(file)
-        self.offset = offset
-        where = "" if offset is None else f" at byte {offset}"
-        super().__init__(f"{file}: {problem}{where}")
+class TxnLogError(ZkFileError):
+    """A transaction log file ZooKeeper would refuse."""
 
 
 class TxnLogChecksumError(TxnLogError):
