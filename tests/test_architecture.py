@@ -10,7 +10,14 @@ PACKAGES = ["migrator", "state_machine", "spark_audit", "zk_fixtures", "cli"]
 
 #: lowest first; a module may import from its own layer and those below (docs/architecture.md)
 LAYERS: list[list[str]] = [
-    ["migrator.errors", "migrator.model", "migrator.properties", "migrator.secrets", "migrator.stop", "migrator.bulk"],
+    [
+        "migrator.errors",
+        "migrator.model",
+        "migrator.properties",
+        "migrator.secrets",
+        "migrator.stop",
+        "migrator.bulk",
+    ],
     ["migrator.kraft", "migrator.zk", "state_machine"],
     ["migrator.migration", "migrator.controller", "migrator.metrics", "migrator.results"],
     ["spark_audit", "zk_fixtures"],
