@@ -106,6 +106,14 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         from migrator.controller import admin_acls_api
 
         return admin_acls_api.handle(service, api_key, version, request)
+    if api_key in (48, 49):
+        from migrator.controller import admin_quotas_api
+
+        return admin_quotas_api.handle(service, api_key, version, request)
+    if api_key in (50, 51):
+        from migrator.controller import admin_scram_api
+
+        return admin_scram_api.handle(service, api_key, version, request)
     raise ValueError(f"apiKey {api_key} is not an admin API")
 
 
@@ -121,6 +129,14 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
         from migrator.controller import admin_acls_api
 
         return admin_acls_api.refuse_all(api_key, version, request, code)
+    if api_key in (48, 49):
+        from migrator.controller import admin_quotas_api
+
+        return admin_quotas_api.refuse_all(api_key, version, request, code)
+    if api_key in (50, 51):
+        from migrator.controller import admin_scram_api
+
+        return admin_scram_api.refuse_all(api_key, version, request, code)
     if api_key == 60:
         m = kio_module(60, version, "response")
         return build(

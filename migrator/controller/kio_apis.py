@@ -31,4 +31,8 @@ NATIVE: dict[int, NativeApi] = {
     32: NativeApi("describe_configs", "DescribeConfigs", 1, 4, 4),
     37: NativeApi("create_partitions", "CreatePartitions", 0, 3, 2),
     44: NativeApi("incremental_alter_configs", "IncrementalAlterConfigs", 0, 1, 1),
+    48: NativeApi("describe_client_quotas", "DescribeClientQuotas", 0, 1, 1),
+    49: NativeApi("alter_client_quotas", "AlterClientQuotas", 0, 1, 1),
+    50: NativeApi("describe_user_scram_credentials", "DescribeUserScramCredentials", 0, 0, 0),
+    51: NativeApi("alter_user_scram_credentials", "AlterUserScramCredentials", 0, 0, 0),
 }

@@ -1,0 +1,177 @@
+"""SCRAM credentials and client quotas through the controller listener in DualWriteMetadata, with a
+real ZooKeeper: confluent-kafka's and kafka-python's SCRAM admin calls, and kafka-python's own
+AlterClientQuotas/DescribeClientQuotas messages (neither library has a quota admin call); after each
+step ZooKeeper's `/config/users|clients` holds what a ZK-mode broker reads, with a change notification."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
+from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from kazoo.client import KazooClient
+from migrate_helpers import assert_consistent, cluster
+from test_admin_protocol import _register_all
+
+from migrator import commands
+from migrator.controller.scram_server import scram_credential
+from migrator.zk import paths as P
+
+confluent_admin = pytest.importorskip("confluent_kafka.admin")
+
+pytestmark = pytest.mark.zk
+
+
+def _config(zk: KazooClient, path: str) -> dict[str, str]:
+    return json.loads(zk.get(path)[0])["config"] if zk.exists(path) else {}
+
+
+def _rates(zk: KazooClient, path: str) -> dict[str, float]:
+    return {k: float(v) for k, v in _config(zk, path).items()}
+
+
+def _send(admin: KafkaAdminClient, request: Any) -> Any:
+    async def call() -> Any:
+        return await admin._manager.send(request)
+
+    return admin._manager.run(call)
+
+
+def _scram(admin: Any, zk: KazooClient, service: Any) -> None:
+    A = confluent_admin
+    salt = b"0123456789abcdef"
+    info = A.ScramCredentialInfo(A.ScramMechanism.SCRAM_SHA_256, 8192)
+    up = A.UserScramCredentialUpsertion("alice", info, b"alice-secret", salt)
+    for f in admin.alter_user_scram_credentials([up]).values():
+        f.result(timeout=30)
+    # The controller derived Kafka's keys from the salted password: the same as from the password.
+    want = scram_credential("alice", "SCRAM-SHA-256", "alice-secret", salt, 8192)
+    got = service.image.scram_credentials[("alice", "SCRAM-SHA-256")]
+    assert (got.stored_key, got.server_key, got.salt, got.iterations) == (
+        want.stored_key,
+        want.server_key,
+        salt,
+        8192,
+    )
+    zk_value = _config(zk, "/config/users/alice")["SCRAM-SHA-256"]
+    assert base64.b64encode(want.stored_key).decode() in zk_value and "iterations=8192" in zk_value
+    described = admin.describe_user_scram_credentials(["alice"])
+    [(mech, iters)] = [
+        (i.mechanism, i.iterations) for i in described["alice"].result(timeout=30).scram_credential_infos
+    ]
+    assert (mech, iters) == (A.ScramMechanism.SCRAM_SHA_256, 8192)
+
+
+def _scram_kafka_python(admin: KafkaAdminClient, zk: KazooClient, service: Any) -> None:
+    sha512 = UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_512, "bob-secret", iterations=4096)
+    few = UserScramCredentialUpsertion("carol", ScramMechanism.SCRAM_SHA_256, "x", iterations=4096)
+    few.iterations = 100
+    errors = admin.alter_user_scram_credentials(
+        [
+            sha512,
+            few,
+            UserScramCredentialDeletion("nobody", ScramMechanism.SCRAM_SHA_256),
+            UserScramCredentialUpsertion("dave", ScramMechanism.SCRAM_SHA_256, "d", iterations=4096),
+            UserScramCredentialUpsertion("dave", ScramMechanism.SCRAM_SHA_512, "d", iterations=4096),
+        ]
+    )
+    assert errors == {
+        "bob": None,
+        "carol": "Too few iterations",
+        "nobody": "Attempt to delete a user credential that does not exist",
+        "dave": "A user credential cannot be altered twice in the same request",
+    }
+    assert ("bob", "SCRAM-SHA-512") in service.image.scram_credentials
+    assert "iterations=4096" in _config(zk, "/config/users/bob")["SCRAM-SHA-512"]
+    assert not zk.exists("/config/users/carol") and not zk.exists("/config/users/dave")
+    described = admin.describe_user_scram_credentials(["alice", "ghost"])
+    assert described["alice"]["error"] is None and described["ghost"]["error"].startswith(
+        "Attempt to describe a user credential that does not exist"
+    )
+    deleted = admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("alice", ScramMechanism.SCRAM_SHA_256)]
+    )
+    assert deleted == {"alice": None}
+    assert ("alice", "SCRAM-SHA-256") not in service.image.scram_credentials
+    assert "SCRAM-SHA-256" not in _config(zk, "/config/users/alice")
+
+
+def _quotas(admin: KafkaAdminClient, zk: KazooClient, service: Any) -> None:
+    changes_before = len(zk.get_children("/config/changes"))
+    default_before = _rates(zk, "/config/clients/<default>")  # the generated cluster may hold some
+    alter = AlterClientQuotasRequest(
+        entries=[
+            ([("user", "alice"), ("client-id", "app")], [("producer_byte_rate", 1048576.0, False)]),
+            ([("client-id", None)], [("consumer_byte_rate", 2097152.0, False)]),
+            ([("user", "eve")], [("no.such.quota", 1.0, False)]),
+        ],
+        validate_only=False,
+    )
+    resp = _send(admin, alter)
+    codes = [e.error_code for e in resp.entries]
+    assert codes == [0, 0, 42], resp  # INVALID_REQUEST for a key Kafka does not know
+    assert _rates(zk, "/config/users/alice/clients/app") == {"producer_byte_rate": 1048576.0}
+    default_after = {**default_before, "consumer_byte_rate": 2097152.0}
+    assert _rates(zk, "/config/clients/<default>") == default_after
+    assert not zk.exists("/config/users/eve")
+    assert len(zk.get_children("/config/changes")) > changes_before  # brokers are told
+
+    def describe(components: list[tuple[str, int, str | None]], strict: bool = False) -> Any:
+        return _send(admin, DescribeClientQuotasRequest(components=components, strict=strict))
+
+    found = describe([("user", 0, "alice")])
+    assert found.error_code == 0
+    assert [
+        ({e.entity_type: e.entity_name for e in x.entity}, {v.key: v.value for v in x.values})
+        for x in found.entries
+    ] == [({"user": "alice", "client-id": "app"}, {"producer_byte_rate": 1048576.0})]
+    assert describe([("user", 0, "alice")], strict=True).entries == []
+    defaults = describe([("client-id", 1, None)], strict=True)
+    assert [{v.key: v.value for v in x.values} for x in defaults.entries] == [default_after]
+    mixed = describe([("ip", 2, None), ("user", 2, None)])
+    assert mixed.error_code == 42 and "IP filter component" in mixed.error_message
+
+    removed = _send(
+        admin,
+        AlterClientQuotasRequest(
+            entries=[([("user", "alice"), ("client-id", "app")], [("producer_byte_rate", 0.0, True)])],
+            validate_only=False,
+        ),
+    )
+    assert [e.error_code for e in removed.entries] == [0]
+    assert _config(zk, "/config/users/alice/clients/app") == {}
+    assert describe([("user", 0, "alice")]).entries == []
+
+
+def test_scram_and_quotas_through_dual_write(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        ids = sorted(int(b) for b in zk.get_children(P.BROKER_IDS))
+        running = commands.start_controller(
+            zk_connect, str(log_dir), yes=True, broker_wait_timeout=60, session_timeout_ms=60_000
+        )
+        try:
+            service = running.service
+            assert service is not None
+            _register_all(service, ids)
+            assert running.wait_until(lambda r: service.admin is not None, 60), running.error
+            host, port = running.address
+            confluent = confluent_admin.AdminClient(
+                {"bootstrap.servers": f"{host}:{port}", "socket.timeout.ms": 30_000}
+            )
+            _scram(confluent, zk, service)
+            admin = KafkaAdminClient(bootstrap_servers=f"{host}:{port}", request_timeout_ms=30_000)
+            try:
+                _scram_kafka_python(admin, zk, service)
+                _quotas(admin, zk, service)
+            finally:
+                admin.close()
+        finally:
+            result = running.stop()
+        assert result is not None and result.state_after == "DualWriteMetadata"
+        assert_consistent(zk, log_dir)
