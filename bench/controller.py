@@ -90,7 +90,9 @@ def _security(secure: dict[str, str] | None) -> ClientSecurity | None:
     )
 
 
-def _register(address: tuple[str, int], cluster_id: str, ids: list[int]) -> dict[int, int]:
+def _register(
+    address: tuple[str, int], cluster_id: str, ids: list[int], racks: dict[int, str | None]
+) -> dict[int, int]:
     epochs = {}
     for b in ids:
         with ControllerClient(*address, timeout_s=600) as c:
@@ -100,6 +102,7 @@ def _register(address: tuple[str, int], cluster_id: str, ids: list[int]) -> dict
                 uuid.uuid4(),
                 [M.Listener("PLAINTEXT", f"sim{b}", 9092)],
                 [M.Feature("metadata.version", 1, MV)],
+                rack=racks.get(b),
                 is_migrating_zk_broker=True,
             )
             resp = c.register_broker(req)
@@ -234,7 +237,7 @@ def _child(conn: Connection, cluster_id: str, ids: list[int]) -> None:
             if cmd == "stop":
                 return
             if cmd == "register":
-                load.epochs.update(_register(arg, cluster_id, ids))
+                load.epochs.update(_register(arg[0], cluster_id, ids, arg[1]))
                 conn.send(dict(load.epochs))
             elif cmd == "load":  # every broker's epoch (ISR members) and this process's partitions
                 load.epochs.update(arg[0])
@@ -453,7 +456,8 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
         service = running.service
         assert service is not None and running.address is not None
         epochs: dict[int, int] = {}
-        for e in drivers.all("register", [running.address] * len(drivers.pipes)):
+        racks = {b.id: b.rack for b in generated.image.brokers.values()}  # as in their ZK registrations
+        for e in drivers.all("register", [(running.address, racks)] * len(drivers.pipes)):
             epochs.update(e)
         if not running.wait_until(lambda r: service.admin is not None, 1800):
             raise RuntimeError(f"the migration did not reach DualWriteMetadata: {running.error}")
