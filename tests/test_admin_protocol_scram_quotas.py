@@ -1,4 +1,4 @@
-"""SCRAM credentials and client quotas through the controller listener in DualWriteMetadata, with a
+"""SCRAM credentials, client quotas and configs (legacy AlterConfigs, APPEND/SUBTRACT) through the controller listener in DualWriteMetadata, with a
 real ZooKeeper: confluent-kafka's and kafka-python's SCRAM admin calls, and kafka-python's own
 AlterClientQuotas/DescribeClientQuotas messages (neither library has a quota admin call); after each
 step ZooKeeper's `/config/users|clients` holds what a ZK-mode broker reads, with a change notification."""
@@ -12,8 +12,13 @@ from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient
-from kafka.admin import ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
-from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from kafka.admin import (
+    NewTopic,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+from kafka.protocol.admin import AlterClientQuotasRequest, AlterConfigsRequest, DescribeClientQuotasRequest
 from kazoo.client import KazooClient
 from migrate_helpers import assert_consistent, cluster
 from test_admin_protocol import _register_all
@@ -148,7 +153,33 @@ def _quotas(admin: KafkaAdminClient, zk: KazooClient, service: Any) -> None:
     assert describe([("user", 0, "alice")]).entries == []
 
 
-def test_scram_and_quotas_through_dual_write(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
+def _configs(admin: KafkaAdminClient, confluent: Any, zk: KazooClient) -> None:
+    A = confluent_admin
+    admin.create_topics([NewTopic("conf", 1, 1, topic_configs={"retention.ms": "1000"})])
+    # Legacy AlterConfigs, kafka-python's own message (its alter_configs fills in the other dynamic
+    # configs first): the topic's dynamic configs become exactly the request's.
+    legacy = AlterConfigsRequest(resources=[(2, "conf", [("segment.bytes", "1048576")])], validate_only=False)
+    assert [r.error_code for r in _send(admin, legacy).responses] == [0]
+    assert _config(zk, "/config/topics/conf") == {"segment.bytes": "1048576"}
+
+    def incremental(*entries: Any) -> None:
+        res = A.ConfigResource(A.ResourceType.TOPIC, "conf", incremental_configs=list(entries))
+        for f in confluent.incremental_alter_configs([res]).values():
+            f.result(timeout=30)
+
+    op = A.AlterConfigOpType
+    incremental(A.ConfigEntry("cleanup.policy", "compact", incremental_operation=op.APPEND))
+    assert _config(zk, "/config/topics/conf")["cleanup.policy"] == "delete,compact"  # from the default
+    incremental(A.ConfigEntry("cleanup.policy", "delete", incremental_operation=op.SUBTRACT))
+    assert _config(zk, "/config/topics/conf")["cleanup.policy"] == "compact"
+    with pytest.raises(Exception, match="not LIST"):
+        incremental(A.ConfigEntry("retention.ms", "5", incremental_operation=op.APPEND))
+    assert _config(zk, "/config/topics/conf") == {"segment.bytes": "1048576", "cleanup.policy": "compact"}
+
+
+def test_scram_quotas_and_configs_through_dual_write(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
     log_dir = tmp_path / "meta"
     with cluster(zk, zk_connect):
         ids = sorted(int(b) for b in zk.get_children(P.BROKER_IDS))
@@ -169,6 +200,7 @@ def test_scram_and_quotas_through_dual_write(zk: KazooClient, zk_connect: str, t
             try:
                 _scram_kafka_python(admin, zk, service)
                 _quotas(admin, zk, service)
+                _configs(admin, confluent, zk)
             finally:
                 admin.close()
         finally:

@@ -98,7 +98,7 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         return _delete_topics(service, version, request)
     if api_key == 60:
         return _describe_cluster(service, version, request)
-    if api_key in (32, 37, 44):
+    if api_key in (32, 33, 37, 44):
         from migrator.controller import admin_alter_api
 
         return admin_alter_api.handle(service, api_key, version, request)
@@ -121,7 +121,7 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
     """The whole request refused with `code`, each item echoed (Kafka's getErrorResponse)."""
     if api_key == 3:
         return _metadata_response(version, None, [], [])
-    if api_key in (32, 37, 44):
+    if api_key in (32, 33, 37, 44):
         from migrator.controller import admin_alter_api
 
         return admin_alter_api.refuse_all(api_key, version, request, code)
