@@ -319,7 +319,7 @@ class AlterRun:
 
     def line(self) -> str:
         return (
-            f"  {self.label:<34} {self.rate:9.0f} changes/s   p50 {_pct(self.lat, 0.5):7.1f} ms"
+            f"  {self.label:<40} {self.rate:9.0f} changes/s   p50 {_pct(self.lat, 0.5):7.1f} ms"
             f"   p99 {_pct(self.lat, 0.99):7.1f} ms   ({self.changes} changes, {len(self.lat)} requests,"
             f" {self.errors} refused){self.extra}"
         )
@@ -340,6 +340,36 @@ def _run_alter(
     lat = [x for r in res for x in r[2]]
     wall = max(r[3] for r in res)
     return AlterRun(label, changes, errors, wall, lat)
+
+
+def _flush(service: Any) -> str:
+    t0 = time.perf_counter()
+    caught_up = service.flush(600)
+    took = time.perf_counter() - t0
+    return f", ZooKeeper caught up {took:.2f} s after the last reply" + (
+        "" if caught_up else " (NOT in 600 s)"
+    )
+
+
+def _run_create(
+    drivers: Drivers, address: tuple[str, int], names: list[str], args: Any, zk: Any, service: Any
+) -> str:
+    """CreateTopics of `names` one request after the other; then checks ZooKeeper and the log hold them."""
+    from migrator.zk import paths as P
+
+    t0 = time.perf_counter()
+    lat = drivers.one("create", (address, names, args.create_partitions, args.per_request))
+    wall = time.perf_counter() - t0
+    in_zk = set(zk.get_children(P.TOPICS))
+    zk_topics = [n for n in names if n in in_zk]
+    zk_parts = sum(len(json.loads(zk.get(P.topic_path(n))[0])["partitions"]) for n in zk_topics)
+    in_log = sum(1 for n in names if n in service.image.topics)
+    total = len(names) * args.create_partitions
+    return (
+        f"{len(names)} topics x {args.create_partitions} partitions: {wall:.1f} s,"
+        f" {total / wall:.0f} partitions/s, p50 {_pct(lat, 0.5):.1f} ms, p99 {_pct(lat, 0.99):.1f} ms a request;"
+        f" in ZooKeeper {len(zk_topics)} topics / {zk_parts} partitions, in the log {in_log} topics"
+    )
 
 
 def _leaders(image: Any) -> dict[int, list[tuple[Any, ...]]]:
@@ -467,23 +497,23 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
         parts = sum(len(v) for v in leaders.values())
         drivers.all("load", [(epochs, {b: leaders.get(b, []) for b in share}) for share in drivers.ids])
 
-        # 1. dual-write on
+        # 1. dual-write on, the controller as it runs (propagating every change to ZK-mode brokers)
         on = _run_alter(drivers, "dual-write on, PLAINTEXT", running.address, args.batch, args.seconds)
-        t0 = time.perf_counter()
-        caught_up = service.flush(600)
-        on.extra = f", ZooKeeper caught up {time.perf_counter() - t0:.2f} s after the last reply" + (
-            "" if caught_up else " (NOT within 600 s)"
-        )
+        on.extra = _flush(service)
 
         # 2. CreateTopics, one client
         names = [f"bench-new-{i:05d}" for i in range(args.create)]
-        t0 = time.perf_counter()
-        lat = drivers.one("create", (running.address, names, args.create_partitions, args.per_request))
-        create_wall = time.perf_counter() - t0
-        in_zk = set(zk.get_children(P.TOPICS))
-        missing_zk = [n for n in names if n not in in_zk]
-        missing_log = [n for n in names if n not in service.image.topics]
-        parts_zk = sum(len(json.loads(zk.get(P.topic_path(n))[0])["partitions"]) for n in names if n in in_zk)
+        create = _run_create(drivers, running.address, names, args, zk, service)
+
+        # 1b, 2b: the same with propagation to ZK-mode brokers stopped, to show what it costs
+        if service.zk_propagator is not None:
+            service.zk_propagator.stop()
+        on_quiet = _run_alter(
+            drivers, "dual-write on, no ZK-broker propagation", running.address, args.batch, args.seconds
+        )
+        on_quiet.extra = _flush(service)
+        names = [f"bench-quiet-{i:05d}" for i in range(args.create)]
+        create_quiet = _run_create(drivers, running.address, names, args, zk, service)
         config = service.core.config
         epoch = service.epoch
         result = running.stop(120)
@@ -561,6 +591,7 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
             f" {args.batch} partitions a request, {args.seconds:g} s a round"
         )
         print(on.line())
+        print(on_quiet.line())
         off = sorted(offs, key=lambda r: r.rate)[len(offs) // 2]
         sec = sorted(secs, key=lambda r: r.rate)[len(secs) // 2]
         print(off.line())
@@ -570,14 +601,9 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
             f"  dual-write on / off {on.rate / off.rate:.2f}; SASL_SSL + ACLs / PLAINTEXT {sec.rate / off.rate:.2f}"
         )
         print(f"new SASL_SSL/SCRAM-SHA-512 connections: {conns:.1f} /s")
-        total = args.create * args.create_partitions
-        print(
-            f"CreateTopics v7: {args.create} topics x {args.create_partitions} partitions, {args.per_request}"
-            f" a request, one client: {create_wall:.1f} s, {total / create_wall:.0f} partitions/s,"
-            f" p50 {_pct(lat, 0.5):.1f} ms, p99 {_pct(lat, 0.99):.1f} ms per request;"
-            f" in ZooKeeper {args.create - len(missing_zk)} topics / {parts_zk} partitions,"
-            f" in the log {args.create - len(missing_log)} topics"
-        )
+        print(f"CreateTopics v7, one client, {args.per_request} topic(s) a request, RF 3, dual-write on:")
+        print(f"  with ZK-broker propagation     {create}")
+        print(f"  without ZK-broker propagation  {create_quiet}")
     finally:
         if running is not None:
             running.stop(60)
