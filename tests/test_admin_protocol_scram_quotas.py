@@ -18,7 +18,12 @@ from kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
-from kafka.protocol.admin import AlterClientQuotasRequest, AlterConfigsRequest, DescribeClientQuotasRequest
+from kafka.protocol.admin import (
+    AlterClientQuotasRequest,
+    AlterConfigsRequest,
+    DescribeClientQuotasRequest,
+    IncrementalAlterConfigsRequest,
+)
 from kazoo.client import KazooClient
 from migrate_helpers import assert_consistent, cluster
 from test_admin_protocol import _register_all
@@ -175,6 +180,35 @@ def _configs(admin: KafkaAdminClient, confluent: Any, zk: KazooClient) -> None:
     with pytest.raises(Exception, match="not LIST"):
         incremental(A.ConfigEntry("retention.ms", "5", incremental_operation=op.APPEND))
     assert _config(zk, "/config/topics/conf") == {"segment.bytes": "1048576", "cleanup.policy": "compact"}
+
+    # DescribeConfigs: every topic config, from the topic, the cluster-wide broker default or Kafka's default.
+    # the cluster-wide default (empty name), which neither client's alter call names: kafka-python's message
+    default = IncrementalAlterConfigsRequest(
+        resources=[(4, "", [("log.roll.hours", 0, "2")])], validate_only=False
+    )
+    assert [r.error_code for r in _send(admin, default).responses] == [0]
+    assert _config(zk, "/config/brokers/<default>")["log.roll.hours"] == "2"
+    [described] = confluent.describe_configs(
+        [A.ConfigResource(A.ResourceType.TOPIC, "conf")], request_timeout=30
+    ).values()
+    entries = described.result(timeout=30)
+    source = A.ConfigSource
+    assert (entries["segment.bytes"].value, entries["segment.bytes"].source) == (
+        "1048576",
+        source.DYNAMIC_TOPIC_CONFIG.value,
+    )
+    assert (entries["segment.ms"].value, entries["segment.ms"].source) == (
+        "7200000",  # log.roll.hours=2 in milliseconds
+        source.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+    )
+    assert [(s.name, s.value) for s in entries["segment.ms"].synonyms.values()] == [
+        ("log.roll.hours", "2"),
+        ("segment.ms", "604800000"),
+    ]
+    assert (entries["preallocate"].value, entries["preallocate"].source) == (
+        "false",
+        source.DEFAULT_CONFIG.value,
+    )
 
 
 def test_scram_quotas_and_configs_through_dual_write(

@@ -1,7 +1,10 @@
 """CreatePartitions and IncrementalAlterConfigs on the controller listener: each topic or config
 resource becomes one `AdminChange` for the driver's admin path (see `admin_api`), so each is applied
-whole or not at all, durable and carried to ZooKeeper before the answer. DescribeConfigs reads the
-image: the dynamic configs the metadata holds (the controller knows no broker's static file)."""
+whole or not at all, durable and carried to ZooKeeper before the answer; the legacy AlterConfigs
+replaces a resource's dynamic configs. DescribeConfigs reads the image: every topic config Kafka
+knows, resolved from the topic's value, the cluster-wide broker default and Kafka's default
+(`admin_config_defaults`), and a broker's dynamic configs (the controller knows no broker's static
+file)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from migrator.controller.admin_api import (
     kio_module,
     run_change,
 )
+from migrator.controller.admin_config_defaults import CONFIG_TYPES, TOPIC_CONFIGS, resolve_topic_config
 from migrator.migration.admin import AdminChange
 
 __all__ = ["handle", "refuse_all"]
@@ -233,8 +237,17 @@ def _describe_configs(service: Any, version: int, request: Any) -> Any:
                 code, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist"
             else:
                 own = image.configs.get(("TOPIC", name))
-                for k, v in sorted((own.configs if own else {}).items()):
-                    entries.append((k, v, DYNAMIC_TOPIC_CONFIG, [(k, v, DYNAMIC_TOPIC_CONFIG)]))
+                topic = own.configs if own else {}
+                default = image.configs.get(("BROKER", ""))
+                cluster = default.configs if default else {}
+                # Every topic config Kafka knows, resolved; configs Kafka does not know, as set.
+                for k in sorted(set(TOPIC_CONFIGS) | set(topic)):
+                    if k in TOPIC_CONFIGS:
+                        entries.append((k, *resolve_topic_config(k, topic, cluster)))
+                    else:
+                        entries.append(
+                            (k, topic[k], DYNAMIC_TOPIC_CONFIG, [(k, topic[k], DYNAMIC_TOPIC_CONFIG)])
+                        )
         elif kind == BROKER and (name == "" or name.isdigit()):
             own = image.configs.get(("BROKER", name))
             default = image.configs.get(("BROKER", "")) if name else None
@@ -259,7 +272,9 @@ def _describe_configs(service: Any, version: int, request: Any) -> Any:
                     build(m.DescribeConfigsSynonym, name=sn, value=None if _sensitive(sn) else sv, source=ss)
                     for sn, sv, ss in (chain if synonyms else [])
                 ),
-                config_type=0,
+                config_type=CONFIG_TYPES.get(TOPIC_CONFIGS[k][0], 0)
+                if kind == TOPIC and k in TOPIC_CONFIGS
+                else 0,
                 documentation=None,
             )
             for k, v, source, chain in entries
