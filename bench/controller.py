@@ -18,6 +18,10 @@ Starts its own ZooKeeper (zk_fixtures.server), writes a generated ZK-mode cluste
 2. **CreateTopics** on the same controller, one client, one request at a time (``--create`` topics of
    ``--create-partitions`` partitions, RF 3, ``--per-request`` topics a request): answered once in the
    log and in ZooKeeper. Afterwards ZooKeeper's topic znodes and the log's image are checked.
+   Then 1 and 2 again with the controller's propagation to ZooKeeper-mode brokers
+   (`controller.zk_propagator`: LeaderAndIsr/UpdateMetadata after every change) stopped, to show
+   what it costs; the simulated brokers' ZooKeeper registrations name hosts that do not resolve, so
+   the propagator's work is its own (snapshots and diffs of the image), not the brokers'.
 3. **dual-write off**: the migration stops; a ControllerService over the same log (same image, same
    broker registrations, no syncer) serves a PLAINTEXT listener and a SASL_SSL listener
    (SCRAM-SHA-512, StandardAuthorizer; the brokers' principal holds CLUSTER_ACTION). The same load runs
