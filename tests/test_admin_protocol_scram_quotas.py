@@ -1,4 +1,4 @@
-"""SCRAM credentials, client quotas and configs (legacy AlterConfigs, APPEND/SUBTRACT) through the controller listener in DualWriteMetadata, with a
+"""SCRAM credentials, client quotas, configs (legacy AlterConfigs, APPEND/SUBTRACT, described with defaults) and
 real ZooKeeper: confluent-kafka's and kafka-python's SCRAM admin calls, and kafka-python's own
 AlterClientQuotas/DescribeClientQuotas messages (neither library has a quota admin call); after each
 step ZooKeeper's `/config/users|clients` holds what a ZK-mode broker reads, with a change notification."""
@@ -25,7 +25,7 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsRequest,
 )
 from kazoo.client import KazooClient
-from migrate_helpers import assert_consistent, cluster
+from migrate_helpers import SPEC, assert_consistent, cluster
 from test_admin_protocol import _register_all
 
 from migrator import commands
@@ -211,11 +211,33 @@ def _configs(admin: KafkaAdminClient, confluent: Any, zk: KazooClient) -> None:
     )
 
 
-def test_scram_quotas_and_configs_through_dual_write(
+def _reassignments(admin: KafkaAdminClient, service: Any) -> None:
+    moving = {
+        (name, p): part
+        for name, t in service.image.topics.items()
+        for p, part in t.partitions.items()
+        if part.adding_replicas or part.removing_replicas
+    }
+    assert len(moving) == 1
+    [((name, p), part)] = moving.items()
+    listed = admin.list_partition_reassignments()
+    assert {(tp.topic, tp.partition): v for tp, v in listed.items()} == {
+        (name, p): {
+            "replicas": part.replicas,
+            "adding_replicas": part.adding_replicas,
+            "removing_replicas": part.removing_replicas,
+        }
+    }
+    other = next(n for n in service.image.topics if n != name)
+    assert admin.list_partition_reassignments({other: [0], "no-such-topic": [0]}) == {}
+
+
+def test_scram_quotas_configs_and_reassignments_through_dual_write(
     zk: KazooClient, zk_connect: str, tmp_path: Path
 ) -> None:
     log_dir = tmp_path / "meta"
-    with cluster(zk, zk_connect):
+    # One reassignment in flight (adding/removing replicas on its topic znode) for ListPartitionReassignments.
+    with cluster(zk, zk_connect, SPEC.model_copy(update={"reassignments": 1, "pending_deletions": 0})):
         ids = sorted(int(b) for b in zk.get_children(P.BROKER_IDS))
         running = commands.start_controller(
             zk_connect, str(log_dir), yes=True, broker_wait_timeout=60, session_timeout_ms=60_000
@@ -235,6 +257,7 @@ def test_scram_quotas_and_configs_through_dual_write(
                 _scram_kafka_python(admin, zk, service)
                 _quotas(admin, zk, service)
                 _configs(admin, confluent, zk)
+                _reassignments(admin, service)
             finally:
                 admin.close()
         finally:

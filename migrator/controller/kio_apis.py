@@ -32,6 +32,7 @@ NATIVE: dict[int, NativeApi] = {
     33: NativeApi("alter_configs", "AlterConfigs", 0, 2, 2),
     37: NativeApi("create_partitions", "CreatePartitions", 0, 3, 2),
     44: NativeApi("incremental_alter_configs", "IncrementalAlterConfigs", 0, 1, 1),
+    46: NativeApi("list_partition_reassignments", "ListPartitionReassignments", 0, 0, 0),
     48: NativeApi("describe_client_quotas", "DescribeClientQuotas", 0, 1, 1),
     49: NativeApi("alter_client_quotas", "AlterClientQuotas", 0, 1, 1),
     50: NativeApi("describe_user_scram_credentials", "DescribeUserScramCredentials", 0, 0, 0),
