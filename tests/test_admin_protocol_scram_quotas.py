@@ -1,7 +1,8 @@
-"""SCRAM credentials, client quotas, configs (legacy AlterConfigs, APPEND/SUBTRACT, described with defaults) and
-real ZooKeeper: confluent-kafka's and kafka-python's SCRAM admin calls, and kafka-python's own
-AlterClientQuotas/DescribeClientQuotas messages (neither library has a quota admin call); after each
-step ZooKeeper's `/config/users|clients` holds what a ZK-mode broker reads, with a change notification."""
+"""SCRAM credentials, client quotas, configs (legacy AlterConfigs, APPEND/SUBTRACT, DescribeConfigs with
+defaults) and reassignments through the controller listener in DualWriteMetadata, with a real ZooKeeper:
+confluent-kafka's and kafka-python's admin calls, and kafka-python's own messages where neither library
+has a call (quotas, the cluster-wide config default, the legacy AlterConfigs); after each change
+ZooKeeper's `/config/...` holds what a ZK-mode broker reads, with a change notification."""
 
 from __future__ import annotations
 
