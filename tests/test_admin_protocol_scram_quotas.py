@@ -30,9 +30,11 @@ from migrate_helpers import SPEC, assert_consistent, cluster
 from test_admin_protocol import _register_all
 
 from migrator import commands
+from migrator.controller import core
 from migrator.controller.scram_server import scram_credential
 from migrator.zk import paths as P
 
+confluent_kafka = pytest.importorskip("confluent_kafka")
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
 
 pytestmark = pytest.mark.zk
@@ -233,7 +235,55 @@ def _reassignments(admin: KafkaAdminClient, service: Any) -> None:
     assert admin.list_partition_reassignments({other: [0], "no-such-topic": [0]}) == {}
 
 
-def test_scram_quotas_configs_and_reassignments_through_dual_write(
+def _elections(admin: KafkaAdminClient, confluent: Any, zk: KazooClient, service: Any) -> None:
+    """Preferred election after the preferred leader was fenced, unfenced and re-added to the ISR."""
+    image = service.image
+    name, p = next(
+        (n, part)
+        for n, t in sorted(image.topics.items())
+        for part in t.partitions.values()
+        if len(part.replicas) >= 2 and part.leader == part.replicas[0] and set(part.replicas) <= set(part.isr)
+    )
+    a = p.replicas[0]
+    epoch_of = {b.id: b.broker_epoch for b in image.brokers.values()}
+    fenced = service.heartbeat(core.Heartbeat(a, epoch_of[a], service.log.end_offset, want_fence=True))
+    assert fenced.error == 0 and service.image.topics[name].partitions[p.partition].leader != a
+    # Each step reaches ZooKeeper before the next: changes of one partition coalesced into one write
+    # leave its znode version (ZooKeeper's partition epoch) behind the log's (noted in the report).
+    assert service.flush(30)
+
+    def codes(election: int) -> list[int]:
+        resp = admin.elect_leaders(election, {name: [p.partition]}, raise_errors=False)
+        return [r.error_code for t in resp.replica_election_results for r in t.partition_result]
+
+    assert codes(0) == [80]  # PREFERRED_LEADER_NOT_AVAILABLE: fenced, out of the ISR
+    assert service.heartbeat(core.Heartbeat(a, epoch_of[a], service.log.end_offset)).error == 0
+    now = service.image.topics[name].partitions[p.partition]
+    members = tuple(core.IsrMember(r, epoch_of[r]) for r in [*now.isr, a])
+    alter = core.AlterPartition(
+        now.leader,
+        epoch_of[now.leader],
+        (
+            core.TopicAlter(
+                None,
+                service.image.topics[name].topic_id,
+                (core.PartitionAlter(p.partition, now.leader_epoch, members, now.partition_epoch),),
+            ),
+        ),
+    )
+    assert service.alter_partition(alter).error == 0
+    assert service.flush(30)
+    assert codes(0) == [0]
+    assert service.image.topics[name].partitions[p.partition].leader == a
+    assert service.flush(30)  # ZooKeeper is written behind the reply
+    assert json.loads(zk.get(P.partition_state_path(name, p.partition))[0])["leader"] == a
+    assert codes(0) == [84]  # ELECTION_NOT_NEEDED
+    tp = confluent_kafka.TopicPartition(name, p.partition)
+    unclean = confluent.elect_leaders(confluent_kafka.ElectionType.UNCLEAN, [tp]).result(timeout=30)
+    assert "ELECTION_NOT_NEEDED" in str(unclean[tp]) or "not needed" in str(unclean[tp]).lower()
+
+
+def test_scram_quotas_configs_reassignments_and_elections_through_dual_write(
     zk: KazooClient, zk_connect: str, tmp_path: Path
 ) -> None:
     log_dir = tmp_path / "meta"
@@ -259,6 +309,7 @@ def test_scram_quotas_configs_and_reassignments_through_dual_write(
                 _quotas(admin, zk, service)
                 _configs(admin, confluent, zk)
                 _reassignments(admin, service)
+                _elections(admin, confluent, zk, service)
             finally:
                 admin.close()
         finally:

@@ -106,6 +106,10 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         from migrator.controller import admin_acls_api
 
         return admin_acls_api.handle(service, api_key, version, request)
+    if api_key == 43:
+        from migrator.controller import admin_elect_api
+
+        return admin_elect_api.handle(service, api_key, version, request)
     if api_key == 46:
         from migrator.controller import admin_reassign_api
 
@@ -133,6 +137,10 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
         from migrator.controller import admin_acls_api
 
         return admin_acls_api.refuse_all(api_key, version, request, code)
+    if api_key == 43:
+        from migrator.controller import admin_elect_api
+
+        return admin_elect_api.refuse_all(api_key, version, request, code)
     if api_key == 46:
         from migrator.controller import admin_reassign_api
 

@@ -31,6 +31,7 @@ NATIVE: dict[int, NativeApi] = {
     32: NativeApi("describe_configs", "DescribeConfigs", 1, 4, 4),
     33: NativeApi("alter_configs", "AlterConfigs", 0, 2, 2),
     37: NativeApi("create_partitions", "CreatePartitions", 0, 3, 2),
+    43: NativeApi("elect_leaders", "ElectLeaders", 0, 2, 2),
     44: NativeApi("incremental_alter_configs", "IncrementalAlterConfigs", 0, 1, 1),
     46: NativeApi("list_partition_reassignments", "ListPartitionReassignments", 0, 0, 0),
     48: NativeApi("describe_client_quotas", "DescribeClientQuotas", 0, 1, 1),
