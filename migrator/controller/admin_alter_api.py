@@ -1,7 +1,10 @@
 """CreatePartitions and IncrementalAlterConfigs on the controller listener: each topic or config
 resource becomes one `AdminChange` for the driver's admin path (see `admin_api`), so each is applied
-whole or not at all, durable and carried to ZooKeeper before the answer. DescribeConfigs reads the
-image: the dynamic configs the metadata holds (the controller knows no broker's static file)."""
+whole or not at all, durable and carried to ZooKeeper before the answer; the legacy AlterConfigs
+replaces a resource's dynamic configs. DescribeConfigs reads the image: every topic config Kafka
+knows, resolved from the topic's value, the cluster-wide broker default and Kafka's default
+(`admin_config_defaults`), and a broker's dynamic configs (the controller knows no broker's static
+file)."""
 
 from __future__ import annotations
 
@@ -20,13 +23,14 @@ from migrator.controller.admin_api import (
     kio_module,
     run_change,
 )
+from migrator.controller.admin_config_defaults import CONFIG_TYPES, TOPIC_CONFIGS, resolve_topic_config
 from migrator.migration.admin import AdminChange
 from migrator.secrets import is_secret_config
 
 __all__ = ["handle", "refuse_all"]
 
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
-SET, DELETE = 0, 1  # AlterConfigOp.OpType (APPEND 2 and SUBTRACT 3 are refused)
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp.OpType
 
 
 def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
@@ -38,7 +42,9 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         return _create_partitions(apply, version, request, validate_only)
     if api_key == 32:
         return _describe_configs(service, version, request)
-    return _alter_configs(apply, version, request, validate_only)
+    if api_key == 33:
+        return _legacy_alter_configs(service, apply, version, request, validate_only)
+    return _alter_configs(service, apply, version, request, validate_only)
 
 
 def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
@@ -59,7 +65,7 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
     if api_key == 37:
         return _partitions_response(version, [(t.name, code, None) for t in getattr(request, "topics", ())])
     items = [(r.resource_type, r.resource_name, code, None) for r in getattr(request, "resources", ())]
-    return _configs_response(version, items)
+    return _configs_response(version, items, api_key)
 
 
 # --- CreatePartitions -------------------------------------------------------------------------------
@@ -94,7 +100,7 @@ def _partitions_response(version: int, results: list[tuple[str, int, str | None]
 # --- IncrementalAlterConfigs ------------------------------------------------------------------------
 
 
-def _alter_configs(apply: Any, version: int, request: Any, validate_only: bool) -> Any:
+def _alter_configs(service: Any, apply: Any, version: int, request: Any, validate_only: bool) -> Any:
     counts = Counter((int(r.resource_type), r.resource_name) for r in request.resources)
     out: list[tuple[int, str, int, str | None]] = []
     for r in request.resources:
@@ -102,34 +108,97 @@ def _alter_configs(apply: Any, version: int, request: Any, validate_only: bool) 
         if counts[(kind, name)] > 1:
             out.append((kind, name, INVALID_REQUEST, "Duplicate resource."))
             continue
-        out.append((kind, name, *_alter_one(apply, kind, name, r.configs, validate_only)))
-    return _configs_response(version, out)
+        current = _current(service, kind, name)
+        try:
+            sets, deletes = _incremental(kind, current, r.configs)
+        except ValueError as e:
+            out.append((kind, name, INVALID_CONFIG, str(e)))
+            continue
+        out.append((kind, name, *_alter_one(service, apply, kind, name, sets, deletes, validate_only)))
+    return _configs_response(version, out, 44)
 
 
-def _alter_one(apply: Any, kind: int, name: str, configs: Any, validate_only: bool) -> tuple[int, str | None]:
+def _legacy_alter_configs(service: Any, apply: Any, version: int, request: Any, validate_only: bool) -> Any:
+    """AlterConfigs (33): the resource's dynamic configs become exactly the request's; the rest are removed."""
+    counts = Counter((int(r.resource_type), r.resource_name) for r in request.resources)
+    out: list[tuple[int, str, int, str | None]] = []
+    for r in request.resources:
+        kind, name = int(r.resource_type), r.resource_name
+        if counts[(kind, name)] > 1:
+            out.append((kind, name, INVALID_REQUEST, "Duplicate resource."))
+            continue
+        sets = {c.name: c.value for c in r.configs if c.value is not None}
+        deletes = [k for k in _current(service, kind, name) if k not in sets]
+        out.append((kind, name, *_alter_one(service, apply, kind, name, sets, deletes, validate_only)))
+    return _configs_response(version, out, 33)
+
+
+#: Kafka's LIST-typed configs APPEND and SUBTRACT work on, with their defaults (the value they start from).
+_LISTS = {
+    "cleanup.policy": "delete",
+    "log.cleanup.policy": "delete",
+    "follower.replication.throttled.replicas": "",
+    "leader.replication.throttled.replicas": "",
+}
+
+
+def _current(service: Any, kind: int, name: str) -> dict[str, str]:
+    own = service.image.configs.get(("TOPIC" if kind == TOPIC else "BROKER", name))
+    return dict(own.configs) if own else {}
+
+
+def _incremental(kind: int, current: dict[str, str], configs: Any) -> tuple[dict[str, str], list[str]]:
+    """Kafka's ConfigurationControlManager: SET/DELETE as given; APPEND/SUBTRACT only on LIST configs,
+    on the dynamic value (or the default), items kept in order and not repeated."""
     sets: dict[str, str] = {}
     deletes: list[str] = []
     for c in configs:
         op = int(c.config_operation)
         if op == SET and c.value is not None:
             sets[c.name] = c.value
-        elif op == DELETE or op == SET:
+        elif op in (SET, DELETE):
             deletes.append(c.name)
+        elif op in (APPEND, SUBTRACT):
+            verb = "APPEND" if op == APPEND else "SUBTRACT"
+            if c.name not in _LISTS:
+                raise ValueError(f"Can't {verb} to key {c.name} because its type is not LIST.")
+            old = sets.get(c.name, current.get(c.name, _LISTS[c.name]))
+            items = [x for x in old.split(",") if x]
+            for value in (c.value or "").split(","):
+                if op == APPEND and value not in items:
+                    items.append(value)
+                elif op == SUBTRACT and value in items:
+                    items.remove(value)
+            sets[c.name] = ",".join(items)
         else:
-            return INVALID_CONFIG, f"config {c.name}: APPEND and SUBTRACT are not taken by zk2kraft yet"
+            raise ValueError(f"Unknown operation {op} for config {c.name}")
+    return sets, deletes
+
+
+def _alter_one(
+    service: Any,
+    apply: Any,
+    kind: int,
+    name: str,
+    sets: dict[str, str],
+    deletes: list[str],
+    validate_only: bool,
+) -> tuple[int, str | None]:
     if kind == TOPIC:
         change = AdminChange(kind="alter-topic-config", topic=name, configs=sets, delete_configs=deletes)
     elif kind == BROKER:
         change = AdminChange(kind="alter-broker-config", broker=name, configs=sets, delete_configs=deletes)
     else:
         return INVALID_REQUEST, f"Unexpected resource type {kind}"
+    if not sets and not deletes and (kind != TOPIC or name in service.image.topics):
+        return E.NONE, None  # nothing to change (Kafka appends no record either)
     return run_change(apply, change, validate_only)
 
 
-def _configs_response(version: int, results: list[tuple[int, str, int, str | None]]) -> Any:
-    m = kio_module(44, version, "response")
+def _configs_response(version: int, results: list[tuple[int, str, int, str | None]], api_key: int) -> Any:
+    m = kio_module(api_key, version, "response")
     return build(
-        m.IncrementalAlterConfigsResponse,
+        m.IncrementalAlterConfigsResponse if api_key == 44 else m.AlterConfigsResponse,
         throttle_time=ZERO,
         responses=tuple(
             build(
@@ -164,8 +233,17 @@ def _describe_configs(service: Any, version: int, request: Any) -> Any:
                 code, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist"
             else:
                 own = image.configs.get(("TOPIC", name))
-                for k, v in sorted((own.configs if own else {}).items()):
-                    entries.append((k, v, DYNAMIC_TOPIC_CONFIG, [(k, v, DYNAMIC_TOPIC_CONFIG)]))
+                topic = own.configs if own else {}
+                default = image.configs.get(("BROKER", ""))
+                cluster = default.configs if default else {}
+                # Every topic config Kafka knows, resolved; configs Kafka does not know, as set.
+                for k in sorted(set(TOPIC_CONFIGS) | set(topic)):
+                    if k in TOPIC_CONFIGS:
+                        entries.append((k, *resolve_topic_config(k, topic, cluster)))
+                    else:
+                        entries.append(
+                            (k, topic[k], DYNAMIC_TOPIC_CONFIG, [(k, topic[k], DYNAMIC_TOPIC_CONFIG)])
+                        )
         elif kind == BROKER and (name == "" or name.isdigit()):
             own = image.configs.get(("BROKER", name))
             default = image.configs.get(("BROKER", "")) if name else None
@@ -190,7 +268,9 @@ def _describe_configs(service: Any, version: int, request: Any) -> Any:
                     build(m.DescribeConfigsSynonym, name=sn, value=None if _sensitive(sn) else sv, source=ss)
                     for sn, sv, ss in (chain if synonyms else [])
                 ),
-                config_type=0,
+                config_type=CONFIG_TYPES.get(TOPIC_CONFIGS[k][0], 0)
+                if kind == TOPIC and k in TOPIC_CONFIGS
+                else 0,
                 documentation=None,
             )
             for k, v, source, chain in entries

@@ -98,7 +98,7 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         return _delete_topics(service, version, request)
     if api_key == 60:
         return _describe_cluster(service, version, request)
-    if api_key in (32, 37, 44):
+    if api_key in (32, 33, 37, 44):
         from migrator.controller import admin_alter_api
 
         return admin_alter_api.handle(service, api_key, version, request)
@@ -106,6 +106,22 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         from migrator.controller import admin_acls_api
 
         return admin_acls_api.handle(service, api_key, version, request)
+    if api_key == 43:
+        from migrator.controller import admin_elect_api
+
+        return admin_elect_api.handle(service, api_key, version, request)
+    if api_key == 46:
+        from migrator.controller import admin_reassign_api
+
+        return admin_reassign_api.handle(service, api_key, version, request)
+    if api_key in (48, 49):
+        from migrator.controller import admin_quotas_api
+
+        return admin_quotas_api.handle(service, api_key, version, request)
+    if api_key in (50, 51):
+        from migrator.controller import admin_scram_api
+
+        return admin_scram_api.handle(service, api_key, version, request)
     raise ValueError(f"apiKey {api_key} is not an admin API")
 
 
@@ -113,7 +129,7 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
     """The whole request refused with `code`, each item echoed (Kafka's getErrorResponse)."""
     if api_key == 3:
         return _metadata_response(version, None, [], [])
-    if api_key in (32, 37, 44):
+    if api_key in (32, 33, 37, 44):
         from migrator.controller import admin_alter_api
 
         return admin_alter_api.refuse_all(api_key, version, request, code)
@@ -121,6 +137,22 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
         from migrator.controller import admin_acls_api
 
         return admin_acls_api.refuse_all(api_key, version, request, code)
+    if api_key == 43:
+        from migrator.controller import admin_elect_api
+
+        return admin_elect_api.refuse_all(api_key, version, request, code)
+    if api_key == 46:
+        from migrator.controller import admin_reassign_api
+
+        return admin_reassign_api.refuse_all(api_key, version, request, code)
+    if api_key in (48, 49):
+        from migrator.controller import admin_quotas_api
+
+        return admin_quotas_api.refuse_all(api_key, version, request, code)
+    if api_key in (50, 51):
+        from migrator.controller import admin_scram_api
+
+        return admin_scram_api.refuse_all(api_key, version, request, code)
     if api_key == 60:
         m = kio_module(60, version, "response")
         return build(

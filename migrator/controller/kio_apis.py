@@ -29,6 +29,13 @@ NATIVE: dict[int, NativeApi] = {
     31: NativeApi("delete_acls", "DeleteAcls", 1, 3, 2),
     60: NativeApi("describe_cluster", "DescribeCluster", 0, 1, 0),
     32: NativeApi("describe_configs", "DescribeConfigs", 1, 4, 4),
+    33: NativeApi("alter_configs", "AlterConfigs", 0, 2, 2),
     37: NativeApi("create_partitions", "CreatePartitions", 0, 3, 2),
+    43: NativeApi("elect_leaders", "ElectLeaders", 0, 2, 2),
     44: NativeApi("incremental_alter_configs", "IncrementalAlterConfigs", 0, 1, 1),
+    46: NativeApi("list_partition_reassignments", "ListPartitionReassignments", 0, 0, 0),
+    48: NativeApi("describe_client_quotas", "DescribeClientQuotas", 0, 1, 1),
+    49: NativeApi("alter_client_quotas", "AlterClientQuotas", 0, 1, 1),
+    50: NativeApi("describe_user_scram_credentials", "DescribeUserScramCredentials", 0, 0, 0),
+    51: NativeApi("alter_user_scram_credentials", "AlterUserScramCredentials", 0, 0, 0),
 }

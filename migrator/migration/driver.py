@@ -1085,6 +1085,7 @@ class _Controller:
         assert facts.log.replay is not None
         # With a protocol service running, its image is the one image: admin changes replay into it.
         self.builder = service.builder if service is not None else ImageBuilder(facts.log.replay)
+        self.service = service
 
     @property
     def image(self) -> ClusterImage:
@@ -1094,9 +1095,19 @@ class _Controller:
         """Validate, append, sync: the one way an admin change enters the migration (the inbox's and
         the protocol's, `controller.admin_api`). `validate_only`: validate and stop there."""
         needs_brokers = change.kind in ("create-topic", "add-partitions", "alter-broker-config")
-        brokers = (
-            _live_brokers(self.client, gather_zk(self.client).registered_brokers) if needs_brokers else {}
-        )
+        if self.service is not None and change.kind != "alter-broker-config":
+            # The live ZooKeeper brokers (ids refreshed by the follow loop) and unfenced KRaft brokers,
+            # racks from their registrations: no ZooKeeper read per broker per topic (issue 13's bench).
+            zk_ids = self.service.core.zk_broker_ids
+            regs = self.image.brokers
+            brokers = {i: regs[i].rack if i in regs else None for i in zk_ids}
+            brokers.update(
+                {b.id: b.rack for b in regs.values() if not b.fenced and not b.is_migrating_zk_broker}
+            )
+        else:
+            brokers = (
+                _live_brokers(self.client, gather_zk(self.client).registered_brokers) if needs_brokers else {}
+            )
         planned = plan_change(change, self.image, brokers)
         if planned.noop:
             return AdminReply(ok=True, message=planned.summary, follower_pid=os.getpid())
