@@ -13,6 +13,10 @@ own). Side by side in the same run:
   long poll       every observer parked at the end; the controller appends one record; the time from
                   before the append (fsync included) to each observer's response, over --rounds rounds.
 
+Each measurement runs twice, side by side: the leader reading with Kafka's offset index
+(`migrator.kraft.offset_index`, what the controller uses) and with the old scan of the fetch offset's
+segment from its first batch (``LogView(indexed=False)``, the baseline).
+
 Usage: .venv/bin/python bench/raft_fetch.py [--records N] [--observers K] [--rounds R]
 """
 
@@ -67,9 +71,11 @@ def build_log(path: str, n: int) -> None:
     log.close()
 
 
-def serve(path: str) -> None:
-    """The child: a controller listener over the log; appends one record per line on stdin."""
-    from migrator.controller.listener_runtime import start_server
+def serve(path: str, indexed: bool) -> None:
+    """The child: a controller listener (Raft leader) over the log; appends one record per stdin line."""
+    from migrator.controller.listener_config import connection_limits, default_properties
+    from migrator.controller.raft_leader import RAFT_VERSIONS, RaftLeader
+    from migrator.controller.server import ControllerServer
 
     log = MetadataLog.open(path, writable=True, cluster_id=CLUSTER, node_id=NODE, retention=NO_SNAPSHOTS)
 
@@ -84,7 +90,9 @@ def serve(path: str) -> None:
         def handle(self, *a: object) -> None:
             raise RuntimeError("Raft only")
 
-    server = start_server(Handler(), "127.0.0.1:0")
+    server = ControllerServer(Handler(), "127.0.0.1", 0, **connection_limits(default_properties()))
+    server.attach_raft(RaftLeader(log, NODE, CLUSTER, lambda: 1, indexed=indexed), RAFT_VERSIONS)
+    server.start()
     print(server.address[1], flush=True)
     i = 0
     for _line in sys.stdin:
@@ -92,7 +100,7 @@ def serve(path: str) -> None:
         log.append([record("ConfigRecord", 0, ResourceType=2, ResourceName="x", Name=f"n{i}", Value="v")], 1)
         i += 1
         print(f"{t0:.9f}", flush=True)
-    server.stop()
+    server.close()
     log.close()
 
 
@@ -173,15 +181,64 @@ def catch_up(observers: list[Observer], end: int) -> float:
     return time.perf_counter() - t
 
 
+def measure(d: str, end: int, observers: int, rounds: int, indexed: bool) -> tuple[float, float, list[float]]:
+    """(1-observer records/s, aggregate records/s, long-poll lags in s) against one leader child."""
+    mode = "index" if indexed else "scan"
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", d, "--mode", mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    port = int(child.stdout.readline())
+    lags: list[float] = []
+    try:
+        one = end / catch_up([Observer(port, 1)], end)
+        many = [Observer(port, 10 + i) for i in range(observers)]
+        agg = end * len(many) / catch_up(many, end)
+        for _ in range(rounds):
+            got: list[float] = []
+            lock = threading.Lock()
+
+            def poll(o: Observer, got: list[float] = got, lock: threading.Lock = lock) -> None:
+                while o.fetch(10_000) == 0:
+                    pass
+                with lock:
+                    got.append(time.monotonic())
+
+            threads = [threading.Thread(target=poll, args=(o,)) for o in many]
+            for th in threads:
+                th.start()
+            time.sleep(0.3)  # let every observer park in its long poll
+            child.stdin.write("append\n")
+            child.stdin.flush()
+            t0 = float(child.stdout.readline())
+            for th in threads:
+                th.join()
+            lags += [x - t0 for x in got]
+        for o in many:
+            o.sock.close()
+    finally:
+        child.stdin.close()
+        child.wait(60)
+    return one, agg, sorted(lags)
+
+
+def _pct(lags: list[float], q: float) -> float:
+    return lags[min(len(lags) - 1, int(len(lags) * q))] * 1000
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--observers", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--serve")
+    ap.add_argument("--mode", choices=("index", "scan"), default="index")
     args = ap.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.mode == "index")
         return 0
     with tempfile.TemporaryDirectory() as d:
         t = time.perf_counter()
@@ -193,52 +250,29 @@ def main() -> int:
         nbytes = sum(len(b.raw()) for b in ro.batches(0, verify_crc=False))
         direct = end / (time.perf_counter() - t)
         ro.close()
-        child = subprocess.Popen(
-            [sys.executable, __file__, "--serve", d], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert child.stdout is not None and child.stdin is not None
-        port = int(child.stdout.readline())
-        try:
-            one = end / catch_up([Observer(port, 1)], end)
-            many = [Observer(port, 10 + i) for i in range(args.observers)]
-            agg = end * len(many) / catch_up(many, end)
-            lags: list[float] = []
-            for _ in range(args.rounds):
-                got: list[float] = []
-                lock = threading.Lock()
-
-                def poll(o: Observer, got: list[float] = got, lock: threading.Lock = lock) -> None:
-                    while o.fetch(10_000) == 0:
-                        pass
-                    with lock:
-                        got.append(time.monotonic())
-
-                threads = [threading.Thread(target=poll, args=(o,)) for o in many]
-                for th in threads:
-                    th.start()
-                time.sleep(0.3)  # let every observer park in its long poll
-                child.stdin.write("append\n")
-                child.stdin.flush()
-                t0 = float(child.stdout.readline())
-                for th in threads:
-                    th.join()
-                lags += [x - t0 for x in got]
-        finally:
-            child.stdin.close()
-            child.wait(30)
-        lags.sort()
-        p50 = statistics.median(lags) * 1000
-        p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))] * 1000
-        print(f"{'':24}{'records/s':>14}{'vs direct':>11}")
+        results = {
+            mode: measure(d, end, args.observers, args.rounds, mode == "index") for mode in ("scan", "index")
+        }
+        k = args.observers
+        print(f"{'':34}{'records/s':>14}{'vs direct':>11}")
         print(
-            f"{'direct read (baseline)':24}{direct:>14,.0f}{1.0:>10.2f}x   ({nbytes / end:.1f} bytes/record)"
+            f"{'direct read (baseline)':34}{direct:>14,.0f}{1.0:>10.2f}x   ({nbytes / end:.1f} bytes/record)"
         )
-        print(f"{'1 observer':24}{one:>14,.0f}{one / direct:>10.2f}x")
-        print(f"{f'{len(many)} observers, total':24}{agg:>14,.0f}{agg / direct:>10.2f}x")
+        for mode, label in (("scan", "no index (segment scan)"), ("index", "offset index")):
+            one, agg, _ = results[mode]
+            print(f"{f'1 observer, {label}':34}{one:>14,.0f}{one / direct:>10.2f}x")
+            print(f"{f'{k} observers total, {label}':34}{agg:>14,.0f}{agg / direct:>10.2f}x")
         print(
-            f"long poll, {len(many)} observers x {args.rounds} rounds: p50 {p50:.1f} ms, p99 {p99:.1f} ms "
-            "(from before the append's fsync to each observer's response)"
+            f"long poll, {k} observers x {args.rounds} rounds (from before the append's fsync to each response):"
         )
+        for mode, label in (("scan", "no index (segment scan)"), ("index", "offset index")):
+            lags = results[mode][2]
+            print(
+                f"  {label:26} p50 {statistics.median(lags) * 1000:7.1f} ms   p99 {_pct(lags, 0.99):7.1f} ms"
+                f"   max {lags[-1] * 1000:7.1f} ms"
+            )
+        base, new = results["scan"][2], results["index"][2]
+        print(f"  p99 ratio scan / index: {_pct(base, 0.99) / max(_pct(new, 0.99), 1e-3):.1f}x")
     return 0
 
 

@@ -102,8 +102,9 @@ class RaftLeader:
         node_id: int,
         cluster_id: str | None = None,
         epoch: Callable[[], int] | None = None,
+        indexed: bool = True,
     ) -> None:
-        self.view = LogView(metadata_log)
+        self.view = LogView(metadata_log, indexed)
         self.node_id = node_id
         self.cluster_id = cluster_id
         self._epoch = epoch or (lambda: max(metadata_log.latest_epoch, 0))
