@@ -130,7 +130,7 @@ class LogView:
 
     # -- Kafka's checks -----------------------------------------------------------------------------
 
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+    def end_offset_for_epoch(self, epoch: int, snaps: list[SnapshotId] | None = None) -> tuple[int, int]:
         """(end offset, epoch) as KafkaMetadataLog.endOffsetForEpoch answers from the epoch cache."""
         log = self.log
         epochs = log.leader_epochs
@@ -143,7 +143,7 @@ class LogView:
             if higher is not None:
                 floor = [(e, s) for e, s in epochs if e <= epoch]
                 found = (higher[1], floor[-1][0] if floor else epoch)
-        snaps = self.snapshots()
+        snaps = self.snapshots() if snaps is None else snaps
         earliest = next((s for s in snaps if s.end_offset >= log.log_start_offset), None)
         if found is not None:
             if earliest is not None and found == (earliest.end_offset, epoch):
@@ -165,7 +165,7 @@ class LogView:
             offset < start or (offset == start and epoch != earliest.epoch) or epoch < earliest.epoch
         ):
             return Verdict("snapshot", snaps[-1].end_offset, snaps[-1].epoch)
-        end, end_epoch = self.end_offset_for_epoch(epoch)
+        end, end_epoch = self.end_offset_for_epoch(epoch, snaps)
         if end_epoch != epoch or end < offset:
             return Verdict("diverging", end, end_epoch)
         return Verdict("valid", offset, epoch)
