@@ -113,6 +113,7 @@ class RaftLeader:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.fetches = 0
+        self._warned_own_id = False
         # Encoded Fetch response bodies by everything they depend on: the observers one append wakes
         # all ask for the same (offset, epoch) and get the same bytes, encoded once (kio's encoder was
         # most of a woken fetch's cost). Bounded: cleared when full.
@@ -257,7 +258,9 @@ class RaftLeader:
         if replica_id == self.node_id:
             # LeaderState.updateReplicaState: a remote replica with the leader's own id is an
             # IllegalStateException, answered as UNKNOWN_SERVER_ERROR by tryCompleteFetchRequest
-            log.warning("a Fetch claims to come from this leader's own id %d", replica_id)
+            if not self._warned_own_id:  # once: a flood of these must not flood the log too
+                self._warned_own_id = True
+                log.warning("a Fetch claims to come from this leader's own id %d", replica_id)
             return response(E.NONE, (partition(E.UNKNOWN_SERVER_ERROR),))
         max_bytes = max(1, min(int(req.max_bytes), int(fp.partition_max_bytes)))
         deadline = time.monotonic() + max_wait_ms / 1000
