@@ -69,9 +69,10 @@ def test_prepare_leaves_what_kafkas_controller_starts_from(tmp_path) -> None:
         before = handover.check(tmp_path)
         assert [f.verdict for f in before.refused] == ["refuse"], before.findings
         assert "aborted transaction" in before.refused[0].message
+        done = handover.prepare(log)  # puts the aborted copy below the log start, as the copy's commit does
+        assert any("aborted transactions put below the log start" in d for d in done), done
         end, epoch = log.end_offset, log.latest_epoch
-        done = handover.prepare(log)
-        assert any("snapshot at the log end" in d for d in done)
+        assert any("latest snapshot at the log end" in d for d in done)
     finally:
         log.close()
     after = handover.check(tmp_path)
@@ -84,10 +85,14 @@ def test_prepare_leaves_what_kafkas_controller_starts_from(tmp_path) -> None:
     qs = files["quorum_state"]
     assert qs["data_version"] == 0 and qs["leaderId"] == NODE and qs["leaderEpoch"] == epoch
     assert qs["votedId"] == -1 and qs["currentVoters"] == [{"voterId": NODE}]
-    # the latest (only) snapshot at the end, the only segment starting there: Kafka's log start
-    assert files["snapshots"] == [f"{end:020d}-{epoch:010d}.checkpoint"]
-    assert files["segments"] == [f"{end:020d}.log"]
-    assert files["epochs"] == [(epoch, end)]
+    # the latest snapshot at the end; the first segment (Kafka's log start) starts past the aborted copy
+    assert files["snapshots"][-1] == f"{end:020d}-{epoch:010d}.checkpoint"
+    assert files["segments"][0] >= files["snapshots"][0].split("-")[0]
+    with MetadataLog.open(tmp_path) as ro:
+        # what Kafka keeps of the checkpoint (LeaderEpochFileCache.truncateFromEnd) is the batches' epochs
+        assert ro.leader_epochs == [e for e in files["epochs"] if e[1] < end]
+        first = int(files["segments"][0].split(".")[0])
+        assert not any(getattr(r, "name", "") == "AbortTransactionRecord" for _o, _e, r in ro.read(first))
     assert "partition.metadata" in files["others"] and not any(
         ".part" in n or "deleted" in n for n in files["others"]
     )
@@ -158,9 +163,9 @@ def test_finalize_hands_over_and_verify_kafka_says_so(
     out = json.loads(r.stdout)
     assert out["refused"] == 0 and out["findings"] == [], out
     files = kafka_files(log_dir)
-    assert len(files["segments"]) == 1 and len(files["snapshots"]) == 1
-    assert files["segments"][0].split(".")[0] == files["snapshots"][0].split("-")[0]  # snapshot at the end
     status = json.loads(run_cli(["status", "--json", *where]).stdout)
+    end = status["log_end_offset"]
+    assert files["snapshots"][-1].startswith(f"{end:020d}-")  # the latest snapshot at the log end
     assert status["state"] == "MigrationFinalized", status
     # a quorum-state Kafka cannot read: exit 1, named
     (log_dir / "__cluster_metadata-0" / "quorum-state").write_text("{}")

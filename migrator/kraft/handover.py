@@ -8,10 +8,11 @@ log start from the first segment's base offset (zk2kraft's in-memory log start i
 leader of the stored epoch and elect itself in the next one; `meta.properties` v1 must name its node and
 cluster, and gets a directory id written if it has none (KafkaRaftServer, as `kafka-storage format` does).
 
-`prepare` leaves the directory so that nothing of that is needed: the latest snapshot at the log end, a
-segment starting there (the log start Kafka derives is the snapshot's end offset, so no fetcher is ever
-handed records below it, such as an aborted copy's), the indexes Kafka would build, the quorum state of
-the last epoch with this node as the only voter, and a directory id. `check` says, file by file, what
+`prepare` leaves the directory so that nothing of that is needed: the latest snapshot at the log end,
+no aborted transaction at or above the first segment's base (the log start Kafka derives: the copy's
+commit already leaves it so, see `retention.purge_aborted`), the indexes Kafka would build, the quorum
+state of the last epoch with this node as the only voter, and a directory id. Segments stay: the
+dual-write binding to ZooKeeper's `/migration` offset still reads the epochs there. `check` says, file by file, what
 Kafka would refuse ("refuse") or repair on start ("rebuild").
 """
 
@@ -28,7 +29,7 @@ from migrator.errors import BadInputError, ZkKraftError
 from migrator.kraft import dirfiles
 from migrator.kraft.log import MetadataLog, verify_log
 from migrator.kraft.offset_index import LogIndex, read_index_file, read_time_index_file, write_index_files
-from migrator.kraft.retention import snapshot_now
+from migrator.kraft.retention import purge_aborted, snapshot_now
 from migrator.kraft.snapshot import list_snapshots, parse_snapshot_name
 
 __all__ = ["Finding", "HandoverReport", "check", "prepare"]
@@ -69,22 +70,16 @@ def prepare(log: MetadataLog) -> list[str]:
     if meta is None or meta.cluster_id is None:
         raise BadInputError(f"{log.log_dir}: no meta.properties with a cluster id: not a KRaft log directory")
     done: list[str] = []
+    purged = purge_aborted(log)  # the copy's commit already did this; a directory from elsewhere may not have
+    if purged is not None:
+        done.append(f"aborted transactions put below the log start, now {purged}")
     end = log.end_offset
     if snapshot_now(log) != end:
         raise BadInputError(
             f"{log.partition_dir}: a metadata transaction is open at the log end {end}: no snapshot can be "
             "taken there, so the directory cannot be handed to Kafka yet"
         )
-    done.append(f"snapshot at the log end offset {end} (epoch {log.latest_epoch})")
-    log.roll()
-    deleted = log.advance_start(end)
-    if deleted:
-        done.append(f"{deleted} segment(s) below it deleted: Kafka's log start is {end}")
-    for snap in list_snapshots(log.partition_dir):
-        if snap.end_offset < end:
-            snap.path.unlink(missing_ok=True)
-            done.append(f"older snapshot {snap.path.name} deleted (Kafka deletes those below the log start)")
-    dirfiles.fsync_dir(log.partition_dir)
+    done.append(f"latest snapshot at the log end offset {end} (epoch {log.latest_epoch})")
     node = meta.node_id
     state = dirfiles.QuorumState(leader_id=node, leader_epoch=log.latest_epoch, voted_id=-1, voters=(node,))
     dirfiles.write_quorum_state(log.partition_dir / dirfiles.QUORUM_STATE, state)
