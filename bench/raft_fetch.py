@@ -40,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kio.schema.fetch.v17 import request as FR  # noqa: E402
 from kio.schema.fetch.v17 import response as FP  # noqa: E402
+from kio.schema.fetch_snapshot.v1 import request as SR  # noqa: E402
+from kio.schema.fetch_snapshot.v1 import response as SP  # noqa: E402
 from kio.schema.request_header.v2.header import RequestHeader  # noqa: E402
 from kio.schema.response_header.v1.header import ResponseHeader  # noqa: E402
 from kio.serial import entity_reader, entity_writer  # noqa: E402
@@ -55,12 +57,23 @@ _WRITE_HEADER = entity_writer(RequestHeader)
 _WRITE_FETCH = entity_writer(FR.FetchRequest)
 _READ_HEADER = entity_reader(ResponseHeader)
 _READ_FETCH = entity_reader(FP.FetchResponse)
+_WRITE_SNAP = entity_writer(SR.FetchSnapshotRequest)
+_READ_SNAP = entity_reader(SP.FetchSnapshotResponse)
 
 
-def build_log(path: str, n: int) -> None:
+def build_log(path: str, n: int, snapshot_at: int = 0) -> None:
+    """n ConfigRecords (distinct keys); with ``snapshot_at``, a snapshot there and the log start moved to it
+    (the segments below deleted), so that a fetcher from offset 0 must load the snapshot first."""
     log = MetadataLog.open(path, writable=True, cluster_id=CLUSTER, node_id=NODE, retention=NO_SNAPSHOTS)
     chunk = 20_000
     for start in range(0, n, chunk):
+        if snapshot_at and start == snapshot_at:
+            from migrator.kraft.retention import snapshot_now
+
+            end = snapshot_now(log)
+            assert end is not None
+            log.roll()
+            log.advance_start(end)
         recs = [
             record(
                 "ConfigRecord", 0, ResourceType=2, ResourceName=f"t{i // 100}", Name=f"k{i}", Value="v" * 16
@@ -146,6 +159,56 @@ class Observer:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.replica = replica
         self.offset, self.epoch, self.cid = 0, 0, 0
+        self.loaded = 0  # records loaded from snapshots
+
+    def _round_trip(self, payload: bytes) -> bytes:
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+        (size,) = struct.unpack(">i", _recv(self.sock, 4))
+        return _recv(self.sock, size)
+
+    def load_snapshot(self, end_offset: int, epoch: int) -> int:
+        """FetchSnapshot until the whole file is here; returns its records (walked by batch headers)."""
+        data = bytearray()
+        size = None
+        while size is None or len(data) < size:
+            self.cid += 1
+            ps = SR.PartitionSnapshot(
+                partition=0,
+                current_leader_epoch=1,
+                snapshot_id=SR.SnapshotId(end_offset=end_offset, epoch=epoch),
+                position=len(data),
+                replica_directory_id=uuid.UUID(int=self.replica + 7),
+            )
+            req = SR.FetchSnapshotRequest(
+                cluster_id=CLUSTER,
+                replica_id=self.replica,
+                max_bytes=8 << 20,
+                topics=(SR.TopicSnapshot(name="__cluster_metadata", partitions=(ps,)),),
+            )
+            buf = io.BytesIO()
+            _WRITE_HEADER(
+                buf,
+                RequestHeader(
+                    request_api_key=59, request_api_version=1, correlation_id=self.cid, client_id="bench"
+                ),
+            )
+            _WRITE_SNAP(buf, req)
+            body = self._round_trip(buf.getvalue())
+            _head, pos = _READ_HEADER(body, 0)
+            got = _READ_SNAP(body, pos)[0].topics[0].partitions[0]
+            if got.error_code:
+                raise RuntimeError(f"FetchSnapshot error {int(got.error_code)}")
+            size = got.size
+            data += got.unaligned_records
+        records, pos = 0, 0
+        while pos + 61 <= len(data):
+            (length,) = struct.unpack_from(">i", data, pos + 8)
+            (count,) = struct.unpack_from(">i", data, pos + 57)
+            (attrs,) = struct.unpack_from(">h", data, pos + 21)
+            records += 0 if attrs & 0x20 else count  # control batches (header/footer) are not records
+            pos += 12 + length
+        self.offset, self.epoch = end_offset, epoch
+        return records
 
     def fetch(self, max_wait_ms: int = 0) -> int:
         """One fetch; returns the records it advanced over (batches walked by their headers)."""
@@ -156,7 +219,12 @@ class Observer:
         before = self.offset
         _head, pos = _READ_HEADER(body, 0)
         resp, _ = _READ_FETCH(body, pos)
-        records = resp.responses[0].partitions[0].records or b""
+        part = resp.responses[0].partitions[0]
+        sid = part.snapshot_id
+        if sid is not None and sid.end_offset >= 0:  # below the log start: load the snapshot first
+            self.loaded += self.load_snapshot(sid.end_offset, sid.epoch)
+            return self.offset - before
+        records = part.records or b""
         pos = 0
         while pos + 61 <= len(records):
             base, length = struct.unpack_from(">qi", records, pos)
@@ -225,6 +293,32 @@ def measure(d: str, end: int, observers: int, rounds: int, indexed: bool) -> tup
     return one, agg, sorted(lags)
 
 
+def through_snapshot(d: str, observers: int) -> tuple[int, int, float]:
+    """(snapshot records, log records after it, aggregate records/s) for observers from offset 0."""
+    ro = MetadataLog.open(d)
+    end, start = ro.end_offset, ro.log_start_offset
+    ro.close()
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", d, "--mode", "index"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    port = int(child.stdout.readline())
+    try:
+        many = [Observer(port, 10 + i) for i in range(observers)]
+        elapsed = catch_up(many, end)
+        loaded = many[0].loaded
+        assert all(o.loaded == loaded and o.offset == end for o in many)
+        for o in many:
+            o.sock.close()
+    finally:
+        child.stdin.close()
+        child.wait(60)
+    return loaded, end - start, (loaded + end - start) * observers / elapsed
+
+
 def _pct(lags: list[float], q: float) -> float:
     return lags[min(len(lags) - 1, int(len(lags) * q))] * 1000
 
@@ -254,6 +348,10 @@ def main() -> int:
             mode: measure(d, end, args.observers, args.rounds, mode == "index") for mode in ("scan", "index")
         }
         k = args.observers
+        half = args.records // 2 // 20_000 * 20_000
+        with tempfile.TemporaryDirectory() as d2:
+            build_log(d2, args.records, snapshot_at=half)
+            snap_records, log_records, snap_rate = through_snapshot(d2, k)
         print(f"{'':34}{'records/s':>14}{'vs direct':>11}")
         print(
             f"{'direct read (baseline)':34}{direct:>14,.0f}{1.0:>10.2f}x   ({nbytes / end:.1f} bytes/record)"
@@ -262,6 +360,10 @@ def main() -> int:
             one, agg, _ = results[mode]
             print(f"{f'1 observer, {label}':34}{one:>14,.0f}{one / direct:>10.2f}x")
             print(f"{f'{k} observers total, {label}':34}{agg:>14,.0f}{agg / direct:>10.2f}x")
+        print(
+            f"{f'{k} observers, through a snapshot':34}{snap_rate:>14,.0f}{snap_rate / direct:>10.2f}x   "
+            f"(each: a snapshot of {snap_records:,} records, then {log_records:,} log records)"
+        )
         print(
             f"long poll, {k} observers x {args.rounds} rounds (from before the append's fsync to each response):"
         )
