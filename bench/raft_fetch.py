@@ -210,12 +210,20 @@ class Observer:
         self.offset, self.epoch = end_offset, epoch
         return records
 
-    def fetch(self, max_wait_ms: int = 0) -> int:
-        """One fetch; returns the records it advanced over (batches walked by their headers)."""
+    def send_fetch(self, max_wait_ms: int) -> None:
         self.cid += 1
         self.sock.sendall(fetch_request(self.cid, self.offset, self.epoch, max_wait_ms, self.replica))
+
+    def receive(self) -> bytes:
         (size,) = struct.unpack(">i", _recv(self.sock, 4))
-        body = _recv(self.sock, size)
+        return _recv(self.sock, size)
+
+    def fetch(self, max_wait_ms: int = 0) -> int:
+        """One fetch; returns the records it advanced over (batches walked by their headers)."""
+        self.send_fetch(max_wait_ms)
+        return self.apply(self.receive())
+
+    def apply(self, body: bytes) -> int:
         before = self.offset
         _head, pos = _READ_HEADER(body, 0)
         resp, _ = _READ_FETCH(body, pos)
@@ -267,13 +275,23 @@ def measure(d: str, end: int, observers: int, rounds: int, indexed: bool) -> tup
         agg = end * len(many) / catch_up(many, end)
         for _ in range(rounds):
             got: list[float] = []
+            bodies: list[tuple[Observer, bytes]] = []
             lock = threading.Lock()
 
-            def poll(o: Observer, got: list[float] = got, lock: threading.Lock = lock) -> None:
-                while o.fetch(10_000) == 0:
-                    pass
+            def poll(
+                o: Observer,
+                got: list[float] = got,
+                bodies: list[tuple[Observer, bytes]] = bodies,
+                lock: threading.Lock = lock,
+            ) -> None:
+                # the arrival is stamped before any decoding: 100 kio decodes in this process would
+                # otherwise be timed as the leader's latency. The response is checked after the round.
+                o.send_fetch(10_000)
+                body = o.receive()
+                t = time.monotonic()
                 with lock:
-                    got.append(time.monotonic())
+                    got.append(t)
+                    bodies.append((o, body))
 
             threads = [threading.Thread(target=poll, args=(o,)) for o in many]
             for th in threads:
@@ -284,6 +302,9 @@ def measure(d: str, end: int, observers: int, rounds: int, indexed: bool) -> tup
             t0 = float(child.stdout.readline())
             for th in threads:
                 th.join()
+            for o, body in bodies:
+                if o.apply(body) != 1:
+                    raise RuntimeError("a long poll ended without the new record")
             lags += [x - t0 for x in got]
         for o in many:
             o.sock.close()
