@@ -66,6 +66,7 @@ INCONSISTENT_VOTER_SET = 81
 
 _KEY = struct.Struct(">h")
 _NO_THROTTLE = datetime.timedelta(0)
+_CACHED_BODY_BYTES = 64 << 10
 
 
 @dataclass(slots=True)
@@ -294,9 +295,10 @@ class RaftLeader:
         kw["records"] = got.records
         resp = response(E.NONE, (partition(E.NONE, **kw),))
         body = wire._write(type(resp), resp)
-        if len(self._bodies) >= 64:
-            self._bodies.clear()
-        self._bodies[key] = body
+        if len(body) <= _CACHED_BODY_BYTES:  # long-poll answers; catch-up reads of 8 MiB are not kept
+            if len(self._bodies) >= 64:
+                self._bodies.clear()
+            self._bodies[key] = body
         return body
 
     # -- FetchSnapshot ------------------------------------------------------------------------------------
