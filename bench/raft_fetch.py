@@ -13,6 +13,10 @@ own). Side by side in the same run:
   long poll       every observer parked at the end; the controller appends one record; the time from
                   before the append (fsync included) to each observer's response, over --rounds rounds.
 
+Each measurement runs twice, side by side: the leader reading with Kafka's offset index
+(`migrator.kraft.offset_index`, what the controller uses) and with the old scan of the fetch offset's
+segment from its first batch (``LogView(indexed=False)``, the baseline).
+
 Usage: .venv/bin/python bench/raft_fetch.py [--records N] [--observers K] [--rounds R]
 """
 
@@ -36,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kio.schema.fetch.v17 import request as FR  # noqa: E402
 from kio.schema.fetch.v17 import response as FP  # noqa: E402
+from kio.schema.fetch_snapshot.v1 import request as SR  # noqa: E402
+from kio.schema.fetch_snapshot.v1 import response as SP  # noqa: E402
 from kio.schema.request_header.v2.header import RequestHeader  # noqa: E402
 from kio.schema.response_header.v1.header import ResponseHeader  # noqa: E402
 from kio.serial import entity_reader, entity_writer  # noqa: E402
@@ -51,12 +57,23 @@ _WRITE_HEADER = entity_writer(RequestHeader)
 _WRITE_FETCH = entity_writer(FR.FetchRequest)
 _READ_HEADER = entity_reader(ResponseHeader)
 _READ_FETCH = entity_reader(FP.FetchResponse)
+_WRITE_SNAP = entity_writer(SR.FetchSnapshotRequest)
+_READ_SNAP = entity_reader(SP.FetchSnapshotResponse)
 
 
-def build_log(path: str, n: int) -> None:
+def build_log(path: str, n: int, snapshot_at: int = 0) -> None:
+    """n ConfigRecords (distinct keys); with ``snapshot_at``, a snapshot there and the log start moved to it
+    (the segments below deleted), so that a fetcher from offset 0 must load the snapshot first."""
     log = MetadataLog.open(path, writable=True, cluster_id=CLUSTER, node_id=NODE, retention=NO_SNAPSHOTS)
     chunk = 20_000
     for start in range(0, n, chunk):
+        if snapshot_at and start == snapshot_at:
+            from migrator.kraft.retention import snapshot_now
+
+            end = snapshot_now(log)
+            assert end is not None
+            log.roll()
+            log.advance_start(end)
         recs = [
             record(
                 "ConfigRecord", 0, ResourceType=2, ResourceName=f"t{i // 100}", Name=f"k{i}", Value="v" * 16
@@ -67,9 +84,11 @@ def build_log(path: str, n: int) -> None:
     log.close()
 
 
-def serve(path: str) -> None:
-    """The child: a controller listener over the log; appends one record per line on stdin."""
-    from migrator.controller.listener_runtime import start_server
+def serve(path: str, indexed: bool) -> None:
+    """The child: a controller listener (Raft leader) over the log; appends one record per stdin line."""
+    from migrator.controller.listener_config import connection_limits, default_properties
+    from migrator.controller.raft_leader import RAFT_VERSIONS, RaftLeader
+    from migrator.controller.server import ControllerServer
 
     log = MetadataLog.open(path, writable=True, cluster_id=CLUSTER, node_id=NODE, retention=NO_SNAPSHOTS)
 
@@ -84,7 +103,9 @@ def serve(path: str) -> None:
         def handle(self, *a: object) -> None:
             raise RuntimeError("Raft only")
 
-    server = start_server(Handler(), "127.0.0.1:0")
+    server = ControllerServer(Handler(), "127.0.0.1", 0, **connection_limits(default_properties()))
+    server.attach_raft(RaftLeader(log, NODE, CLUSTER, lambda: 1, indexed=indexed), RAFT_VERSIONS)
+    server.start()
     print(server.address[1], flush=True)
     i = 0
     for _line in sys.stdin:
@@ -92,7 +113,7 @@ def serve(path: str) -> None:
         log.append([record("ConfigRecord", 0, ResourceType=2, ResourceName="x", Name=f"n{i}", Value="v")], 1)
         i += 1
         print(f"{t0:.9f}", flush=True)
-    server.stop()
+    server.close()
     log.close()
 
 
@@ -138,17 +159,80 @@ class Observer:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.replica = replica
         self.offset, self.epoch, self.cid = 0, 0, 0
+        self.loaded = 0  # records loaded from snapshots
+
+    def _round_trip(self, payload: bytes) -> bytes:
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+        (size,) = struct.unpack(">i", _recv(self.sock, 4))
+        return _recv(self.sock, size)
+
+    def load_snapshot(self, end_offset: int, epoch: int) -> int:
+        """FetchSnapshot until the whole file is here; returns its records (walked by batch headers)."""
+        data = bytearray()
+        size = None
+        while size is None or len(data) < size:
+            self.cid += 1
+            ps = SR.PartitionSnapshot(
+                partition=0,
+                current_leader_epoch=1,
+                snapshot_id=SR.SnapshotId(end_offset=end_offset, epoch=epoch),
+                position=len(data),
+                replica_directory_id=uuid.UUID(int=self.replica + 7),
+            )
+            req = SR.FetchSnapshotRequest(
+                cluster_id=CLUSTER,
+                replica_id=self.replica,
+                max_bytes=8 << 20,
+                topics=(SR.TopicSnapshot(name="__cluster_metadata", partitions=(ps,)),),
+            )
+            buf = io.BytesIO()
+            _WRITE_HEADER(
+                buf,
+                RequestHeader(
+                    request_api_key=59, request_api_version=1, correlation_id=self.cid, client_id="bench"
+                ),
+            )
+            _WRITE_SNAP(buf, req)
+            body = self._round_trip(buf.getvalue())
+            _head, pos = _READ_HEADER(body, 0)
+            got = _READ_SNAP(body, pos)[0].topics[0].partitions[0]
+            if got.error_code:
+                raise RuntimeError(f"FetchSnapshot error {int(got.error_code)}")
+            size = got.size
+            data += got.unaligned_records
+        records, pos = 0, 0
+        while pos + 61 <= len(data):
+            (length,) = struct.unpack_from(">i", data, pos + 8)
+            (count,) = struct.unpack_from(">i", data, pos + 57)
+            (attrs,) = struct.unpack_from(">h", data, pos + 21)
+            records += 0 if attrs & 0x20 else count  # control batches (header/footer) are not records
+            pos += 12 + length
+        self.offset, self.epoch = end_offset, epoch
+        return records
+
+    def send_fetch(self, max_wait_ms: int) -> None:
+        self.cid += 1
+        self.sock.sendall(fetch_request(self.cid, self.offset, self.epoch, max_wait_ms, self.replica))
+
+    def receive(self) -> bytes:
+        (size,) = struct.unpack(">i", _recv(self.sock, 4))
+        return _recv(self.sock, size)
 
     def fetch(self, max_wait_ms: int = 0) -> int:
         """One fetch; returns the records it advanced over (batches walked by their headers)."""
-        self.cid += 1
-        self.sock.sendall(fetch_request(self.cid, self.offset, self.epoch, max_wait_ms, self.replica))
-        (size,) = struct.unpack(">i", _recv(self.sock, 4))
-        body = _recv(self.sock, size)
+        self.send_fetch(max_wait_ms)
+        return self.apply(self.receive())
+
+    def apply(self, body: bytes) -> int:
         before = self.offset
         _head, pos = _READ_HEADER(body, 0)
         resp, _ = _READ_FETCH(body, pos)
-        records = resp.responses[0].partitions[0].records or b""
+        part = resp.responses[0].partitions[0]
+        sid = part.snapshot_id
+        if sid is not None and sid.end_offset >= 0:  # below the log start: load the snapshot first
+            self.loaded += self.load_snapshot(sid.end_offset, sid.epoch)
+            return self.offset - before
+        records = part.records or b""
         pos = 0
         while pos + 61 <= len(records):
             base, length = struct.unpack_from(">qi", records, pos)
@@ -173,15 +257,103 @@ def catch_up(observers: list[Observer], end: int) -> float:
     return time.perf_counter() - t
 
 
+def measure(d: str, end: int, observers: int, rounds: int, indexed: bool) -> tuple[float, float, list[float]]:
+    """(1-observer records/s, aggregate records/s, long-poll lags in s) against one leader child."""
+    mode = "index" if indexed else "scan"
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", d, "--mode", mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    port = int(child.stdout.readline())
+    lags: list[float] = []
+    try:
+        one = end / catch_up([Observer(port, 1)], end)
+        many = [Observer(port, 10 + i) for i in range(observers)]
+        agg = end * len(many) / catch_up(many, end)
+        for _ in range(rounds):
+            got: list[float] = []
+            bodies: list[tuple[Observer, bytes]] = []
+            lock = threading.Lock()
+
+            def poll(
+                o: Observer,
+                got: list[float] = got,
+                bodies: list[tuple[Observer, bytes]] = bodies,
+                lock: threading.Lock = lock,
+            ) -> None:
+                # the arrival is stamped before any decoding: 100 kio decodes in this process would
+                # otherwise be timed as the leader's latency. The response is checked after the round.
+                o.send_fetch(10_000)
+                body = o.receive()
+                t = time.monotonic()
+                with lock:
+                    got.append(t)
+                    bodies.append((o, body))
+
+            threads = [threading.Thread(target=poll, args=(o,)) for o in many]
+            for th in threads:
+                th.start()
+            time.sleep(0.3)  # let every observer park in its long poll
+            child.stdin.write("append\n")
+            child.stdin.flush()
+            t0 = float(child.stdout.readline())
+            for th in threads:
+                th.join()
+            for o, body in bodies:
+                if o.apply(body) != 1:
+                    raise RuntimeError("a long poll ended without the new record")
+            lags += [x - t0 for x in got]
+        for o in many:
+            o.sock.close()
+    finally:
+        child.stdin.close()
+        child.wait(60)
+    return one, agg, sorted(lags)
+
+
+def through_snapshot(d: str, observers: int) -> tuple[int, int, float]:
+    """(snapshot records, log records after it, aggregate records/s) for observers from offset 0."""
+    ro = MetadataLog.open(d)
+    end, start = ro.end_offset, ro.log_start_offset
+    ro.close()
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", d, "--mode", "index"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdin is not None
+    port = int(child.stdout.readline())
+    try:
+        many = [Observer(port, 10 + i) for i in range(observers)]
+        elapsed = catch_up(many, end)
+        loaded = many[0].loaded
+        assert all(o.loaded == loaded and o.offset == end for o in many)
+        for o in many:
+            o.sock.close()
+    finally:
+        child.stdin.close()
+        child.wait(60)
+    return loaded, end - start, (loaded + end - start) * observers / elapsed
+
+
+def _pct(lags: list[float], q: float) -> float:
+    return lags[min(len(lags) - 1, int(len(lags) * q))] * 1000
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--observers", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--serve")
+    ap.add_argument("--mode", choices=("index", "scan"), default="index")
     args = ap.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.mode == "index")
         return 0
     with tempfile.TemporaryDirectory() as d:
         t = time.perf_counter()
@@ -193,52 +365,37 @@ def main() -> int:
         nbytes = sum(len(b.raw()) for b in ro.batches(0, verify_crc=False))
         direct = end / (time.perf_counter() - t)
         ro.close()
-        child = subprocess.Popen(
-            [sys.executable, __file__, "--serve", d], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        assert child.stdout is not None and child.stdin is not None
-        port = int(child.stdout.readline())
-        try:
-            one = end / catch_up([Observer(port, 1)], end)
-            many = [Observer(port, 10 + i) for i in range(args.observers)]
-            agg = end * len(many) / catch_up(many, end)
-            lags: list[float] = []
-            for _ in range(args.rounds):
-                got: list[float] = []
-                lock = threading.Lock()
-
-                def poll(o: Observer, got: list[float] = got, lock: threading.Lock = lock) -> None:
-                    while o.fetch(10_000) == 0:
-                        pass
-                    with lock:
-                        got.append(time.monotonic())
-
-                threads = [threading.Thread(target=poll, args=(o,)) for o in many]
-                for th in threads:
-                    th.start()
-                time.sleep(0.3)  # let every observer park in its long poll
-                child.stdin.write("append\n")
-                child.stdin.flush()
-                t0 = float(child.stdout.readline())
-                for th in threads:
-                    th.join()
-                lags += [x - t0 for x in got]
-        finally:
-            child.stdin.close()
-            child.wait(30)
-        lags.sort()
-        p50 = statistics.median(lags) * 1000
-        p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))] * 1000
-        print(f"{'':24}{'records/s':>14}{'vs direct':>11}")
+        results = {
+            mode: measure(d, end, args.observers, args.rounds, mode == "index") for mode in ("scan", "index")
+        }
+        k = args.observers
+        half = args.records // 2 // 20_000 * 20_000
+        with tempfile.TemporaryDirectory() as d2:
+            build_log(d2, args.records, snapshot_at=half)
+            snap_records, log_records, snap_rate = through_snapshot(d2, k)
+        print(f"{'':34}{'records/s':>14}{'vs direct':>11}")
         print(
-            f"{'direct read (baseline)':24}{direct:>14,.0f}{1.0:>10.2f}x   ({nbytes / end:.1f} bytes/record)"
+            f"{'direct read (baseline)':34}{direct:>14,.0f}{1.0:>10.2f}x   ({nbytes / end:.1f} bytes/record)"
         )
-        print(f"{'1 observer':24}{one:>14,.0f}{one / direct:>10.2f}x")
-        print(f"{f'{len(many)} observers, total':24}{agg:>14,.0f}{agg / direct:>10.2f}x")
+        for mode, label in (("scan", "no index (segment scan)"), ("index", "offset index")):
+            one, agg, _ = results[mode]
+            print(f"{f'1 observer, {label}':34}{one:>14,.0f}{one / direct:>10.2f}x")
+            print(f"{f'{k} observers total, {label}':34}{agg:>14,.0f}{agg / direct:>10.2f}x")
         print(
-            f"long poll, {len(many)} observers x {args.rounds} rounds: p50 {p50:.1f} ms, p99 {p99:.1f} ms "
-            "(from before the append's fsync to each observer's response)"
+            f"{f'{k} observers, through a snapshot':34}{snap_rate:>14,.0f}{snap_rate / direct:>10.2f}x   "
+            f"(each: a snapshot of {snap_records:,} records, then {log_records:,} log records)"
         )
+        print(
+            f"long poll, {k} observers x {args.rounds} rounds (from before the append's fsync to each response):"
+        )
+        for mode, label in (("scan", "no index (segment scan)"), ("index", "offset index")):
+            lags = results[mode][2]
+            print(
+                f"  {label:26} p50 {statistics.median(lags) * 1000:7.1f} ms   p99 {_pct(lags, 0.99):7.1f} ms"
+                f"   max {lags[-1] * 1000:7.1f} ms"
+            )
+        base, new = results["scan"][2], results["index"][2]
+        print(f"  p99 ratio scan / index: {_pct(base, 0.99) / max(_pct(new, 0.99), 1e-3):.1f}x")
     return 0
 
 

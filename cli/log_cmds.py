@@ -237,7 +237,13 @@ def _verify_json(report: VerifyReport) -> dict[str, Any]:
 @log.command()
 @log_dir_option()
 @json_option
-def verify(log_dir: str, as_json: bool) -> None:
+@click.option(
+    "--kafka",
+    "for_kafka",
+    is_flag=True,
+    help="Say what Kafka 3.9's controller would refuse (exit 1) or rebuild in this directory: the handover check after finalize.",
+)
+def verify(log_dir: str, as_json: bool, for_kafka: bool = False) -> None:
     """Check CRC and framing of every batch in every segment and snapshot (exit 1 on damage).
 
     Each damaged place is named by file and byte offset. Nothing is modified.
@@ -246,6 +252,16 @@ def verify(log_dir: str, as_json: bool) -> None:
     Example:
       zk2kraft log verify -l /var/lib/kraft/metadata
     """
+    if for_kafka:
+        from migrator.kraft import handover
+
+        kafka = handover.check(_resolve(log_dir))
+        click.echo(
+            json.dumps(handover.report_dict(kafka), indent=2)
+            if as_json
+            else "\n".join(handover.report_lines(kafka))
+        )
+        raise click.exceptions.Exit(1 if kafka.refused else 0)
     report = verify_log(_resolve(log_dir))
     if as_json:
         click.echo(json.dumps(_verify_json(report), indent=2))

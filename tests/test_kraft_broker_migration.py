@@ -10,6 +10,7 @@ import pytest
 from test_broker_sim import migrated
 
 from migrator import commands
+from migrator.kraft import handover
 from zk_fixtures.kraft_broker import KraftSimBroker
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
@@ -51,6 +52,8 @@ def test_brokers_restarted_in_kraft_mode_follow_the_log_then_finalize(zk, zk_con
         running.stop()
         result = commands.finalize(zk_connect, str(tmp_path / "meta"), yes=True)
         assert result.state_after == "MigrationFinalized", result
+        report = handover.check(tmp_path / "meta")  # the directory Kafka's own controller starts from
+        assert report.ok, report.findings
 
 
 def test_after_an_aborted_copy_is_redone_a_kraft_broker_never_sees_it(zk, zk_connect, tmp_path) -> None:

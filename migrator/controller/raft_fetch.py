@@ -10,12 +10,15 @@ fetcher ever sees a record a crash could take back.
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
 
 from migrator.kraft.log import MetadataLog
+from migrator.kraft.offset_index import LogIndex
 from migrator.kraft.snapshot import SnapshotId, list_snapshots
 
 __all__ = ["FetchRead", "LogView", "Verdict"]
@@ -45,10 +48,14 @@ class LogView:
     ``after_append`` hook, which runs after the fsync) moves the high watermark and wakes long polls.
     """
 
-    def __init__(self, log: MetadataLog) -> None:
+    def __init__(self, log: MetadataLog, indexed: bool = True) -> None:
         self.log = log
         self.changed = threading.Condition()
+        # Kafka's sparse offset index: a fetch reads a few headers, not its segment from the start.
+        # ``indexed=False`` keeps the scan from the segment's first batch (the benchmark's baseline).
+        self.index = LogIndex(log) if indexed else None
         self._hw = log.end_offset  # what an open finds is on disk: durable
+        self._snaps: tuple[tuple[int, int], float, list[SnapshotId]] | None = None
         self._hook: object = None
         self._ensure_hook()
 
@@ -78,6 +85,8 @@ class LogView:
         return self._hw
 
     def on_append(self) -> None:
+        if self.index is not None:
+            self.index.refresh()  # the new batches only: a few headers
         with self.changed:
             self._hw = self.log.end_offset
             self.changed.notify_all()
@@ -93,17 +102,35 @@ class LogView:
     # -- snapshots ------------------------------------------------------------------------------
 
     def snapshots(self) -> list[SnapshotId]:
-        return list_snapshots(self.log.partition_dir)
+        """The snapshots on disk, listed again only when the directory changed.
+
+        Every fetch validates against them; listing the directory for each was most of a woken long
+        poll's work. The cached list is trusted only when it was taken well after the directory's
+        mtime, so a change within the same coarse timestamp tick is never missed.
+        """
+        d = self.log.partition_dir
+        try:
+            st = os.stat(d)
+        except FileNotFoundError:
+            return []
+        key = (st.st_mtime_ns, st.st_ino)
+        cached = self._snaps
+        if cached is not None and cached[0] == key and cached[1] > st.st_mtime_ns / 1e9 + 0.05:
+            return cached[2]
+        taken = time.time()
+        snaps = list_snapshots(d)
+        self._snaps = (key, taken, snaps)
+        return snaps
 
     def snapshot_path(self, end_offset: int, epoch: int) -> Path | None:
-        for s in self.snapshots():
+        for s in list_snapshots(self.log.partition_dir):
             if s.end_offset == end_offset and s.epoch == epoch:
                 return s.path
         return None
 
     # -- Kafka's checks -----------------------------------------------------------------------------
 
-    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+    def end_offset_for_epoch(self, epoch: int, snaps: list[SnapshotId] | None = None) -> tuple[int, int]:
         """(end offset, epoch) as KafkaMetadataLog.endOffsetForEpoch answers from the epoch cache."""
         log = self.log
         epochs = log.leader_epochs
@@ -116,7 +143,7 @@ class LogView:
             if higher is not None:
                 floor = [(e, s) for e, s in epochs if e <= epoch]
                 found = (higher[1], floor[-1][0] if floor else epoch)
-        snaps = self.snapshots()
+        snaps = self.snapshots() if snaps is None else snaps
         earliest = next((s for s in snaps if s.end_offset >= log.log_start_offset), None)
         if found is not None:
             if earliest is not None and found == (earliest.end_offset, epoch):
@@ -138,7 +165,7 @@ class LogView:
             offset < start or (offset == start and epoch != earliest.epoch) or epoch < earliest.epoch
         ):
             return Verdict("snapshot", snaps[-1].end_offset, snaps[-1].epoch)
-        end, end_epoch = self.end_offset_for_epoch(epoch)
+        end, end_epoch = self.end_offset_for_epoch(epoch, snaps)
         if end_epoch != epoch or end < offset:
             return Verdict("diverging", end, end_epoch)
         return Verdict("valid", offset, epoch)
@@ -152,6 +179,11 @@ class LogView:
         hw = self._hw
         verdict = self.validate(offset, last_epoch)
         out = bytearray()
+        if verdict.kind == "valid" and offset < hw and self.index is not None:
+            index = self.index
+            if self.log.segments and index.first_base != self.log.segments[0].base_offset:
+                index.refresh()  # retention deleted segments since the last append
+            return FetchRead(verdict, index.read(offset, max_bytes, hw), hw, self.log.log_start_offset)
         if verdict.kind == "valid" and offset < hw:
             for _attempt in range(3):  # a segment roll on the writer thread can cut one read short
                 out.clear()

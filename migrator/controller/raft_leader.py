@@ -66,6 +66,7 @@ INCONSISTENT_VOTER_SET = 81
 
 _KEY = struct.Struct(">h")
 _NO_THROTTLE = datetime.timedelta(0)
+_CACHED_BODY_BYTES = 64 << 10
 
 
 @dataclass(slots=True)
@@ -102,8 +103,9 @@ class RaftLeader:
         node_id: int,
         cluster_id: str | None = None,
         epoch: Callable[[], int] | None = None,
+        indexed: bool = True,
     ) -> None:
-        self.view = LogView(metadata_log)
+        self.view = LogView(metadata_log, indexed)
         self.node_id = node_id
         self.cluster_id = cluster_id
         self._epoch = epoch or (lambda: max(metadata_log.latest_epoch, 0))
@@ -112,6 +114,11 @@ class RaftLeader:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.fetches = 0
+        self._warned_own_id = False
+        # Encoded Fetch response bodies by everything they depend on: the observers one append wakes
+        # all ask for the same (offset, epoch) and get the same bytes, encoded once (kio's encoder was
+        # most of a woken fetch's cost). Bounded: cleared when full.
+        self._bodies: dict[tuple[Any, ...], bytes] = {}
 
     @property
     def epoch(self) -> int:
@@ -159,7 +166,7 @@ class RaftLeader:
         }[api_key]
         try:
             response = handler(version, request, resp_mod)
-            body = wire._write(type(response), response)
+            body = response if isinstance(response, bytes) else wire._write(type(response), response)
         except Exception as e:  # a bug here must not take the listener down: close this connection
             log.error("Raft apiKey %d v%d failed: %s: %s", api_key, version, type(e).__name__, e)
             return None
@@ -252,7 +259,9 @@ class RaftLeader:
         if replica_id == self.node_id:
             # LeaderState.updateReplicaState: a remote replica with the leader's own id is an
             # IllegalStateException, answered as UNKNOWN_SERVER_ERROR by tryCompleteFetchRequest
-            log.warning("a Fetch claims to come from this leader's own id %d", replica_id)
+            if not self._warned_own_id:  # once: a flood of these must not flood the log too
+                self._warned_own_id = True
+                log.warning("a Fetch claims to come from this leader's own id %d", replica_id)
             return response(E.NONE, (partition(E.UNKNOWN_SERVER_ERROR),))
         max_bytes = max(1, min(int(req.max_bytes), int(fp.partition_max_bytes)))
         deadline = time.monotonic() + max_wait_ms / 1000
@@ -264,13 +273,33 @@ class RaftLeader:
             self.view.wait_beyond(int(fp.fetch_offset), left, self._closing)
         if got.verdict.kind == "valid":
             self._note_fetch(replica_id, directory_id, int(fp.fetch_offset), got.high_watermark)
+        key = (
+            version,
+            int(fp.fetch_offset),
+            int(fp.last_fetched_epoch),
+            max_bytes,
+            got.verdict,
+            got.high_watermark,
+            got.log_start_offset,
+            self.epoch,
+            len(got.records),
+        )
+        body = self._bodies.get(key)
+        if body is not None:
+            return body
         kw: dict[str, Any] = dict(high_watermark=got.high_watermark, log_start_offset=got.log_start_offset)
         if got.verdict.kind == "diverging":
             kw["diverging_epoch"] = mod.EpochEndOffset(epoch=got.verdict.epoch, end_offset=got.verdict.offset)
         elif got.verdict.kind == "snapshot":
             kw["snapshot_id"] = mod.SnapshotId(end_offset=got.verdict.offset, epoch=got.verdict.epoch)
         kw["records"] = got.records
-        return response(E.NONE, (partition(E.NONE, **kw),))
+        resp = response(E.NONE, (partition(E.NONE, **kw),))
+        body = wire._write(type(resp), resp)
+        if len(body) <= _CACHED_BODY_BYTES:  # long-poll answers; catch-up reads of 8 MiB are not kept
+            if len(self._bodies) >= 64:
+                self._bodies.clear()
+            self._bodies[key] = body
+        return body
 
     # -- FetchSnapshot ------------------------------------------------------------------------------------
 

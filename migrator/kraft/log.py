@@ -455,6 +455,11 @@ class MetadataLog:
         return self._end_offset
 
     @property
+    def active_end(self) -> int:
+        """Valid bytes in the last (active) segment: where the next batch goes."""
+        return self._active_end
+
+    @property
     def log_start_offset(self) -> int:
         """The first offset the log holds: the first segment's base offset, as Kafka derives it when it
         opens the log, or further on where retention moved it inside that segment (until a reopen)."""

@@ -41,6 +41,7 @@ from migrator.errors import (
     UnreachableError,
     ZkKraftError,
 )
+from migrator.kraft import handover
 from migrator.kraft.image import MIGRATION_STATES, ImageBuilder, OpenTransaction, ReplayResult
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
@@ -1426,6 +1427,7 @@ def finalize(opts: DriverOptions, *, yes: bool = False, rehearsal: bool = False)
                 epoch,
             )
             after = gather(client, opts.log_dir, log)
+            handover.prepare(log)  # issue 15: the directory Kafka's own controller starts from
         finally:
             log.close()
     return FinalizeResult(
