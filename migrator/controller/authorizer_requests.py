@@ -134,7 +134,9 @@ def _topics(caller: Caller, api_key: int, version: int, request: Any, handle: Ha
 # --- DeleteTopics ------------------------------------------------------------------------------------
 
 
-def _delete_topics(caller: Caller, version: int, request: Any, handle: Handle, service: Any) -> Any:
+def _delete_topics(
+    caller: Caller, api_key: int, version: int, request: Any, handle: Handle, service: Any
+) -> Any:
     by_name = hasattr(request, "topic_names")  # v1-5: names only; v6: (name, id) states
     items: list[tuple[str | None, uuid.UUID | None]] = (
         [(n, None) for n in request.topic_names]
@@ -228,7 +230,7 @@ def _configs(caller: Caller, api_key: int, version: int, request: Any, handle: H
 # --- Metadata ----------------------------------------------------------------------------------------
 
 
-def _metadata(caller: Caller, version: int, request: Any, handle: Handle, service: Any) -> Any:
+def _metadata(caller: Caller, api_key: int, version: int, request: Any, handle: Handle, service: Any) -> Any:
     response = handle(service, 3, version, request)
     asked = request.topics
     all_topics = asked is None or (version == 0 and not asked)
@@ -262,10 +264,13 @@ def _metadata(caller: Caller, version: int, request: Any, handle: Handle, servic
 # --- the one entry --------------------------------------------------------------------------------
 
 
+_PER_RESOURCE = ("topics", "configs", "describe_filter")  # api_acls.REQUIRED kinds checked here
+
+#: apiKey -> its check; each takes (caller, api_key, version, request, handle, service)
 GUARDED: dict[int, Callable[..., Any]] = {
-    3: lambda c, k, v, r, h, s: _metadata(c, v, r, h, s),
+    3: _metadata,
     19: _topics,
-    20: lambda c, k, v, r, h, s: _delete_topics(c, v, r, h, s),
+    20: _delete_topics,
     32: _configs,
     33: _configs,
     37: _topics,
@@ -287,6 +292,3 @@ def guard(service: Any, api_key: int, version: int, request: Any, handle: Handle
         header = RequestHeader(api_key, version, 0, None)
         return error_response(header, CLUSTER_AUTHORIZATION_FAILED, request)
     return check(caller, api_key, version, request, handle, service)
-
-
-_PER_RESOURCE = ("topics", "configs", "describe_filter")
