@@ -385,3 +385,83 @@ def test_sasl_plaintext_with_plain_users_from_a_jaas_file(
             ControllerClient(*running.address, security=plain("carol", "guess"))
     finally:
         running.stop()
+
+
+def _allow_topics(service: ControllerService, principal: str, prefix: str, operation: int) -> None:
+    """A PREFIXED topic ACL appended as the migration would append it (counts from the next request)."""
+    acl = record(
+        "AccessControlEntryRecord",
+        Id=uuid.uuid4(),
+        ResourceType=2,  # TOPIC
+        ResourceName=prefix,
+        PatternType=4,  # PREFIXED
+        Principal=principal,
+        Host="*",
+        Operation=operation,
+        PermissionType=3,  # ALLOW
+    )
+    with service.lock:
+        service.builder.replay(service.next_offset(), acl)
+
+
+def test_admin_requests_are_narrowed_per_topic_and_config_before_the_handler(
+    listeners: RunningListeners, service: ControllerService, certs: Certs
+) -> None:
+    """What alice may touch reaches the handler (which, before the copy, answers NOT_CONTROLLER 41);
+    the rest is answered 29 per topic or 31 per broker config; a resource named twice is the handler's."""
+    import datetime
+
+    from kio.schema.create_partitions.v3 import request as cp
+    from kio.schema.describe_configs.v4 import request as dc
+    from kio.schema.incremental_alter_configs.v1 import request as iac
+
+    _allow_topics(service, "User:alice", "mine.", 7)  # ALTER
+    _allow_topics(service, "User:alice", "mine.", 11)  # ALTER_CONFIGS (implies DESCRIBE_CONFIGS)
+    host, port = listeners.addresses["SECURE"]
+    with ControllerClient(host, port, security=_scram(certs, "alice", ALICE_PW)) as alice:
+        described = alice.call(
+            32,
+            4,
+            dc.DescribeConfigsRequest(
+                resources=tuple(
+                    dc.DescribeConfigsResource(
+                        resource_type=kind, resource_name=name, configuration_keys=None
+                    )
+                    for kind, name in ((2, "mine.a"), (2, "theirs"), (4, "1"), (2, "mine.a"))
+                )
+            ),
+        )
+        assert sorted((r.resource_name, int(r.error_code)) for r in described.results) == [
+            ("1", 31),
+            ("mine.a", 41),
+            ("mine.a", 41),
+            ("theirs", 29),
+        ]
+
+        def alter(name: str, kind: int = 2) -> iac.AlterConfigsResource:
+            op = iac.AlterableConfig(name="retention.ms", config_operation=0, value="1")
+            return iac.AlterConfigsResource(resource_type=kind, resource_name=name, configs=(op,))
+
+        ask = (alter("mine.a"), alter("theirs"), alter("twice"), alter("twice"), alter("", 4))
+        altered = alice.call(44, 1, iac.IncrementalAlterConfigsRequest(resources=ask, validate_only=False))
+        assert sorted((r.resource_name, int(r.error_code)) for r in altered.responses) == [
+            ("", 31),
+            ("mine.a", 41),
+            ("theirs", 29),
+            ("twice", 41),  # not authorized: the handler answers a duplicate (INVALID_REQUEST once serving)
+            ("twice", 41),
+        ]
+        parts = alice.call(
+            37,
+            3,
+            cp.CreatePartitionsRequest(
+                topics=tuple(
+                    cp.CreatePartitionsTopic(name=n, count=3, assignments=None) for n in ("mine.b", "theirs")
+                ),
+                timeout=datetime.timedelta(seconds=5),
+                validate_only=False,
+            ),
+        )
+        assert sorted((r.name, int(r.error_code)) for r in parts.results) == [("mine.b", 41), ("theirs", 29)]
+    refused = _security_of(listeners, "SECURE").refused
+    assert (refused["topic_authorization_failed"], refused["cluster_authorization_failed"]) == (3, 2)

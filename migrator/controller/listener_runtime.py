@@ -124,9 +124,10 @@ def dispatch(service: Any, api_key: int, api_version: int, request: Any, client_
             0, [M.ApiVersionRange(k, lo, hi) for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
         )
     if api_key in NATIVE:
-        from migrator.controller import admin_api
+        from migrator.controller import admin_api, authorizer_requests
 
-        return admin_api.handle(service, api_key, api_version, request)
+        # each topic/config the caller may not act on is refused before the handler sees the request
+        return authorizer_requests.guard(service, api_key, api_version, request, admin_api.handle)
     if api_key == M.BROKER_REGISTRATION:
         r = request
         reg = service.register(

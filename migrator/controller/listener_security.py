@@ -5,9 +5,10 @@ A ``ListenerSecurity`` is built once per listener (see ``listener_config``); the
 so (the principal of an SSL listener is the client certificate's mapped DN), runs the SASL exchange
 of a SASL listener through ``SaslSession``, and is the one place where every other request is
 authorized: the API's entry in ``api_acls.REQUIRED`` is checked before any handler runs, so an API a
-later engineer adds to the dispatch is guarded without a line of its own. Per-topic checks (topics,
-configs, Metadata's filtering) need the request's content: handlers read the caller from
-``current_caller()`` and use ``api_acls``.
+later engineer adds to the dispatch is guarded without a line of its own. Per-resource checks (topics,
+configs, Metadata's filtering) need the request's content: ``authorizer_requests.guard`` narrows the
+request around the admin handlers, asking ``authorize_resources`` with the caller from
+``current_caller()``.
 
 Refusals are counted by reason in ``ListenerSecurity.refused`` (the metrics read it) and logged
 without any secret: a SASL failure logs the server-side reason, which never holds a password or proof.
@@ -21,7 +22,7 @@ import socket
 import ssl
 import threading
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,6 @@ from migrator.controller import sasl_wire
 from migrator.controller.api_acls import (
     CLUSTER_AUTHORIZATION_FAILED,
     CLUSTER_NAME,
-    REQUIRED,
     authorize_cluster,
 )
 from migrator.controller.authorizer import StandardAuthorizer
@@ -41,7 +41,9 @@ __all__ = [
     "ConnectionSecurity",
     "ImageAuthorizer",
     "ListenerSecurity",
+    "authorize_resources",
     "current_caller",
+    "may_on_cluster",
 ]
 
 log = logging.getLogger("zk2kraft.controller.security")
@@ -57,6 +59,7 @@ class Caller:
     host: str
     listener: str
     authorizer: StandardAuthorizer | None
+    refused: Counter[str] | None = None  # the listener's refusal counts (metrics), for per-item refusals
 
 
 _CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("zk2kraft_caller", default=None)
@@ -65,6 +68,23 @@ _CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("zk2kraf
 def current_caller() -> Caller | None:
     """The caller of the request this thread is handling (None outside a listener)."""
     return _CALLER.get()
+
+
+def authorize_resources(
+    caller: Caller | None, operation: str, resource_type: str, names: Iterable[str]
+) -> set[str]:
+    """The ``names`` of ``resource_type`` on which the caller may do ``operation`` (Kafka's
+    ``AuthHelper.filterByAuthorized``); every name when the listener authorizes nothing."""
+    wanted = set(names)
+    if caller is None or caller.authorizer is None:
+        return wanted
+    auth, principal, host = caller.authorizer, caller.principal, caller.host
+    return {n for n in wanted if auth.allowed(principal, host, resource_type, n, operation)}
+
+
+def may_on_cluster(caller: Caller | None, operation: str) -> bool:
+    """Whether the caller may do ``operation`` on the CLUSTER resource (``kafka-cluster``)."""
+    return bool(authorize_resources(caller, operation, "CLUSTER", (CLUSTER_NAME,)))
 
 
 class ImageAuthorizer:
@@ -235,14 +255,9 @@ class ConnectionSecurity:
         self._authorizer = auth.current() if auth is not None else None
         if self._authorizer is None:
             return 0
+        # Per-resource APIs (topics, configs, Metadata) pass here: authorizer_requests.guard checks each
+        # item around the handler, and refuses whole any such API it does not know.
         code = authorize_cluster(self._authorizer, self.principal, self.host, api_key)
-        req = REQUIRED.get(api_key)
-        if code == 0 and req is not None and req.kind in ("topics", "configs"):
-            # Fail closed until the admin handlers check each topic/config resource themselves
-            # (api_acls.authorized_topics): a write is allowed only with the operation on CLUSTER.
-            op = req.cluster_grant or req.operation or "ALTER"
-            if not self._authorizer.allowed(self.principal, self.host, "CLUSTER", CLUSTER_NAME, op):
-                code = CLUSTER_AUTHORIZATION_FAILED
         if code == CLUSTER_AUTHORIZATION_FAILED:
             self.listener.refused["cluster_authorization_failed"] += 1
             log.info(
@@ -256,7 +271,10 @@ class ConnectionSecurity:
 
     def bind(self) -> contextvars.Token[Caller | None]:
         """The caller of the request about to be handled, for ``current_caller()`` (after ``authorize``)."""
-        return _CALLER.set(Caller(self.principal, self.host, self.listener.name, self._authorizer))
+        caller = Caller(
+            self.principal, self.host, self.listener.name, self._authorizer, self.listener.refused
+        )
+        return _CALLER.set(caller)
 
     @staticmethod
     def unbind(token: contextvars.Token[Caller | None]) -> None:
