@@ -497,6 +497,39 @@ class BrokerSimulator:
                 self.caches[broker_id].reset()
         return self.brokers[broker_id].reboot(empty_disk=empty_disk)
 
+    def learned_leadership(self, keys: Iterable[Key], gone: int, timeout_s: float = 30.0) -> tuple[bool, str]:
+        """Whether every other live broker's metadata cache (built only from the controller's
+        UpdateMetadata) names a leader other than `gone` for each of `keys`, waiting up to `timeout_s`;
+        and a sentence saying what each broker learned (for the demo)."""
+        wanted = sorted(set(keys))
+        others = sorted(b for b in self.caches if b != gone and self.brokers[b].alive)
+
+        def cached(b: int, key: Key) -> tuple[int, int] | None:
+            with self.caches[b].lock:
+                p = self.caches[b].partitions.get(key)
+            return None if p is None else (p.leader, p.leader_epoch)
+
+        def learned() -> bool:
+            return all(
+                (c := cached(b, k)) is not None and c[0] not in (gone, -1) for b in others for k in wanted
+            )
+
+        deadline = time.monotonic() + timeout_s
+        while not (ok := learned()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not self.caches:
+            return False, "the simulated brokers have no inter-broker listener"
+        if not wanted:
+            return ok, f"broker {gone} led no partition, so no leader had to move"
+        example = wanted[0]
+        seen = sorted({cached(b, example) for b in others}, key=str)
+        says = ", ".join(f"leader {c[0]} at leader epoch {c[1]}" if c else "nothing" for c in seen)
+        return ok, (
+            f"{len(wanted)} partitions broker {gone} led have a new leader in the metadata cache of "
+            f"{'every one' if ok else 'not every one'} of the {len(others)} other ZK-mode brokers, learned "
+            f"from the controller's LeaderAndIsr/UpdateMetadata (e.g. {example[0]}-{example[1]}: {says})"
+        )
+
     def __enter__(self) -> BrokerSimulator:
         return self
 
