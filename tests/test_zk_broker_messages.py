@@ -23,6 +23,7 @@ import pytest
 from kio.serial import entity_reader, entity_writer
 
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_codec import encode_fast
 
 # kafka-python reads its schema resources with importlib.resources.read_text, deprecated in 3.11.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -426,6 +427,7 @@ def test_bytes_match_kafka_39_schema(
     buf = io.BytesIO()
     entity_writer(kio_cls)(buf, entity)
     assert buf.getvalue() == expected
+    assert encode_fast(kio_cls, entity) == expected  # the compiled writer the channels use
 
     decoded, size = entity_reader(kio_cls)(expected, 0)
     assert size == len(expected)
@@ -439,6 +441,8 @@ def test_update_metadata_v8_type_is_tagged_and_absent_when_incremental(kp_classe
     entity_writer(cls)(full, cls(controller_id=1, controller_epoch=2, type=Z.TYPE_FULL))
     inc = io.BytesIO()
     entity_writer(cls)(inc, cls(controller_id=1, controller_epoch=2))
+    assert encode_fast(cls, cls(controller_id=1, controller_epoch=2, type=Z.TYPE_FULL)) == full.getvalue()
+    assert encode_fast(cls, cls(controller_id=1, controller_epoch=2)) == inc.getvalue()
     assert full.getvalue().endswith(b"\x01\x00\x01\x01")  # one tagged field: tag 0, size 1, value 1
     assert inc.getvalue().endswith(b"\x00")
     assert len(full.getvalue()) == len(inc.getvalue()) + 3

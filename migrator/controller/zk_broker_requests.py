@@ -23,6 +23,7 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_codec import encode_fast
 
 __all__ = [
     "LEADER_DURING_DELETE",
@@ -292,14 +293,14 @@ def encode_body(item: Item, version: int, h: Header, shared: bool = False) -> by
     """The request body's bytes; a `shared` item (one object sent to many brokers) is encoded once."""
     cls = Z.request_class(item.api_key, version)
     if not shared:
-        return encode_entity(cls, build_request(item, version, h))
+        return encode_fast(cls, build_request(item, version, h))
     key = (id(item), version, h.controller_id, h.controller_epoch)
     with _shared_lock:
         hit = _SHARED.get(key)
         if hit is not None and hit[0] is item:
             body = hit[1]
         else:
-            body = encode_entity(cls, build_request(item, version, dataclasses.replace(h, broker_epoch=-1)))
+            body = encode_fast(cls, build_request(item, version, dataclasses.replace(h, broker_epoch=-1)))
             _SHARED[key] = (item, body)
             while len(_SHARED) > _SHARED_MAX:
                 _SHARED.popitem(last=False)
@@ -336,17 +337,17 @@ def response_errors(api_key: int, body: Any) -> tuple[int, list[tuple[str, int, 
 
 def _partition_fields(cls: Any, item: Any, state: Callable[[Any], Any]) -> dict[str, Any]:
     """LeaderAndIsr's and UpdateMetadata's partitions: ungrouped (old versions) and by topic (new)."""
-    grouped = _by_topic(item.partitions)
-    return {
-        "type": Z.TYPE_FULL if item.full else Z.TYPE_INCREMENTAL,
-        "ungrouped_partition_states": tuple(state(s) for _, s in sorted(item.partitions.items())),
-        "topic_states": tuple(
-            _only(
-                cls.TopicState,
-                topic_name=t,
-                topic_id=ps[0][1].topic_id,
-                partition_states=tuple(state(s) for _, s in ps),
-            )
-            for t, ps in grouped.items()
-        ),
-    }
+    out: dict[str, Any] = {"type": Z.TYPE_FULL if item.full else Z.TYPE_INCREMENTAL}
+    if "topic_states" not in cls.__dataclass_fields__:  # old versions: one ungrouped array
+        out["ungrouped_partition_states"] = tuple(state(s) for _, s in sorted(item.partitions.items()))
+        return out
+    out["topic_states"] = tuple(
+        _only(
+            cls.TopicState,
+            topic_name=t,
+            topic_id=ps[0][1].topic_id,
+            partition_states=tuple(state(s) for _, s in ps),
+        )
+        for t, ps in _by_topic(item.partitions).items()
+    )
+    return out
