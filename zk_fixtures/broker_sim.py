@@ -422,6 +422,22 @@ class BrokerSimulator:
         if self._zk is None:
             self._zk = connect(self.zookeeper, auth=self.zk_auth)
         fresh = read_partitions(self._zk)
+        for key, view in fresh.items() if self.caches else ():
+            # A ZK-mode broker of a KRaft controller takes leader, ISR and partition epoch from the
+            # controller's requests (its metadata cache), which may be ahead of the state znode: a
+            # replicas-only change (a reassignment) bumps the partition epoch without touching it.
+            cache = self.caches.get(view.leader)
+            if cache is None:
+                continue
+            with cache.lock:
+                got = cache.partitions.get(key)
+            if got is not None and got.partition_epoch > view.partition_epoch:
+                view.partition_epoch, view.leader, view.leader_epoch = (
+                    got.partition_epoch,
+                    got.leader,
+                    got.leader_epoch,
+                )
+                view.isr, view.replicas = list(got.isr), list(got.replicas)
         for key, view in fresh.items():
             known = self._known.get(key)
             if known is not None and known[0] > view.partition_epoch:
