@@ -52,13 +52,14 @@ def _string(value: str | None, flexible: bool) -> bytes:
 def _array_len(n: int | None, flexible: bool) -> bytes:
     if n is None:
         return b"\x00" if flexible else b"\xff\xff\xff\xff"
-    return _uv(n + 1) if flexible else _INT32_ARRAY.pack(n)
+    if flexible:
+        return _UVARINT_SMALL[n + 1] if n < 127 else _uvarint(n + 1)
+    return _INT32_ARRAY.pack(n)
 
 
-def _int_array(values: Any, flexible: bool, code: str) -> bytes:
-    if values is None:
-        return _array_len(None, flexible)
-    return _array_len(len(values), flexible) + struct.pack(f">{len(values)}{code}", *values)
+@cache
+def _packer(code: str, n: int) -> Callable[..., bytes]:
+    return struct.Struct(f">{n}{code}").pack
 
 
 def _entity_arg(tp: Any) -> type | None:
@@ -76,7 +77,7 @@ def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
         "pack": struct.pack,
         "_string": _string,
         "_array_len": _array_len,
-        "_int_array": _int_array,
+        "_packer": _packer,
         "_ZERO": _ZERO,
         "_uv": _uv,
     }
@@ -100,7 +101,15 @@ def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
             flush()
             sub = _entity_arg(f.type)
             if sub is None:
-                lines.append(f"    out += _int_array(o.{f.name}, {flexible}, {_FIXED[str(kind)]!r})")
+                code = _FIXED[str(kind)]
+                lines += [
+                    f"    xs = o.{f.name}",
+                    "    if xs is None:",
+                    f"        out += _array_len(None, {flexible})",
+                    "    else:",
+                    f"        out += _array_len(len(xs), {flexible})",
+                    f"        out += _packer({code!r}, len(xs))(*xs)",
+                ]
             else:
                 env[f"w_{f.name}"] = writer_for(sub)
                 lines += [
