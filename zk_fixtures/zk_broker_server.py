@@ -23,6 +23,7 @@ from typing import Any
 from kio.serial import entity_reader
 
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_codec import encode_fast
 from migrator.controller.zk_broker_requests import LEADER_DURING_DELETE
 from migrator.controller.zk_broker_requests import encode_entity as write_entity
 
@@ -287,7 +288,7 @@ class ZkBrokerServer:
         req, _ = entity_reader(Z.request_class(api_key, version))(frame, pos)
         resp = _HANDLERS[api_key](self.cache, version, req)
         hcls = Z.response_header_class(api_key, version)
-        payload = write_entity(hcls, hcls(correlation_id=header.correlation_id)) + write_entity(
+        payload = write_entity(hcls, hcls(correlation_id=header.correlation_id)) + encode_fast(
             Z.response_class(api_key, version), resp
         )
         return struct.pack(">i", len(payload)) + payload
