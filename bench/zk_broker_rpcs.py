@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from migrator.controller import zk_broker_messages as Z  # noqa: E402
+from migrator.controller import zk_broker_requests  # noqa: E402
 from migrator.controller.zk_broker_requests import (  # noqa: E402
     Header,
     Item,
@@ -204,6 +205,7 @@ def main() -> int:
     img = build(args.brokers, args.partitions, servers)
     snap = snapshot(img)
     base = encode_only(snap)
+    zk_broker_requests._STATE_BYTES.clear()  # the fan-out below starts with no state encoded
     with_kio = encode_with_kio(snap)
     print(
         f"build+encode of the fan-out's requests, no I/O: {base:.2f} s with zk_broker_codec, "

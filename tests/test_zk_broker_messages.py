@@ -465,3 +465,31 @@ def test_update_metadata_v8_type_is_tagged_and_absent_when_incremental(kp_classe
 def test_versions_follow_inter_broker_protocol(ibp: str, lai: int, um: int, sr: int) -> None:
     """As Kafka 3.9's ControllerChannelManager picks them from the broker's metadata version."""
     assert Z.versions_for_ibp(ibp) == {Z.LEADER_AND_ISR: lai, Z.UPDATE_METADATA: um, Z.STOP_REPLICA: sr}
+
+
+@pytest.mark.parametrize("version", range(8))
+def test_leader_and_isr_with_shared_partition_states_encodes_as_kio(version: int) -> None:
+    """encode_body shares each partition state's bytes between requests (one per replica); the bytes
+    are still what kio's writer makes of the whole request, IsNew included, on a cache hit too."""
+    import uuid as _uuid
+
+    from migrator.controller.zk_broker_requests import (
+        Header,
+        Item,
+        PartitionState,
+        build_request,
+        encode_body,
+        encode_entity,
+    )
+
+    tid = _uuid.UUID(int=7)
+    parts = {
+        ("t", p): PartitionState("t", p, tid, 1, 3, (1, 2), 5, (1, 2, 3), (3,), (), 0, ()) for p in range(3)
+    }
+    cls = Z.request_class(Z.LEADER_AND_ISR, version)
+    h = Header(3000, 4, 99)
+    for is_new in (frozenset(), frozenset({("t", 1)}), frozenset(parts)):
+        item = Item(Z.LEADER_AND_ISR, partitions=parts, leaders={1: ("h", 9092)}, is_new=is_new)
+        want = encode_entity(cls, build_request(item, version, h))
+        assert encode_body(item, version, h) == want
+        assert encode_body(item, version, h) == want  # from the shared states

@@ -6,7 +6,8 @@ type and calls a writer per field; here each entity class (from `zk_broker_messa
 one generated function that packs runs of fixed-size fields with a single `struct.pack`. The field
 kinds come from the classes' own declarations (`kafka_type` metadata, annotations, `__flexible__`,
 tags), so every version follows its JSON schema as kio's writer does; tests compare both writers'
-bytes for every version.
+bytes for every version. An element of an entity array may be given as its bytes, encoded before
+(a partition's state, shared by the LeaderAndIsr requests of all its replicas).
 """
 
 from __future__ import annotations
@@ -117,7 +118,10 @@ def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
                     f"    out += _array_len(None if xs is None else len(xs), {flexible})",
                     "    if xs is not None:",
                     "        for x in xs:",
-                    f"            w_{f.name}(x, out)",
+                    "            if x.__class__ is bytes:",  # an element encoded before (shared)
+                    "                out += x",
+                    "            else:",
+                    f"                w_{f.name}(x, out)",
                 ]
         elif kind in _FIXED:
             run.append((_FIXED[str(kind)], f.name))

@@ -151,8 +151,15 @@ def _only(cls: type, **values: Any) -> Any:
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
-def build_request(item: Item, version: int, h: Header) -> Any:
-    """The kio request entity for `item` in `version`."""
+#: LeaderAndIsr partition states already encoded, keyed by class, controller epoch, state and IsNew:
+#: a partition's state is the same in the requests to each of its replicas (and in later full sends)
+_STATE_BYTES: dict[tuple[type, int, PartitionState, bool], bytes] = {}
+_STATE_BYTES_MAX = 500_000
+
+
+def build_request(item: Item, version: int, h: Header, encoded_states: bool = False) -> Any:
+    """The kio request entity for `item` in `version`; with `encoded_states`, LeaderAndIsr's
+    partition states are their bytes (`zk_broker_codec` writes them as they are), shared by requests."""
     common = {
         "controller_id": h.controller_id,
         "is_k_raft_controller": h.is_kraft_controller,
@@ -187,6 +194,16 @@ def build_request(item: Item, version: int, h: Header) -> Any:
                 kw["leader_recovery_state"] = s.leader_recovery_state
             return ps_cls(**kw)
 
+        def lai_state_bytes(s: PartitionState) -> Any:
+            key = (ps_cls, ce, s, v1 and (s.topic, s.partition) in new)
+            got = _STATE_BYTES.get(key)
+            if got is None:
+                got = encode_fast(ps_cls, lai_state(s))
+                if len(_STATE_BYTES) >= _STATE_BYTES_MAX:
+                    _STATE_BYTES.clear()
+                _STATE_BYTES[key] = got
+            return got
+
         leaders = tuple(
             cls.LiveLeader(broker_id=b, host_name=host, port=port)
             for b, (host, port) in sorted(item.leaders.items())
@@ -194,7 +211,7 @@ def build_request(item: Item, version: int, h: Header) -> Any:
         return _only(
             cls,
             **common,
-            **_partition_fields(cls, item, lai_state),
+            **_partition_fields(cls, item, lai_state_bytes if encoded_states else lai_state),
             live_leaders=leaders,
         )
     if item.api_key == Z.UPDATE_METADATA:
@@ -323,7 +340,7 @@ def encode_body(item: Item, version: int, h: Header, shared: bool = False) -> by
     """The request body's bytes; a `shared` item (one object sent to many brokers) is encoded once."""
     cls = Z.request_class(item.api_key, version)
     if not shared:
-        return encode_fast(cls, build_request(item, version, h))
+        return encode_fast(cls, build_request(item, version, h, encoded_states=True))
     key = (id(item), version, h.controller_id, h.controller_epoch)
     with _shared_lock:
         hit = _SHARED.get(key)
