@@ -154,7 +154,7 @@ def _only(cls: type, **values: Any) -> Any:
 #: LeaderAndIsr partition states already encoded, keyed by class, controller epoch, state and IsNew:
 #: a partition's state is the same in the requests to each of its replicas (and in later full sends)
 _STATE_BYTES: dict[tuple[type, int, PartitionState, bool], bytes] = {}
-_STATE_BYTES_MAX = 500_000
+_STATE_BYTES_MAX = 250_000
 
 
 def build_request(item: Item, version: int, h: Header, encoded_states: bool = False) -> Any:
