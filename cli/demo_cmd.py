@@ -255,6 +255,7 @@ def run_migrate(ctx: DemoContext) -> None:
         interval_s=0.5,
         own_timeout_s=6.0,
         security=security,
+        inter_broker=True,
     )
     ctx.simulator = sim
     sim.start()
@@ -299,6 +300,7 @@ def run_broker_traffic(ctx: DemoContext) -> None:
     views = sim.refresh()
     victim = max(sim.brokers, key=lambda b: sum(b in v.isr for v in views.values()))
     in_isr = sum(victim in v.isr for v in views.values())
+    led = [v.key for v in views.values() if v.leader == victim]
     broker = sim.brokers[victim]
     broker.crash()
     ctx.console.print(f"Broker {victim} (in {in_isr} ISRs) crashed hard: no more heartbeats, no fetches.")
@@ -312,6 +314,9 @@ def run_broker_traffic(ctx: DemoContext) -> None:
         f"After {time.perf_counter() - t0:.1f}s without a heartbeat the controller fenced it (FenceBrokerRecord) "
         f"and took it out of every ISR it shared; ZooKeeper's state znodes followed ({left} left)."
     )
+    learned, told = sim.learned_leadership(led, victim)
+    ctx.console.print(f"ZK-mode brokers follow the KRaft controller: {told}.")
+    ctx.failures += [] if learned else [f"ZK-mode brokers did not learn new leaders: {told}"]
     old_epoch = broker.epoch
     code = broker.reboot(empty_disk=True)
     ctx.console.print(

@@ -23,6 +23,7 @@ import pytest
 from kio.serial import entity_reader, entity_writer
 
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_codec import encode_fast
 
 # kafka-python reads its schema resources with importlib.resources.read_text, deprecated in 3.11.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -426,6 +427,7 @@ def test_bytes_match_kafka_39_schema(
     buf = io.BytesIO()
     entity_writer(kio_cls)(buf, entity)
     assert buf.getvalue() == expected
+    assert encode_fast(kio_cls, entity) == expected  # the compiled writer the channels use
 
     decoded, size = entity_reader(kio_cls)(expected, 0)
     assert size == len(expected)
@@ -439,6 +441,8 @@ def test_update_metadata_v8_type_is_tagged_and_absent_when_incremental(kp_classe
     entity_writer(cls)(full, cls(controller_id=1, controller_epoch=2, type=Z.TYPE_FULL))
     inc = io.BytesIO()
     entity_writer(cls)(inc, cls(controller_id=1, controller_epoch=2))
+    assert encode_fast(cls, cls(controller_id=1, controller_epoch=2, type=Z.TYPE_FULL)) == full.getvalue()
+    assert encode_fast(cls, cls(controller_id=1, controller_epoch=2)) == inc.getvalue()
     assert full.getvalue().endswith(b"\x01\x00\x01\x01")  # one tagged field: tag 0, size 1, value 1
     assert inc.getvalue().endswith(b"\x00")
     assert len(full.getvalue()) == len(inc.getvalue()) + 3
@@ -461,3 +465,31 @@ def test_update_metadata_v8_type_is_tagged_and_absent_when_incremental(kp_classe
 def test_versions_follow_inter_broker_protocol(ibp: str, lai: int, um: int, sr: int) -> None:
     """As Kafka 3.9's ControllerChannelManager picks them from the broker's metadata version."""
     assert Z.versions_for_ibp(ibp) == {Z.LEADER_AND_ISR: lai, Z.UPDATE_METADATA: um, Z.STOP_REPLICA: sr}
+
+
+@pytest.mark.parametrize("version", range(8))
+def test_leader_and_isr_with_shared_partition_states_encodes_as_kio(version: int) -> None:
+    """encode_body shares each partition state's bytes between requests (one per replica); the bytes
+    are still what kio's writer makes of the whole request, IsNew included, on a cache hit too."""
+    import uuid as _uuid
+
+    from migrator.controller.zk_broker_requests import (
+        Header,
+        Item,
+        PartitionState,
+        build_request,
+        encode_body,
+        encode_entity,
+    )
+
+    tid = _uuid.UUID(int=7)
+    parts = {
+        ("t", p): PartitionState("t", p, tid, 1, 3, (1, 2), 5, (1, 2, 3), (3,), (), 0, ()) for p in range(3)
+    }
+    cls = Z.request_class(Z.LEADER_AND_ISR, version)
+    h = Header(3000, 4, 99)
+    for is_new in (frozenset(), frozenset({("t", 1)}), frozenset(parts)):
+        item = Item(Z.LEADER_AND_ISR, partitions=parts, leaders={1: ("h", 9092)}, is_new=is_new)
+        want = encode_entity(cls, build_request(item, version, h))
+        assert encode_body(item, version, h) == want
+        assert encode_body(item, version, h) == want  # from the shared states

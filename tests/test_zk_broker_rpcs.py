@@ -2,8 +2,8 @@
 
 The real controller (`migrate --follow --listen`) on a real ZooKeeper, its brokers simulated with an
 inter-broker listener each (zk_fixtures.zk_broker_server): after activation, after an election on
-fencing, after AlterPartitions, after a broker's restart (a new broker epoch: a full resend) and a topic's
-creation and deletion, every
+fencing, after AlterPartitions, after a broker's restart (a new broker epoch: a full resend), a topic's
+creation and deletion, and a reassignment that moves a partition off its leader, every
 live broker's metadata cache equals the controller's image, and no broker leads a partition the
 controller gave to another.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -20,7 +21,9 @@ from migrate_helpers import cluster
 from prometheus_client import generate_latest
 
 from migrator import commands
+from migrator.controller import core
 from migrator.controller.zk_broker_channel import wait_until
+from migrator.kraft.records import kafka_to_uuid, record
 from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AdminChange
 from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
@@ -189,6 +192,19 @@ def test_zk_brokers_follow_fencing_alter_partition_restart_create_and_delete(zk,
         assert sum(c.requests.get("StopReplica", 0) for c in sim.caches.values()) >= 2
         assert all(s.stopped is None for s in propagator.status())
 
+        # A reassignment moves a partition away from its leader: the records Kafka's
+        # ReplicationControlManager commits (target + removing replicas with Adding/RemovingReplicas,
+        # then, once the added replica is in the ISR, the target alone with a new leader) reach every
+        # broker; the removed replica gets StopReplica(delete) and leads nothing it lost.
+        stops_before = {b: c.requests.get("StopReplica", 0) for b, c in sim.caches.items()}
+        key, moved_from, added = reassign(service, sim)
+        converged(running, sim)
+        assert not sim.caches[moved_from].replicates(key)
+        assert key not in sim.caches[moved_from].leads()
+        assert sim.caches[moved_from].requests.get("StopReplica", 0) > stops_before[moved_from]
+        assert sim.caches[added].replicates(key)
+        assert all(s.stopped is None for s in propagator.status())
+
         # status and the Prometheus endpoint show each channel: connected, nothing queued, acknowledged
         # up to the offset the controller last propagated.
         offset = propagator._offset
@@ -209,3 +225,64 @@ def test_zk_brokers_follow_fencing_alter_partition_restart_create_and_delete(zk,
             assert f'zk2kraft_zk_broker_channel_connected{{broker_id="{bid}"}} 1.0' in metrics
             assert f'zk2kraft_zk_broker_channel_acked_offset{{broker_id="{bid}"}} {float(offset)}' in metrics
         assert "kafka_controller_ControllerChannelManager_TotalQueueSize 0.0" in metrics
+
+
+def reassign(service: Any, sim: BrokerSimulator) -> tuple[tuple[str, int], int, int]:
+    """Moves a partition off its leader `a` to a broker `c` that held none of it, committing the two
+    PartitionChangeRecords Kafka's controller writes for a reassignment through the service's own
+    commit path (the AlterPartitionReassignments API is another issue's); returns (partition, a, c)."""
+    with service.lock:
+        image = service.image
+        live = sorted(b.id for b in image.brokers.values() if not b.fenced)
+        topic, p, part = next(
+            (t, n, x)
+            for t in image.topics.values()
+            for n, x in sorted(t.partitions.items())
+            if len(x.replicas) >= 2 and x.leader in x.isr and set(live) - set(x.replicas)
+        )
+        a = part.leader
+        c = min(set(live) - set(part.replicas))
+        target = [c, *(r for r in part.replicas if r != a)]
+        tid = kafka_to_uuid(topic.topic_id)
+
+    def start() -> core.Decision:
+        rec = record(
+            "PartitionChangeRecord",
+            TopicId=tid,
+            PartitionId=p,
+            Replicas=[*target, a],
+            AddingReplicas=[c],
+            RemovingReplicas=[a],
+        )
+        return core.Decision([rec], None)
+
+    def complete() -> core.Decision:
+        now = service.image.topics[topic.name].partitions[p]
+        isr = [r for r in now.isr if r in target]
+        return core.Decision(
+            [
+                record(
+                    "PartitionChangeRecord",
+                    TopicId=tid,
+                    PartitionId=p,
+                    Replicas=target,
+                    Isr=isr,
+                    Leader=c if c in isr else isr[0],
+                    AddingReplicas=[],
+                    RemovingReplicas=[],
+                )
+            ],
+            None,
+        )
+
+    service._decide("AlterPartitionReassignments", start, None)
+    # The added replica learns it from LeaderAndIsr, fetches, and its leader adds it to the ISR.
+    assert service.wait_for(lambda img: c in img.topics[topic.name].partitions[p].isr, 30), (
+        sim.refusals,
+        sim.partitions.get((topic.name, p)),
+        service.image.topics[topic.name].partitions[p],
+        sim.caches[c].roles.get((topic.name, p)),
+        sim.caches[a].roles.get((topic.name, p)),
+    )
+    service._decide("AlterPartitionReassignments", complete, None)
+    return (topic.name, p), a, c

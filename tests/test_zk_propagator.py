@@ -17,6 +17,7 @@ import pytest
 from migrator.controller.zk_broker_channel import wait_until
 from migrator.controller.zk_broker_requests import PartitionState
 from migrator.controller.zk_propagator import Snapshot, ZkPropagator, snapshot
+from migrator.kraft.records import uuid_to_kafka
 from migrator.model import Broker, ClusterImage, Endpoint, Partition, Topic
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
 
@@ -150,3 +151,47 @@ def test_snapshot_reuses_unchanged_partitions_and_sees_changes_made_in_place(bro
         partitions={0: Partition(partition=0, replicas=[1, 2], isr=[1, 2], leader=1, leader_epoch=0)},
     )
     assert snapshot(img, s3).parts[key].topic_id == uuid.UUID(int=2)
+
+
+def test_snapshot_by_changed_keys_equals_a_full_one() -> None:
+    """The image builder's changed keys (partition changes, a topic created and one removed, a broker
+    fenced) give the snapshot a full visit of the image gives, and name every key that differs."""
+    from migrator.kraft.image import ImageBuilder
+    from migrator.kraft.records import record
+
+    start = ClusterImage()
+    for b in range(1, 5):
+        start.brokers[b] = Broker(id=b, broker_epoch=10 + b, fenced=False, is_migrating_zk_broker=True)
+    for name, tid in (("a", 1), ("b", 2)):
+        start.topics[name] = Topic(
+            name=name,
+            topic_id=uuid_to_kafka(uuid.UUID(int=tid)),
+            partitions={
+                p: Partition(partition=p, replicas=[1, 2, 3], isr=[1, 2, 3], leader=1) for p in range(3)
+            },
+        )
+    builder = ImageBuilder(start)
+    builder.track_changes()
+    prev = snapshot(builder.image)
+    builder.take_changes()
+    builder.replay(0, record("PartitionChangeRecord", TopicId=uuid.UUID(int=1), PartitionId=1, Leader=2))
+    builder.replay(1, record("RemoveTopicRecord", TopicId=uuid.UUID(int=2)))
+    builder.replay(2, record("TopicRecord", Name="c", TopicId=uuid.UUID(int=3)))
+    builder.replay(
+        3,
+        record(
+            "PartitionRecord", TopicId=uuid.UUID(int=3), PartitionId=0, Replicas=[4, 1], Isr=[4, 1], Leader=4
+        ),
+    )
+    builder.replay(4, record("FenceBrokerRecord", Id=3, Epoch=13))
+    changes = builder.take_changes()
+    assert (
+        changes is not None and changes.partitions and changes.topics == {"b", "c"} and changes.brokers == {3}
+    )
+    by_changes = snapshot(builder.image, prev, changes)
+    full = snapshot(builder.image)
+    assert by_changes.parts == full.parts and by_changes.topic_parts == full.topic_parts
+    assert by_changes.base == prev.seq and by_changes.touched is not None
+    differs = {k for k in prev.parts.keys() | full.parts.keys() if prev.parts.get(k) != full.parts.get(k)}
+    assert differs and differs <= by_changes.touched
+    assert full.parts[("a", 0)].offline == (3,) and ("b", 0) not in full.parts

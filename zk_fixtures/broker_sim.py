@@ -422,6 +422,22 @@ class BrokerSimulator:
         if self._zk is None:
             self._zk = connect(self.zookeeper, auth=self.zk_auth)
         fresh = read_partitions(self._zk)
+        for key, view in fresh.items() if self.caches else ():
+            # A ZK-mode broker of a KRaft controller takes leader, ISR and partition epoch from the
+            # controller's requests (its metadata cache), which may be ahead of the state znode: a
+            # replicas-only change (a reassignment) bumps the partition epoch without touching it.
+            cache = self.caches.get(view.leader)
+            if cache is None:
+                continue
+            with cache.lock:
+                got = cache.partitions.get(key)
+            if got is not None and got.partition_epoch > view.partition_epoch:
+                view.partition_epoch, view.leader, view.leader_epoch = (
+                    got.partition_epoch,
+                    got.leader,
+                    got.leader_epoch,
+                )
+                view.isr, view.replicas = list(got.isr), list(got.replicas)
         for key, view in fresh.items():
             known = self._known.get(key)
             if known is not None and known[0] > view.partition_epoch:
@@ -496,6 +512,39 @@ class BrokerSimulator:
             if empty_disk:
                 self.caches[broker_id].reset()
         return self.brokers[broker_id].reboot(empty_disk=empty_disk)
+
+    def learned_leadership(self, keys: Iterable[Key], gone: int, timeout_s: float = 30.0) -> tuple[bool, str]:
+        """Whether every other live broker's metadata cache (built only from the controller's
+        UpdateMetadata) names a leader other than `gone` for each of `keys`, waiting up to `timeout_s`;
+        and a sentence saying what each broker learned (for the demo)."""
+        wanted = sorted(set(keys))
+        others = sorted(b for b in self.caches if b != gone and self.brokers[b].alive)
+
+        def cached(b: int, key: Key) -> tuple[int, int] | None:
+            with self.caches[b].lock:
+                p = self.caches[b].partitions.get(key)
+            return None if p is None else (p.leader, p.leader_epoch)
+
+        def learned() -> bool:
+            return all(
+                (c := cached(b, k)) is not None and c[0] not in (gone, -1) for b in others for k in wanted
+            )
+
+        deadline = time.monotonic() + timeout_s
+        while not (ok := learned()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not self.caches:
+            return False, "the simulated brokers have no inter-broker listener"
+        if not wanted:
+            return ok, f"broker {gone} led no partition, so no leader had to move"
+        example = wanted[0]
+        seen = sorted({cached(b, example) for b in others}, key=str)
+        says = ", ".join(f"leader {c[0]} at leader epoch {c[1]}" if c else "nothing" for c in seen)
+        return ok, (
+            f"{len(wanted)} partitions broker {gone} led have a new leader in the metadata cache of "
+            f"{'every one' if ok else 'not every one'} of the {len(others)} other ZK-mode brokers, learned "
+            f"from the controller's LeaderAndIsr/UpdateMetadata (e.g. {example[0]}-{example[1]}: {says})"
+        )
 
     def __enter__(self) -> BrokerSimulator:
         return self

@@ -18,11 +18,12 @@ import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.serial import entity_reader
 
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_codec import encode_fast
 from migrator.controller.zk_broker_requests import LEADER_DURING_DELETE
 from migrator.controller.zk_broker_requests import encode_entity as write_entity
 
@@ -36,8 +37,9 @@ STALE_BROKER_EPOCH = 77
 Key = tuple[str, int]
 
 
-@dataclass(frozen=True)
-class CachedPartition:
+class CachedPartition(NamedTuple):
+    """A partition as the metadata cache holds it (a tuple: a FULL UpdateMetadata makes 100,000)."""
+
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
@@ -165,17 +167,14 @@ class ZkBrokerCache:
                     states = [(t.topic_name, s) for t in req.topic_states for s in t.partition_states]
                 if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
                     self.partitions.clear()
-                for topic, s in states:
-                    key = (topic, int(s.partition_index))
+                parts = self.partitions
+                for topic, s in states:  # decoded values are ints and tuples already
+                    key = (topic, s.partition_index)
                     if s.leader == LEADER_DURING_DELETE:
-                        self.partitions.pop(key, None)
+                        parts.pop(key, None)
                     else:
-                        self.partitions[key] = CachedPartition(
-                            int(s.leader),
-                            int(s.leader_epoch),
-                            tuple(s.isr),
-                            int(s.zk_version),
-                            tuple(s.replicas),
+                        parts[key] = CachedPartition(
+                            s.leader, s.leader_epoch, s.isr, s.zk_version, s.replicas
                         )
                 self.live_brokers = {
                     int(b.id): tuple((e.listener, e.host, int(e.port)) for e in getattr(b, "endpoints", ()))
@@ -287,7 +286,7 @@ class ZkBrokerServer:
         req, _ = entity_reader(Z.request_class(api_key, version))(frame, pos)
         resp = _HANDLERS[api_key](self.cache, version, req)
         hcls = Z.response_header_class(api_key, version)
-        payload = write_entity(hcls, hcls(correlation_id=header.correlation_id)) + write_entity(
+        payload = write_entity(hcls, hcls(correlation_id=header.correlation_id)) + encode_fast(
             Z.response_class(api_key, version), resp
         )
         return struct.pack(">i", len(payload)) + payload

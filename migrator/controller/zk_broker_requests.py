@@ -11,6 +11,7 @@ the epoch the broker's BrokerRegistration got, topic ids, and `Type` FULL for a 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import struct
 import threading
@@ -23,6 +24,7 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.zk_broker_codec import encode_fast
 
 __all__ = [
     "LEADER_DURING_DELETE",
@@ -121,20 +123,43 @@ class Header:
 
 
 def _by_topic(parts: dict[tuple[str, int], Any]) -> dict[str, list[tuple[int, Any]]]:
+    """Topics in name order, each one's partitions in number order (grouped first: sorting 100,000
+    (topic, partition) tuples costs more than sorting each topic's numbers)."""
     grouped: dict[str, list[tuple[int, Any]]] = defaultdict(list)
-    for (topic, p), v in sorted(parts.items()):
+    for (topic, p), v in parts.items():
         grouped[topic].append((p, v))
-    return grouped
+    out: dict[str, list[tuple[int, Any]]] = {}
+    for topic in sorted(grouped):
+        ps = grouped[topic]
+        ps.sort(key=_first)
+        out[topic] = ps
+    return out
+
+
+def _first(pair: tuple[int, Any]) -> int:
+    return pair[0]
+
+
+@functools.cache
+def _names(cls: type) -> frozenset[str]:
+    return frozenset(cls.__dataclass_fields__)  # type: ignore[attr-defined]
 
 
 def _only(cls: type, **values: Any) -> Any:
     """`cls(**values)` with only the fields this version declares (the others do not exist in it)."""
-    names = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    names = _names(cls)
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
-def build_request(item: Item, version: int, h: Header) -> Any:
-    """The kio request entity for `item` in `version`."""
+#: LeaderAndIsr partition states already encoded, keyed by class, controller epoch, state and IsNew:
+#: a partition's state is the same in the requests to each of its replicas (and in later full sends)
+_STATE_BYTES: dict[tuple[type, int, PartitionState, bool], bytes] = {}
+_STATE_BYTES_MAX = 250_000
+
+
+def build_request(item: Item, version: int, h: Header, encoded_states: bool = False) -> Any:
+    """The kio request entity for `item` in `version`; with `encoded_states`, LeaderAndIsr's
+    partition states are their bytes (`zk_broker_codec` writes them as they are), shared by requests."""
     common = {
         "controller_id": h.controller_id,
         "is_k_raft_controller": h.is_kraft_controller,
@@ -144,22 +169,40 @@ def build_request(item: Item, version: int, h: Header) -> Any:
     if item.api_key == Z.LEADER_AND_ISR:
         cls = Z.LEADER_AND_ISR_REQUEST[version]
 
+        ps_cls = cls.PartitionState
+        named, ce, new = _names(ps_cls), h.controller_epoch, item.is_new
+        v3, v1, v6 = "adding_replicas" in named, "is_new" in named, "leader_recovery_state" in named
+
         def lai_state(s: PartitionState) -> Any:
-            return _only(
-                cls.PartitionState,
-                topic_name=s.topic,
-                partition_index=s.partition,
-                controller_epoch=h.controller_epoch,
-                leader=s.leader,
-                leader_epoch=s.leader_epoch,
-                isr=s.isr,
-                partition_epoch=s.partition_epoch,
-                replicas=s.replicas,
-                adding_replicas=s.adding,
-                removing_replicas=s.removing,
-                is_new=(s.topic, s.partition) in item.is_new,
-                leader_recovery_state=s.leader_recovery_state,
-            )
+            # The fields this version has, chosen once per request (this runs per partition).
+            kw: dict[str, Any] = {
+                "partition_index": s.partition,
+                "controller_epoch": ce,
+                "leader": s.leader,
+                "leader_epoch": s.leader_epoch,
+                "isr": s.isr,
+                "partition_epoch": s.partition_epoch,
+                "replicas": s.replicas,
+            }
+            if "topic_name" in named:
+                kw["topic_name"] = s.topic
+            if v3:
+                kw["adding_replicas"], kw["removing_replicas"] = s.adding, s.removing
+            if v1:
+                kw["is_new"] = (s.topic, s.partition) in new
+            if v6:
+                kw["leader_recovery_state"] = s.leader_recovery_state
+            return ps_cls(**kw)
+
+        def lai_state_bytes(s: PartitionState) -> Any:
+            key = (ps_cls, ce, s, v1 and (s.topic, s.partition) in new)
+            got = _STATE_BYTES.get(key)
+            if got is None:
+                got = encode_fast(ps_cls, lai_state(s))
+                if len(_STATE_BYTES) >= _STATE_BYTES_MAX:
+                    _STATE_BYTES.clear()
+                _STATE_BYTES[key] = got
+            return got
 
         leaders = tuple(
             cls.LiveLeader(broker_id=b, host_name=host, port=port)
@@ -168,25 +211,30 @@ def build_request(item: Item, version: int, h: Header) -> Any:
         return _only(
             cls,
             **common,
-            **_partition_fields(cls, item, lai_state),
+            **_partition_fields(cls, item, lai_state_bytes if encoded_states else lai_state),
             live_leaders=leaders,
         )
     if item.api_key == Z.UPDATE_METADATA:
         cls = Z.UPDATE_METADATA_REQUEST[version]
 
+        ps_cls = cls.PartitionState
+        named, ce = _names(ps_cls), h.controller_epoch
+
         def um_state(s: PartitionState) -> Any:
-            return _only(
-                cls.PartitionState,
-                topic_name=s.topic,
-                partition_index=s.partition,
-                controller_epoch=h.controller_epoch,
-                leader=s.leader,
-                leader_epoch=s.leader_epoch,
-                isr=s.isr,
-                zk_version=s.partition_epoch,
-                replicas=s.replicas,
-                offline_replicas=s.offline,
-            )
+            kw: dict[str, Any] = {
+                "partition_index": s.partition,
+                "controller_epoch": ce,
+                "leader": s.leader,
+                "leader_epoch": s.leader_epoch,
+                "isr": s.isr,
+                "zk_version": s.partition_epoch,
+                "replicas": s.replicas,
+            }
+            if "topic_name" in named:
+                kw["topic_name"] = s.topic
+            if "offline_replicas" in named:
+                kw["offline_replicas"] = s.offline
+            return ps_cls(**kw)
 
         def broker(b: BrokerInfo) -> Any:
             plain = (
@@ -292,14 +340,14 @@ def encode_body(item: Item, version: int, h: Header, shared: bool = False) -> by
     """The request body's bytes; a `shared` item (one object sent to many brokers) is encoded once."""
     cls = Z.request_class(item.api_key, version)
     if not shared:
-        return encode_entity(cls, build_request(item, version, h))
+        return encode_fast(cls, build_request(item, version, h, encoded_states=True))
     key = (id(item), version, h.controller_id, h.controller_epoch)
     with _shared_lock:
         hit = _SHARED.get(key)
         if hit is not None and hit[0] is item:
             body = hit[1]
         else:
-            body = encode_entity(cls, build_request(item, version, dataclasses.replace(h, broker_epoch=-1)))
+            body = encode_fast(cls, build_request(item, version, dataclasses.replace(h, broker_epoch=-1)))
             _SHARED[key] = (item, body)
             while len(_SHARED) > _SHARED_MAX:
                 _SHARED.popitem(last=False)
@@ -336,17 +384,17 @@ def response_errors(api_key: int, body: Any) -> tuple[int, list[tuple[str, int, 
 
 def _partition_fields(cls: Any, item: Any, state: Callable[[Any], Any]) -> dict[str, Any]:
     """LeaderAndIsr's and UpdateMetadata's partitions: ungrouped (old versions) and by topic (new)."""
-    grouped = _by_topic(item.partitions)
-    return {
-        "type": Z.TYPE_FULL if item.full else Z.TYPE_INCREMENTAL,
-        "ungrouped_partition_states": tuple(state(s) for _, s in sorted(item.partitions.items())),
-        "topic_states": tuple(
-            _only(
-                cls.TopicState,
-                topic_name=t,
-                topic_id=ps[0][1].topic_id,
-                partition_states=tuple(state(s) for _, s in ps),
-            )
-            for t, ps in grouped.items()
-        ),
-    }
+    out: dict[str, Any] = {"type": Z.TYPE_FULL if item.full else Z.TYPE_INCREMENTAL}
+    if "topic_states" not in cls.__dataclass_fields__:  # old versions: one ungrouped array
+        out["ungrouped_partition_states"] = tuple(state(s) for _, s in sorted(item.partitions.items()))
+        return out
+    out["topic_states"] = tuple(
+        _only(
+            cls.TopicState,
+            topic_name=t,
+            topic_id=ps[0][1].topic_id,
+            partition_states=tuple(state(s) for _, s in ps),
+        )
+        for t, ps in _by_topic(item.partitions).items()
+    )
+    return out

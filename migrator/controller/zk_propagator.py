@@ -22,6 +22,7 @@ in the image is the KRaft one). Requests carry the KRaft node id with `isKRaftCo
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import threading
@@ -41,8 +42,9 @@ from migrator.controller.zk_broker_requests import (
     Item,
     PartitionState,
 )
+from migrator.kraft.image import ImageChanges
 from migrator.kraft.records import kafka_to_uuid
-from migrator.model import Broker, ClusterImage
+from migrator.model import Broker, ClusterImage, Partition
 
 __all__ = ["STATUS_FILE", "Snapshot", "ZkPropagator", "read_status", "snapshot"]
 
@@ -57,6 +59,9 @@ _MV_IBP = {1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1",
 _ZERO = uuid.UUID(int=0)
 
 
+_SEQ = itertools.count(1)
+
+
 @dataclass
 class Snapshot:
     """The image as brokers see it: live brokers, ZK-mode brokers, every partition."""
@@ -68,6 +73,12 @@ class Snapshot:
     #: per partition, what its state was built from (see `snapshot`); the brokers alive then
     marks: dict[tuple[str, int], tuple[int, int, str | None]] = field(default_factory=dict)
     alive: frozenset[int] = frozenset()
+    #: each topic's partition numbers (where a removed or re-created topic's keys are)
+    topic_parts: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    seq: int = field(default_factory=lambda: next(_SEQ))
+    #: built from snapshot `base` by changed keys: the only keys whose state may differ from it
+    base: int = 0
+    touched: frozenset[tuple[str, int]] | None = None
 
 
 def _topic_id(text: str | None) -> uuid.UUID:
@@ -77,16 +88,39 @@ def _topic_id(text: str | None) -> uuid.UUID:
         return _ZERO
 
 
-def snapshot(image: ClusterImage, prev: Snapshot | None = None) -> Snapshot:
+def _state(name: str, p: int, part: Partition, tid: uuid.UUID, alive: frozenset[int]) -> PartitionState:
+    return PartitionState(
+        topic=name,
+        partition=p,
+        topic_id=tid,
+        leader=part.leader,
+        leader_epoch=part.leader_epoch,
+        isr=tuple(part.isr),
+        partition_epoch=part.partition_epoch,
+        replicas=tuple(part.replicas),
+        adding=tuple(part.adding_replicas),
+        removing=tuple(part.removing_replicas),
+        leader_recovery_state=part.leader_recovery_state,
+        offline=tuple(r for r in part.replicas if r not in alive),
+    )
+
+
+def snapshot(
+    image: ClusterImage, prev: Snapshot | None = None, changes: ImageChanges | None = None
+) -> Snapshot:
     """Copies what propagation needs out of `image` (taken under the service's lock).
 
-    Replay changes a partition in place and bumps its partition epoch every time, so a partition
-    whose model object, partition epoch and topic id are those `prev` was built from (and with the
-    same brokers alive) is unchanged: its state object is reused, and the diff skips it by identity.
+    With `changes` (what the image builder replayed since `prev` was taken), only the partitions they
+    name, those of the topics they name and, if brokers came or went, those with a replica on them
+    are read again: the cost follows the change, not the image (`touched` tells `propagate` so).
+
+    Without, every partition is visited. Replay changes a partition in place and bumps its partition
+    epoch every time, so a partition whose model object, partition epoch and topic id are those `prev`
+    was built from (and with the same brokers alive) is unchanged: its state object is reused, and the
+    diff skips it by identity.
     """
     alive = frozenset(b.id for b in image.brokers.values() if not b.fenced)
     snap = Snapshot(alive=alive)
-    reuse = prev is not None and prev.alive == alive
     snap.brokers = dict(image.brokers)
     snap.live = tuple(
         BrokerInfo(
@@ -98,11 +132,15 @@ def snapshot(image: ClusterImage, prev: Snapshot | None = None) -> Snapshot:
     if prev is not None and prev.live == snap.live:
         snap.live = prev.live
     snap.zk = {b.id: b for b in image.brokers.values() if b.is_migrating_zk_broker and not b.fenced}
+    if prev is not None and changes is not None:
+        return _by_changes(image, prev, changes, snap)
+    reuse = prev is not None and prev.alive == alive
     parts, marks = snap.parts, snap.marks
     old_parts = prev.parts if prev is not None else {}
     old_marks = prev.marks if prev is not None else {}
     for topic in image.topics.values():
         tid: uuid.UUID | None = None
+        snap.topic_parts[topic.name] = tuple(topic.partitions)
         for p, part in topic.partitions.items():
             key = (topic.name, p)
             mark = (id(part), part.partition_epoch, topic.topic_id)
@@ -112,20 +150,41 @@ def snapshot(image: ClusterImage, prev: Snapshot | None = None) -> Snapshot:
                 continue
             if tid is None:
                 tid = _topic_id(topic.topic_id)
-            parts[key] = PartitionState(
-                topic=topic.name,
-                partition=p,
-                topic_id=tid,
-                leader=part.leader,
-                leader_epoch=part.leader_epoch,
-                isr=tuple(part.isr),
-                partition_epoch=part.partition_epoch,
-                replicas=tuple(part.replicas),
-                adding=tuple(part.adding_replicas),
-                removing=tuple(part.removing_replicas),
-                leader_recovery_state=part.leader_recovery_state,
-                offline=tuple(r for r in part.replicas if r not in alive),
-            )
+            parts[key] = _state(topic.name, p, part, tid, alive)
+    return snap
+
+
+def _by_changes(image: ClusterImage, prev: Snapshot, changes: ImageChanges, snap: Snapshot) -> Snapshot:
+    """`snapshot` from `prev` and what changed since (see there)."""
+    parts = snap.parts = dict(prev.parts)
+    topic_parts = snap.topic_parts = dict(prev.topic_parts)
+    touched = set(changes.partitions)
+    for name in changes.topics:
+        touched.update((name, p) for p in prev.topic_parts.get(name, ()))
+        topic = image.topics.get(name)
+        if topic is None:
+            topic_parts.pop(name, None)
+        else:
+            topic_parts[name] = tuple(topic.partitions)
+            touched.update((name, p) for p in topic.partitions)
+    if snap.alive != prev.alive:
+        flipped = snap.alive ^ prev.alive  # their replicas' OfflineReplicas change
+        touched.update(k for k, s in prev.parts.items() if not flipped.isdisjoint(s.replicas))
+    tids: dict[str, uuid.UUID] = {}
+    for key in touched:
+        name, p = key
+        topic = image.topics.get(name)
+        part = topic.partitions.get(p) if topic is not None else None
+        if topic is None or part is None:
+            parts.pop(key, None)
+            continue
+        if name not in changes.topics and p not in topic_parts.get(name, ()):
+            topic_parts[name] = tuple(topic.partitions)  # a partition added to an existing topic
+        tid = tids.get(name)
+        if tid is None:
+            tid = tids[name] = _topic_id(topic.topic_id)
+        parts[key] = _state(name, p, part, tid, snap.alive)
+    snap.base, snap.touched = prev.seq, frozenset(touched)
     return snap
 
 
@@ -187,6 +246,7 @@ class ZkPropagator:
         self.unreachable: dict[int, str] = {}  # ZK brokers with no inter-broker endpoint
         self._lock = threading.RLock()
         self._snap: Snapshot | None = None
+        self._builder: object = None  # the image builder whose changes we take
         self._full_um: tuple[Snapshot, Item] | None = None
         self._offset = -1
         self._stop = threading.Event()
@@ -238,7 +298,14 @@ class ZkPropagator:
             off = svc.committed_offset  # type: ignore[attr-defined]
             if off is None or off == self._offset or svc.soft_start:  # type: ignore[attr-defined]
                 return self._stop.is_set()
-            got.append((off, snapshot(image, self._snap)))
+            builder = svc.builder  # type: ignore[attr-defined]
+            # Changed keys only from the builder whose changes we have taken since our last snapshot
+            # (activation replaces the builder: then every partition is visited once, and tracked after).
+            changes = builder.take_changes() if builder is self._builder else None
+            if changes is None:
+                builder.track_changes()
+                self._builder = builder
+            got.append((off, snapshot(image, self._snap, changes)))
             return True
 
         while not self._stop.is_set():
@@ -281,9 +348,17 @@ class ZkPropagator:
             self._manage_channels(snap)
             if prev is None:
                 return  # every channel is new and owes its broker the full state
-            before = prev.parts
-            changed = {k: s for k, s in snap.parts.items() if (o := before.get(k)) is not s and o != s}
-            deleted = {k: prev.parts[k] for k in prev.parts.keys() - snap.parts.keys()}
+            before, now = prev.parts, snap.parts
+            if snap.touched is not None and snap.base == prev.seq:  # only these keys may differ
+                changed = {
+                    k: s
+                    for k in snap.touched
+                    if (s := now.get(k)) is not None and (o := before.get(k)) is not s and o != s
+                }
+                deleted = {k: before[k] for k in snap.touched if k not in now and k in before}
+            else:
+                changed = {k: s for k, s in now.items() if (o := before.get(k)) is not s and o != s}
+                deleted = {k: before[k] for k in before.keys() - now.keys()}
             live_changed = prev.live != snap.live
             if not changed and not deleted and not live_changed:
                 for ch in self.channels.values():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -47,6 +48,7 @@ __all__ = [
     "SECURITY_PROTOCOLS",
     "ControllerRegistration",
     "ImageBuilder",
+    "ImageChanges",
     "OpenTransaction",
     "ReplayResult",
     "broker_registration_record",
@@ -341,6 +343,16 @@ class ReplayResult(BaseModel):
         return None if self.migration_state is None else _name(MIGRATION_STATES, self.migration_state)
 
 
+@dataclass
+class ImageChanges:
+    """What replayed records touched since the reader last took them (`ImageBuilder.take_changes`):
+    a propagator then looks at these keys only, not at every partition of the image."""
+
+    partitions: set[tuple[str, int]] = field(default_factory=set)
+    topics: set[str] = field(default_factory=set)  # created, re-created or removed: every partition
+    brokers: set[int] = field(default_factory=set)  # registered, unregistered, fenced, changed
+
+
 class ImageBuilder:
     """Replays (offset, record) pairs into a ClusterImage with KIP-868 transaction semantics."""
 
@@ -362,6 +374,21 @@ class ImageBuilder:
         self._last_offset = self.result.last_offset
         self._txn: tuple[int, str | None] | None = None
         self._pending: list[tuple[int, MetadataRecord | OpaqueRecord]] = []
+        #: None until a reader asks for changes (`track_changes`): nothing is recorded for nobody
+        self._changes: ImageChanges | None = None
+
+    # -- changed keys ------------------------------------------------------------------------
+
+    def track_changes(self) -> None:
+        """From now on, record what each applied record touches (one reader takes them)."""
+        self._changes = ImageChanges()
+
+    def take_changes(self) -> ImageChanges | None:
+        """What changed since tracking began or the last call; None when not tracking."""
+        got = self._changes
+        if got is not None:
+            self._changes = ImageChanges()
+        return got
 
     # -- stream ------------------------------------------------------------------------------
 
@@ -438,6 +465,8 @@ class ImageBuilder:
         return broker
 
     def _register_broker(self, offset: int, f: dict[str, Any]) -> None:
+        if self._changes is not None:
+            self._changes.brokers.add(f["BrokerId"])
         self.image.brokers[f["BrokerId"]] = Broker(
             id=f["BrokerId"],
             endpoints=[
@@ -465,6 +494,8 @@ class ImageBuilder:
         )
 
     def _unregister_broker(self, offset: int, f: dict[str, Any]) -> None:
+        if self._changes is not None:
+            self._changes.brokers.add(f["BrokerId"])
         broker = self._broker(offset, f["BrokerId"], "UnregisterBrokerRecord")
         if broker.broker_epoch != f["BrokerEpoch"]:
             raise BadInputError(
@@ -474,12 +505,18 @@ class ImageBuilder:
         del self.image.brokers[broker.id]
 
     def _fence(self, offset: int, f: dict[str, Any]) -> None:
+        if self._changes is not None:
+            self._changes.brokers.add(f["Id"])
         self._broker(offset, f["Id"], "FenceBrokerRecord").fenced = True
 
     def _unfence(self, offset: int, f: dict[str, Any]) -> None:
+        if self._changes is not None:
+            self._changes.brokers.add(f["Id"])
         self._broker(offset, f["Id"], "UnfenceBrokerRecord").fenced = False
 
     def _registration_change(self, offset: int, f: dict[str, Any]) -> None:
+        if self._changes is not None:
+            self._changes.brokers.add(f["BrokerId"])
         broker = self._broker(offset, f["BrokerId"], "BrokerRegistrationChangeRecord")
         fenced = f.get("Fenced", 0)  # BrokerRegistrationFencingChange: 1 FENCE, -1 UNFENCE, 0 NONE
         if fenced == 1:
@@ -501,6 +538,8 @@ class ImageBuilder:
             broker.log_dirs = [uuid_to_kafka(d) for d in f["LogDirs"]]
 
     def _topic(self, offset: int, f: dict[str, Any]) -> None:
+        if self._changes is not None:
+            self._changes.topics.add(f["Name"])
         old = self.image.topics.get(f["Name"])
         if old is not None and old.topic_id is not None:
             self._topic_names.pop(kafka_to_uuid(old.topic_id), None)
@@ -513,12 +552,16 @@ class ImageBuilder:
         topic = self._topic_by_id(offset, f["TopicId"], "RemoveTopicRecord")
         del self.image.topics[topic.name]
         del self._topic_names[f["TopicId"]]
+        if self._changes is not None:
+            self._changes.topics.add(topic.name)
         # MetadataDelta.replay(RemoveTopicRecord) drops the topic's configs too.
         self.image.configs.pop(("TOPIC", topic.name), None)
 
     def _partition(self, offset: int, f: dict[str, Any]) -> None:
         topic = self._topic_by_id(offset, f["TopicId"], "PartitionRecord")
         pid = f["PartitionId"]
+        if self._changes is not None:
+            self._changes.partitions.add((topic.name, pid))
         topic.partitions[pid] = replayed_partition(
             pid,
             list(f["Replicas"]),
@@ -539,6 +582,8 @@ class ImageBuilder:
             raise BadInputError(
                 f"offset {offset}: PartitionChangeRecord for unknown partition {topic.name}-{f['PartitionId']}"
             )
+        if self._changes is not None:
+            self._changes.partitions.add((topic.name, p.partition))
         # plain stores into the model's __dict__: pydantic's __setattr__ costs more than the rest of
         # this method, and dual-write replays one of these per ISR or leader change
         d = p.__dict__

@@ -1,0 +1,162 @@
+"""A compiled writer for the ZK broker requests' kio entities: the same bytes as kio, several times faster.
+
+A full LeaderAndIsr + UpdateMetadata fan-out encodes every partition's state once per broker that gets
+it (100,000 partitions, 50 brokers: ~400,000 states). kio's generic writer checks each value's phantom
+type and calls a writer per field; here each entity class (from `zk_broker_messages`, read once) becomes
+one generated function that packs runs of fixed-size fields with a single `struct.pack`. The field
+kinds come from the classes' own declarations (`kafka_type` metadata, annotations, `__flexible__`,
+tags), so every version follows its JSON schema as kio's writer does; tests compare both writers'
+bytes for every version. An element of an entity array may be given as its bytes, encoded before
+(a partition's state, shared by the LeaderAndIsr requests of all its replicas).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+import typing
+import uuid
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+__all__ = ["encode_fast", "writer_for"]
+
+_FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "bool": "?"}
+_ZERO = uuid.UUID(int=0)
+_INT32_ARRAY = struct.Struct(">i")
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_UVARINT_SMALL = [_uvarint(n) for n in range(128)]
+
+
+def _uv(n: int) -> bytes:
+    return _UVARINT_SMALL[n] if n < 128 else _uvarint(n)
+
+
+def _string(value: str | None, flexible: bool) -> bytes:
+    if value is None:
+        return b"\x00" if flexible else b"\xff\xff"
+    raw = value.encode()
+    return (_uv(len(raw) + 1) if flexible else struct.pack(">h", len(raw))) + raw
+
+
+def _array_len(n: int | None, flexible: bool) -> bytes:
+    if n is None:
+        return b"\x00" if flexible else b"\xff\xff\xff\xff"
+    if flexible:
+        return _UVARINT_SMALL[n + 1] if n < 127 else _uvarint(n + 1)
+    return _INT32_ARRAY.pack(n)
+
+
+@cache
+def _packer(code: str, n: int) -> Callable[..., bytes]:
+    return struct.Struct(f">{n}{code}").pack
+
+
+def _entity_arg(tp: Any) -> type | None:
+    """The entity class of a `tuple[Entity, ...]` annotation, None for a tuple of primitives."""
+    args = typing.get_args(tp)
+    inner = args[0] if args else None
+    return inner if dataclasses.is_dataclass(inner) else None  # type: ignore[return-value]
+
+
+@cache
+def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
+    """A function appending `cls`'s encoding of an entity to a bytearray (generated once per class)."""
+    flexible = bool(getattr(cls, "__flexible__", False))
+    env: dict[str, Any] = {
+        "pack": struct.pack,
+        "_string": _string,
+        "_array_len": _array_len,
+        "_packer": _packer,
+        "_ZERO": _ZERO,
+        "_uv": _uv,
+    }
+    lines = ["def w(o, out):"]
+    run: list[tuple[str, str]] = []  # pending fixed-size fields: (struct code, attribute)
+    tagged: list[tuple[int, dataclasses.Field[Any]]] = []
+
+    def flush() -> None:
+        if run:
+            fmt = ">" + "".join(c for c, _ in run)
+            lines.append(f"    out += pack({fmt!r}, {', '.join('o.' + a for _, a in run)})")
+            run.clear()
+
+    for f in dataclasses.fields(cls):
+        kind = f.metadata.get("kafka_type")
+        if "tag" in f.metadata:
+            tagged.append((int(f.metadata["tag"]), f))
+            continue
+        origin = typing.get_origin(f.type)
+        if origin is tuple:
+            flush()
+            sub = _entity_arg(f.type)
+            if sub is None:
+                code = _FIXED[str(kind)]
+                lines += [
+                    f"    xs = o.{f.name}",
+                    "    if xs is None:",
+                    f"        out += _array_len(None, {flexible})",
+                    "    else:",
+                    f"        out += _array_len(len(xs), {flexible})",
+                    f"        out += _packer({code!r}, len(xs))(*xs)",
+                ]
+            else:
+                env[f"w_{f.name}"] = writer_for(sub)
+                lines += [
+                    f"    xs = o.{f.name}",
+                    f"    out += _array_len(None if xs is None else len(xs), {flexible})",
+                    "    if xs is not None:",
+                    "        for x in xs:",
+                    "            if x.__class__ is bytes:",  # an element encoded before (shared)
+                    "                out += x",
+                    "            else:",
+                    f"                w_{f.name}(x, out)",
+                ]
+        elif kind in _FIXED:
+            run.append((_FIXED[str(kind)], f.name))
+        elif kind == "string":
+            flush()
+            lines.append(f"    out += _string(o.{f.name}, {flexible})")
+        elif kind == "uuid":
+            flush()
+            lines.append(f"    out += (o.{f.name} or _ZERO).bytes")
+        else:
+            raise TypeError(f"{cls.__name__}.{f.name}: no fast writer for {kind!r}")
+    flush()
+    if flexible:
+        if not tagged:
+            lines.append("    out += b'\\x00'")
+        else:
+            lines.append("    tags = []")
+            for tag, f in sorted(tagged, key=lambda t: t[0]):
+                kind = f.metadata.get("kafka_type")
+                if kind not in _FIXED:
+                    raise TypeError(f"{cls.__name__}.{f.name}: tagged {kind!r} not supported")
+                env[f"d_{f.name}"] = f.default
+                lines += [
+                    f"    if o.{f.name} != d_{f.name}:",
+                    f"        v = pack('>{_FIXED[str(kind)]}', o.{f.name})",
+                    f"        tags.append(_uv({tag}) + _uv(len(v)) + v)",
+                ]
+            lines += ["    out += _uv(len(tags))", "    for t in tags:", "        out += t"]
+    elif tagged:
+        raise TypeError(f"{cls.__name__}: tagged fields in a non-flexible entity")
+    exec("\n".join(lines), env)  # noqa: S102 - code generated from the class's own field list
+    return env["w"]  # type: ignore[no-any-return]
+
+
+def encode_fast(cls: type, obj: Any) -> bytes:
+    out = bytearray()
+    writer_for(cls)(obj, out)
+    return bytes(out)
