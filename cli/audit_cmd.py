@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import click
@@ -18,10 +17,6 @@ from migrator import commands
 from migrator.errors import BadInputError
 
 PHASES = ("copy", "dual-write", "finalized")
-
-
-def _interactive(as_json: bool) -> bool:
-    return not as_json and sys.stderr.isatty()
 
 
 @click.command()
@@ -89,16 +84,13 @@ def _interactive(as_json: bool) -> bool:
 @click.pass_context
 def audit(
     ctx: click.Context,
+    target: commands.Target,
     phase: str | None,
-    zookeeper: str | None,
-    zk_auth: tuple[str, ...],
-    zk_timeout: float,
     zk_snapshot: str | None,
     zk_txn_logs: str | None,
     zk_chroot: str,
     no_replay: bool,
     zk_export: str | None,
-    log_dir: str,
     master: str,
     slices: int | None,
     report: str | None,
@@ -119,18 +111,17 @@ def audit(
       zk2kraft audit --zk-snapshot /backup/zookeeper --log-dir /var/lib/kraft --phase copy
     """
     verbose = bool((ctx.obj or {}).get("verbose"))
-    if zookeeper and (zk_snapshot or zk_export):
+    if target.zookeeper and (zk_snapshot or zk_export):
         source = ctx.get_parameter_source("zookeeper")
         if source in (ParameterSource.ENVIRONMENT, ParameterSource.DEFAULT_MAP):
-            zookeeper = None  # an explicit snapshot or export wins over the environment's ZooKeeper
+            target = target.replace(
+                zookeeper=""
+            )  # an explicit snapshot or export wins over the environment's
         else:
             raise BadInputError("give one ZooKeeper input: --zookeeper, --zk-snapshot or --zk-export")
-    interactive = _interactive(as_json)
+    interactive = cli_render.interactive(as_json)
     kwargs: dict[str, Any] = dict(
         phase=phase,
-        zookeeper=zookeeper,
-        zk_auth=zk_auth,
-        zk_timeout=zk_timeout,
         zk_snapshot=zk_snapshot,
         zk_txn_logs=zk_txn_logs,
         zk_chroot=zk_chroot,
@@ -145,9 +136,9 @@ def audit(
     if interactive:
         console = cli_render.console(stderr=True)
         with console.status("auditing...") as status:
-            result = commands.audit(log_dir, say=lambda m: status.update(f"audit: {m}..."), **kwargs)
+            result = commands.audit(target, say=lambda m: status.update(f"audit: {m}..."), **kwargs)
     else:
-        result = commands.audit(log_dir, **kwargs)
+        result = commands.audit(target, **kwargs)
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
@@ -184,7 +175,7 @@ REPAIRS = {
 
 
 def render(result: Any, console: Console) -> None:
-    from spark_audit.rows import KIND_TITLES as titles  # pyarrow loads only when an audit ran
+    titles = commands.audit_kind_titles()
 
     console.print(
         f"phase [bold]{escape(result.phase)}[/bold] ({result.phase_source}; state {escape(str(result.state))})"
@@ -258,20 +249,18 @@ def render(result: Any, console: Console) -> None:
     help="Parquet file to write (replaced atomically).",
 )
 @json_option
-def export_command(
-    zookeeper: str, zk_auth: tuple[str, ...], zk_timeout: float, out: str, as_json: bool
-) -> None:
+def export_command(target: commands.Target, out: str, as_json: bool) -> None:
     """A consistent copy of Kafka's ZooKeeper tree as audit rows in Parquet (`zk2kraft audit --zk-export`).
 
     \b
     Example:
       zk2kraft zk export --zookeeper zk1:2181/kafka --out zk-before-copy.parquet
     """
-    if _interactive(as_json):
+    if cli_render.interactive(as_json):
         with cli_render.console(stderr=True).status("reading ZooKeeper..."):
-            result = commands.zk_export(zookeeper, out, zk_auth=zk_auth, zk_timeout=zk_timeout)
+            result = commands.zk_export(target, out)
     else:
-        result = commands.zk_export(zookeeper, out, zk_auth=zk_auth, zk_timeout=zk_timeout)
+        result = commands.zk_export(target, out)
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
         return

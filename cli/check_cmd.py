@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -14,39 +13,15 @@ from rich.table import Table
 from cli import render as cli_render
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands, results
-from migrator.errors import BadInputError, ZkKraftError
-from migrator.migration.broker_config import BrokerConfigFile
-from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER, Severity
-from migrator.migration.health import MigrationHealth
-from migrator.properties import read_properties
+from migrator.results import MigrationHealth, Severity
 
 _STYLE = {Severity.BLOCKER: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _PATHS_SHOWN = 3
 _ROWS_PER_CODE = 20  # a thousand malformed znodes are a thousand findings in --json, not on a screen
 
 
-def load_broker_configs(directory: str) -> list[BrokerConfigFile]:
-    """Every `*.properties` file of a directory; a missing or empty directory is bad input (exit 2)."""
-    base = Path(directory)
-    if not base.is_dir():
-        raise BadInputError(f"--broker-config {directory}: not a directory")
-    files = sorted(p for p in base.iterdir() if p.name.endswith(".properties") and p.is_file())
-    if not files:
-        raise BadInputError(f"--broker-config {directory}: no *.properties files in it")
-    out = []
-    for p in files:
-        try:
-            with open(p, "rb"):
-                pass
-            props = read_properties(str(p))
-        except OSError as e:
-            raise BadInputError(f"--broker-config: cannot read {p}: {e.strerror}") from None
-        except UnicodeDecodeError as e:
-            raise BadInputError(f"--broker-config: {p} is not UTF-8 text (byte offset {e.start})") from None
-        except ZkKraftError:
-            raise BadInputError(f"--broker-config: cannot read {p}") from None
-        out.append(BrokerConfigFile(str(p), props))
-    return out
+#: kept under its old name: tests and scripts load a directory of server.properties through it
+load_broker_configs = commands.load_broker_configs
 
 
 @click.command()
@@ -61,7 +36,7 @@ def load_broker_configs(directory: str) -> list[BrokerConfigFile]:
 @click.option(
     "--jute-maxbuffer",
     type=click.IntRange(min=1024),
-    default=DEFAULT_JUTE_MAXBUFFER,
+    default=commands.DEFAULT_JUTE_MAXBUFFER,
     show_default=True,
     envvar="ZK2KRAFT_JUTE_MAXBUFFER",
     help="jute.maxbuffer of the Kafka JVMs (brokers, controllers); replies above it are blockers.",
@@ -75,14 +50,7 @@ def load_broker_configs(directory: str) -> list[BrokerConfigFile]:
 )
 @json_option
 def check(
-    zookeeper: str,
-    zk_auth: tuple[str, ...],
-    zk_timeout: float,
-    broker_config: str | None,
-    jute_maxbuffer: int,
-    log_dir: str | None,
-    preflight: bool,
-    as_json: bool,
+    target: commands.Target, broker_config: str | None, jute_maxbuffer: int, preflight: bool, as_json: bool
 ) -> None:
     """Read-only pre-flight: is this cluster ready for a ZooKeeper-to-KRaft migration?
 
@@ -99,11 +67,9 @@ def check(
     interactive = not as_json and sys.stdout.isatty()
     if interactive:
         with cli_render.console(stderr=True).status("Reading ZooKeeper..."):
-            result = commands.check(
-                zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer, log_dir, preflight
-            )
+            result = commands.check(target, configs, jute_maxbuffer, preflight)
     else:
-        result = commands.check(zookeeper, zk_auth, zk_timeout, configs, jute_maxbuffer, log_dir, preflight)
+        result = commands.check(target, configs, jute_maxbuffer, preflight)
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:

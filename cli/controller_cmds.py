@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import click
 
-from cli.migrate_cmds import listen_options, node_id_option, run_migrate
-from cli.options import json_option, log_dir_option, zookeeper_options
+from cli.migrate_cmd import run_migrate
+from cli.options import json_option, listen_options, log_dir_option, node_id_option, zookeeper_options
+from migrator import commands
 
 
 @click.command()
@@ -22,16 +23,7 @@ from cli.options import json_option, log_dir_option, zookeeper_options
 @node_id_option
 @json_option
 def controller(
-    zookeeper: str,
-    zk_auth: tuple[str, ...],
-    zk_timeout: float,
-    log_dir: str,
-    yes: bool,
-    listen: str | None,
-    broker_wait_timeout: float,
-    session_timeout_ms: int,
-    node_id: int,
-    as_json: bool,
+    target: commands.Target, yes: bool, broker_wait_timeout: float, session_timeout_ms: int, as_json: bool
 ) -> None:
     """Run the KRaft controller: serve brokers on --listen, migrate, then keep dual-writing.
 
@@ -44,19 +36,14 @@ def controller(
     Example:
       zk2kraft controller -z zk1:2181/kafka -l /var/lib/kraft/metadata --listen 0.0.0.0:9093 --yes
     """
-    if listen is None:
+    if target.listen is None:
         raise click.UsageError("--listen HOST:PORT is required (or set ZK2KRAFT_LISTEN)")
     run_migrate(
-        zookeeper,
-        zk_auth,
-        zk_timeout,
-        log_dir,
+        target,
         yes=yes,
         follow=True,
         brokers_from_zk=False,
-        listen=listen,
         broker_wait_timeout=broker_wait_timeout,
         session_timeout_ms=session_timeout_ms,
-        node_id=node_id,
         as_json=as_json,
     )

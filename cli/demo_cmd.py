@@ -21,15 +21,11 @@ from rich.markup import escape
 
 from cli import render
 from migrator import commands
-from migrator.controller import kafka_errors
-from migrator.controller import messages as M
-from migrator.controller.client import ControllerClient
-from migrator.controller.client_security import ClientSecurity
-from migrator.controller.listener_config import set_default_properties as set_listener_properties
+from migrator.commands import ClientSecurity
 from migrator.errors import ZkKraftError
 from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
 from zk_fixtures.brokers import BrokerSessions
-from zk_fixtures.generator import ClusterSpec, GeneratedCluster, load_cluster
+from zk_fixtures.generator import ClusterSpec, GeneratedCluster
 from zk_fixtures.server import ZkServer
 from zk_fixtures.tls_certs import make_certs
 
@@ -96,20 +92,14 @@ def start_zookeeper(ctx: DemoContext) -> None:
     )
 
 
-def generate_cluster(ctx: DemoContext) -> None:
-    from migrator.zk.connection import close, connect
+def _target(ctx: DemoContext) -> commands.Target:
+    return commands.Target(zookeeper=ctx.connect, log_dir=_log_dir(ctx))
 
+
+def generate_cluster(ctx: DemoContext) -> None:
     assert ctx.server is not None
-    root = connect(ctx.server.connect_string)
-    try:
-        root.ensure_path("/kafka")
-    finally:
-        close(root)
-    client = connect(ctx.connect)
-    try:
-        ctx.cluster = load_cluster(client, ClusterSpec.checked(seed=ctx.seed, **DEMO_SPEC))
-    finally:
-        close(client)
+    # the chroot /kafka is created first
+    ctx.cluster = commands.fixtures_load(_target(ctx), ClusterSpec.checked(seed=ctx.seed, **DEMO_SPEC))
     image = ctx.cluster.image
     ctx.console.print(
         f"Wrote a ZK-mode Kafka cluster exactly as Kafka lays it out: {len(image.brokers)} brokers, "
@@ -128,7 +118,7 @@ def generate_cluster(ctx: DemoContext) -> None:
 def run_check(ctx: DemoContext) -> None:
     from cli.check_cmd import render as render_check
 
-    result = commands.check(ctx.connect)
+    result = commands.check(commands.Target(zookeeper=ctx.connect))
     render_check(result, ctx.console)
     if result.exit_code != 0:
         ctx.failures.append(f"check exited {result.exit_code}")
@@ -147,7 +137,7 @@ def _secure_listener(ctx: DemoContext) -> ClientSecurity:
     certs = make_certs(ctx.workdir / "tls")
     admin_pw = secrets.token_urlsafe(18)
     ctx.tls_ca = str(certs.ca)
-    set_listener_properties(
+    commands.serve_listeners_with(
         {
             "listener.security.protocol.map": "CONTROLLER:SASL_SSL",
             "ssl.keystore.type": "PEM",
@@ -176,7 +166,6 @@ def check_secure_listener(ctx: DemoContext) -> None:
         ctx.failures.append("--secure: the generated cluster has no SCRAM user to log in with")
         return
     (user, mechanism), password = sorted(passwords.items())[0]
-    host, port = ctx.controller.address
 
     def login(pw: str) -> ClientSecurity:
         return ClientSecurity(
@@ -184,13 +173,14 @@ def check_secure_listener(ctx: DemoContext) -> None:
         )
 
     try:
-        with ControllerClient(host, port, security=login(password)) as client:
-            code = client.heartbeat(M.BrokerHeartbeatRequest(min(ctx.cluster.image.brokers), 1, 0)).error_code
+        code = commands.controller_heartbeat(
+            ctx.controller.address, login(password), min(ctx.cluster.image.brokers)
+        )
     except ZkKraftError as e:
         ctx.failures.append(f"--secure: the migrated SCRAM user {user} could not log in: {e}")
         return
     try:
-        ControllerClient(host, port, security=login(password + "x")).close()
+        commands.controller_login(ctx.controller.address, login(password + "x"))
         ctx.failures.append("--secure: a wrong SCRAM password was accepted")
     except ZkKraftError:
         pass
@@ -204,7 +194,7 @@ def check_secure_listener(ctx: DemoContext) -> None:
 
 
 def run_plan(ctx: DemoContext) -> None:
-    result = commands.plan(ctx.connect, _log_dir(ctx))
+    result = commands.plan(_target(ctx))
     plan = result.plan
     if plan is None:
         ctx.failures.append(f"plan produced nothing: {result.message}")
@@ -223,9 +213,7 @@ def run_migrate(ctx: DemoContext) -> None:
         ("CONTROLLER://127.0.0.1:0", _secure_listener(ctx)) if ctx.secure else ("127.0.0.1:0", None)
     )
     running = commands.start_controller(
-        ctx.connect,
-        _log_dir(ctx),
-        listen=listen,
+        _target(ctx).replace(listen=listen),
         yes=True,
         broker_wait_timeout=60,
         session_timeout_ms=SESSION_TIMEOUT_MS,
@@ -269,7 +257,7 @@ def run_migrate(ctx: DemoContext) -> None:
     service.flush(30)
     if ctx.secure:
         check_secure_listener(ctx)
-    st = commands.status(ctx.connect, _log_dir(ctx))
+    st = commands.status(_target(ctx))
     m = st.manifest
     covered = (st.migration_znode or {}).get("kraft_metadata_offset")
     ctx.console.print(
@@ -321,7 +309,7 @@ def run_broker_traffic(ctx: DemoContext) -> None:
     code = broker.reboot(empty_disk=True)
     ctx.console.print(
         f"It rebooted with an empty disk: new incarnation, broker epoch {old_epoch} → {broker.epoch} "
-        f"({kafka_errors.name_of(code)}); it must catch up before any leader may add it back (KIP-903)."
+        f"({commands.kafka_error_name(code)}); it must catch up before any leader may add it back (KIP-903)."
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -334,7 +322,7 @@ def run_broker_traffic(ctx: DemoContext) -> None:
         f"Followers fetched with their epochs and leaders sent AlterPartition v3: broker {victim} is back in "
         f"{back} ISRs ({sim.isr_changes} ISR changes accepted so far"
         + (
-            f", refusals {sorted((kafka_errors.name_of(c), n) for c, n in sim.refusals.items())}"
+            f", refusals {sorted((commands.kafka_error_name(c), n) for c, n in sim.refusals.items())}"
             if sim.refusals
             else ""
         )
@@ -355,8 +343,7 @@ def stop_controller(ctx: DemoContext) -> None:
 
 
 def run_admin(ctx: DemoContext) -> None:
-    from migrator.migration.admin import AclSpec, AdminChange
-
+    AdminChange, AclSpec = commands.AdminChange, commands.AclSpec
     changes = [
         AdminChange(
             kind="create-topic",
@@ -380,16 +367,10 @@ def run_admin(ctx: DemoContext) -> None:
         ),
         AdminChange(kind="add-partitions", topic="demo-orders", partitions=12),
     ]
-    results = commands.admin_many(ctx.connect, _log_dir(ctx), changes)
+    results = commands.admin_many(_target(ctx), changes)
     for change, result in zip(changes, results, strict=True):
         ctx.console.print(f"  {escape(change.describe())}: {escape(result.summary)}")
-    from migrator.zk.connection import close, connect
-
-    client = connect(ctx.connect)
-    try:
-        landed = client.exists("/brokers/topics/demo-orders/partitions/11/state") is not None
-    finally:
-        close(client)
+    landed = commands.znode_exists(_target(ctx), "/brokers/topics/demo-orders/partitions/11/state")
     ctx.console.print(
         "Each change was appended to the log and carried to ZooKeeper by the syncer"
         + (
@@ -403,7 +384,7 @@ def run_admin(ctx: DemoContext) -> None:
 
 
 def run_status(ctx: DemoContext) -> None:
-    st = commands.status(ctx.connect, _log_dir(ctx))
+    st = commands.status(_target(ctx))
     ctx.console.print(
         f"State [bold]{st.state}[/bold] (Kafka {st.kafka_state}), KRaft epoch {st.kraft_epoch}, ZooKeeper controller "
         f"epoch {st.zk_controller_epoch}, log end offset {st.log_end_offset}, write-behind lag {st.write_behind_lag}, "
@@ -419,7 +400,7 @@ def run_audit(ctx: DemoContext) -> None:
         ctx.console.print("(skipped: --no-audit)")
         return
     report = ctx.workdir / f"audit-{len(ctx.failures)}-{time.monotonic_ns()}.html"
-    result = commands.audit(_log_dir(ctx), zookeeper=ctx.connect, master="local[2]", report=str(report))
+    result = commands.audit(_target(ctx), master="local[2]", report=str(report))
     ctx.console.print(
         f"Audit (phase {result.phase}, Spark {result.master}): [bold]{escape(result.verdict)}[/bold] — "
         f"{result.mismatches} mismatches, {result.expected} expected, {result.informational} informational "
@@ -436,7 +417,7 @@ def run_finalize(ctx: DemoContext) -> None:
         ctx.brokers = None
     ctx.console.print("The brokers were rolled to KRaft mode: their ZooKeeper registrations are gone.")
     # The simulated brokers never come back as KRaft brokers: this is a rehearsal.
-    result = commands.finalize(ctx.connect, _log_dir(ctx), yes=True, rehearsal=True)
+    result = commands.finalize(_target(ctx), yes=True, rehearsal=True)
     ctx.console.print(f"{result.state_before} → [bold]{result.state_after}[/bold]: {escape(result.message)}")
     if result.state_after != "MigrationFinalized":
         ctx.failures.append(f"finalize ended in {result.state_after}")
@@ -444,7 +425,7 @@ def run_finalize(ctx: DemoContext) -> None:
 
 def run_rollback(ctx: DemoContext) -> None:
     stop_controller(ctx)
-    result = commands.rollback(ctx.connect, _log_dir(ctx), yes=True)
+    result = commands.rollback(_target(ctx), yes=True)
     ctx.console.print(
         f"{result.state_before} → [bold]{result.state_after}[/bold]: /controller and /migration removed, "
         f"/controller_epoch raised to {result.zk_controller_epoch} (above KRaft epoch {result.kraft_epoch}, so "
@@ -456,14 +437,7 @@ def run_rollback(ctx: DemoContext) -> None:
 
 def verify_zookeeper_intact(ctx: DemoContext) -> None:
     """After a rollback, ZooKeeper must hold everything, including the dual-write changes."""
-    from migrator.zk.connection import close, connect
-    from migrator.zk.reader import read_cluster
-
-    client = connect(ctx.connect)
-    try:
-        layout = read_cluster(client)
-    finally:
-        close(client)
+    layout = commands.read_zookeeper(_target(ctx))
     image, control = layout.image, layout.control
     assert ctx.cluster is not None
     expected_topics = set(ctx.cluster.image.topics) | {"demo-orders"}
@@ -562,7 +536,7 @@ def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, secure: bool, wo
     finally:
         cleanup(ctx, keep)
         if secure:
-            set_listener_properties({})
+            commands.serve_listeners_with({})
     elapsed = time.perf_counter() - started
     if ctx.failures:
         console.print(f"[bold red]demo finished in {elapsed:.1f}s with problems: {'; '.join(ctx.failures)}")

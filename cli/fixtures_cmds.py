@@ -11,8 +11,8 @@ import click
 
 from cli import render
 from cli.options import json_option, zookeeper_options
-from migrator.zk.connection import close, connect, ensure_chroot
-from zk_fixtures.generator import ClusterSpec, GeneratedCluster, load_cluster
+from migrator import commands
+from zk_fixtures.generator import ClusterSpec, GeneratedCluster
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,9 +98,7 @@ def fixtures() -> None:
 @spec_options
 @click.option("--exist-ok", is_flag=True, help="Skip znodes that already exist instead of failing.")
 @json_option
-def load(
-    zookeeper: str, zk_auth: tuple[str, ...], zk_timeout: float, exist_ok: bool, as_json: bool, **spec: Any
-) -> None:
+def load(target: commands.Target, exist_ok: bool, as_json: bool, **spec: Any) -> None:
     """Write a generated cluster's persistent znodes (topics, configs, ACLs, quotas, SCRAM, tokens, ...).
 
     Broker registrations and the ZK controller are ephemeral: hold them with `fixtures brokers` and the
@@ -111,16 +109,12 @@ def load(
       zk2kraft fixtures load -z 127.0.0.1:2181 --brokers 6 --topics 1000 --partitions 12
     """
     cluster_spec = _spec(spec)
-    ensure_chroot(zookeeper, auth=zk_auth, timeout=zk_timeout)  # a new cluster's chroot is created
-    client = connect(zookeeper, auth=zk_auth, timeout=zk_timeout)
-    try:
-        if not as_json and sys.stderr.isatty():
-            generated = _load_with_progress(client, cluster_spec, exist_ok)
-        else:
-            generated = load_cluster(client, cluster_spec, exist_ok=exist_ok)
-    finally:
-        close(client)
-    summary = _summary(generated, zookeeper)
+    # a new cluster's chroot is created
+    if not as_json and sys.stderr.isatty():
+        generated = _load_with_progress(target, cluster_spec, exist_ok)
+    else:
+        generated = commands.fixtures_load(target, cluster_spec, exist_ok=exist_ok)
+    summary = _summary(generated, target.zookeeper)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
@@ -133,7 +127,7 @@ def load(
     )
 
 
-def _load_with_progress(client: Any, spec: ClusterSpec, exist_ok: bool) -> GeneratedCluster:
+def _load_with_progress(target: commands.Target, spec: ClusterSpec, exist_ok: bool) -> GeneratedCluster:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     with Progress(
@@ -145,8 +139,8 @@ def _load_with_progress(client: Any, spec: ClusterSpec, exist_ok: bool) -> Gener
         console=render.console(stderr=True),
     ) as bar:
         task = bar.add_task("znodes", total=None)
-        return load_cluster(
-            client,
+        return commands.fixtures_load(
+            target,
             spec,
             exist_ok=exist_ok,
             progress=lambda n: bar.advance(task, n),
@@ -165,14 +159,7 @@ def _load_with_progress(client: Any, spec: ClusterSpec, exist_ok: bool) -> Gener
     help="Seconds ZooKeeper keeps a broker's registration after its process dies (Kafka's default).",
 )
 @json_option
-def brokers(
-    zookeeper: str,
-    zk_auth: tuple[str, ...],
-    zk_timeout: float,
-    session_timeout: float,
-    as_json: bool,
-    **spec: Any,
-) -> None:
+def brokers(target: commands.Target, session_timeout: float, as_json: bool, **spec: Any) -> None:
     """Hold the generated brokers' ephemeral registrations (and the ZK controller) until Ctrl-C/SIGTERM.
 
     One ZooKeeper session per broker, as real brokers have. Use the same spec flags as `fixtures load`.
@@ -186,7 +173,12 @@ def brokers(
 
     generated = generate(_spec(spec))
     sessions = BrokerSessions(
-        zookeeper, generated.image, generated.control, auth=zk_auth, session_timeout=session_timeout
+        target.zookeeper,
+        generated.image,
+        generated.control,
+        auth=target.zk_auth,
+        session_timeout=session_timeout,
+        security=target.security,
     )
     controller = generated.control.controller.broker_id if generated.control.controller else None
     if as_json:
@@ -240,9 +232,7 @@ def brokers(
     "(PEM), sasl.mechanism, sasl.jaas.config (PLAIN or SCRAM username/password).",
 )
 def simulate_brokers(
-    zookeeper: str,
-    zk_auth: tuple[str, ...],
-    zk_timeout: float,
+    target: commands.Target,
     controller: str,
     broker_ids: str | None,
     interval: float,
@@ -261,19 +251,18 @@ def simulate_brokers(
       zk2kraft controller --listen 127.0.0.1:9093 --zookeeper localhost:2181/kafka &
       zk2kraft fixtures simulate-brokers --controller 127.0.0.1:9093 --zookeeper localhost:2181/kafka
     """
-    from migrator.controller.client_security import from_client_properties
-    from migrator.properties import read_properties
     from zk_fixtures.broker_sim import run_simulator
 
-    security = from_client_properties(read_properties(command_config)) if command_config else None
+    security = commands.client_security_from_file(command_config) if command_config else None
     run_simulator(
         controller,
-        zookeeper,
+        target.zookeeper,
         [int(b) for b in broker_ids.split(",") if b.strip()] if broker_ids else (),
         interval=interval,
         own_timeout=own_timeout,
-        auth=zk_auth,
-        zk_timeout=zk_timeout,
+        auth=target.zk_auth,
+        zk_timeout=target.zk_timeout,
         controller_wait=controller_wait,
         security=security,
+        zk_security=target.security,
     )

@@ -16,66 +16,12 @@ from typing import Any
 
 import click
 
-from migrator.controller.listener_config import set_default_properties as set_listener_properties
-from migrator.errors import EXIT_BAD_INPUT, EXIT_UNREACHABLE, BadInputError, ZkKraftError
-from migrator.kraft.retention import RetentionConfig, set_default_config
-from migrator.properties import read_properties
+from migrator import commands
+from migrator.errors import EXIT_BAD_INPUT, EXIT_UNREACHABLE, ZkKraftError
 from migrator.stop import Stopped
 
-# Kafka property names that map onto zk2kraft options, so a controller.properties drops in.
-_PROPERTY_OPTIONS = {
-    "zookeeper.connect": "zookeeper",
-    "metadata.log.dir": "log_dir",
-    "log.dirs": "log_dir",
-    "zookeeper.connection.timeout.ms": "zk_timeout",
-    "node.id": "node_id",
-    # ZooKeeper security, as Kafka's broker/controller config names it (PEM stores only).
-    "zookeeper.ssl.client.enable": "zk_tls",
-    "zookeeper.ssl.truststore.location": "zk_tls_ca",
-    "zookeeper.ssl.keystore.location": "zk_tls_cert",
-    "zookeeper.ssl.keystore.password": "zk_tls_key_password",
-    "zookeeper.ssl.endpoint.identification.algorithm": "zk_tls_verify_hostname",
-    "zookeeper.set.acl": "zk_set_acl",
-}
-
-
-def _zk_security_property(prop: str, value: str, props: dict[str, str]) -> Any:
-    if prop in ("zookeeper.ssl.client.enable", "zookeeper.set.acl"):
-        return value.strip().lower() == "true"
-    if prop == "zookeeper.ssl.endpoint.identification.algorithm":
-        return value.strip().upper() == "HTTPS"
-    if prop.endswith(".location"):
-        kind = prop.split(".")[2]  # keystore | truststore
-        store_type = props.get(f"zookeeper.ssl.{kind}.type", "").upper() or (
-            "PEM" if value.lower().endswith((".pem", ".crt", ".key")) else "JKS or PKCS12"
-        )
-        if store_type != "PEM":
-            raise BadInputError(
-                f"--config: zookeeper.ssl.{kind}.location {value} is a {store_type} store; zk2kraft (Python's "
-                f"ssl) reads PEM: convert it and set zookeeper.ssl.{kind}.type=PEM"
-            )
-    return value
-
-
-def _defaults_from_properties(props: dict[str, str]) -> dict[str, Any]:
-    """Option defaults from the keys in _PROPERTY_OPTIONS; every other key is Kafka's alone and ignored."""
-    values: dict[str, Any] = {}
-    for prop, option in _PROPERTY_OPTIONS.items():
-        if prop in props and option not in values:
-            value: Any = props[prop]
-            if prop == "log.dirs":
-                value = value.split(",")[0]
-            try:
-                if prop == "zookeeper.connection.timeout.ms":
-                    value = float(value) / 1000.0
-                if prop == "node.id":
-                    value = int(value)
-            except ValueError:
-                raise BadInputError(f"--config: {prop}={value!r} is not a number") from None
-            if prop.startswith(("zookeeper.ssl.", "zookeeper.set.acl")):
-                value = _zk_security_property(prop, value, props)
-            values[option] = value
-    return values
+#: kept under its old name: Kafka property names → option defaults (`migrator.target.option_defaults`)
+_defaults_from_properties = commands.option_defaults
 
 
 def _default_map(command: click.Command, values: dict[str, Any]) -> dict[str, Any]:
@@ -127,20 +73,7 @@ def main(ctx: click.Context, verbose: bool, config_path: str | None) -> None:
 
 
 def _defaults_from_config(config_path: str) -> dict[str, Any]:
-    try:
-        props = read_properties(config_path)
-    except BadInputError as e:
-        raise BadInputError(f"--config: {e}") from None
-    try:
-        # Kafka's snapshot and retention settings: for every log this process opens for writing
-        set_default_config(RetentionConfig.from_properties(props))
-    except BadInputError as e:
-        raise BadInputError(f"--config: {e}") from None
-    set_listener_properties(props)  # TLS/SASL/ACL settings of listeners this process serves
-    values = _defaults_from_properties(props)
-    if props.get("listeners", "").strip():
-        values["listeners"] = props["listeners"].strip()
-    return values
+    return commands.load_config(config_path)
 
 
 def _subcommand_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:

@@ -8,10 +8,22 @@ from typing import Any, TypeVar
 
 import click
 
+from migrator import commands
+
 F = TypeVar("F", bound=Callable[..., Any])
 
+_NODE_ID_HELP = "KRaft node id of this controller, as Kafka's node.id (env ZK2KRAFT_NODE_ID)."
 
-_SECURITY_PARAMS = (
+
+#: The options a `Target` is built from; a command gets `target` instead of each of them.
+_TARGET_PARAMS = (
+    "zookeeper",
+    "log_dir",
+    "zk_auth",
+    "zk_timeout",
+    "node_id",
+    "listen",
+    "metrics_listen",
     "zk_tls",
     "zk_tls_ca",
     "zk_tls_cert",
@@ -23,37 +35,23 @@ _SECURITY_PARAMS = (
 )
 
 
-def _with_zk_security(f: F) -> F:
-    """Turn the --zk-tls-*/--zk-jaas-config/--zk-set-acl options into the process-wide connection
-    security for the command's duration, so every session it opens (driver, syncer, controller,
-    audit) gets them without each command passing them on."""
-    from migrator.zk.connection import TlsOptions, ZkSecurity, configure, sasl_from_jaas
+def _with_target(f: F) -> F:
+    """Build the command's `Target` once from its resolved options (environment and `--config` already
+    applied by click) and hand it over as `target`: ZooKeeper, credentials, TLS/SASL/ACL, log dir,
+    node id and listeners then travel together to every session and log the command opens."""
 
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        v = {name: kwargs.pop(name, None) for name in _SECURITY_PARAMS}
-        tls = None
-        if v["zk_tls"] or v["zk_tls_ca"] or v["zk_tls_cert"] or v["zk_tls_key"]:
-            tls = TlsOptions(
-                ca=v["zk_tls_ca"],
-                certfile=v["zk_tls_cert"],
-                keyfile=v["zk_tls_key"] or v["zk_tls_cert"],  # a PEM keystore holds both
-                keyfile_password=v["zk_tls_key_password"],
-                check_hostname=bool(v["zk_tls_verify_hostname"]),
-            )
-        sasl = sasl_from_jaas(v["zk_jaas_config"]) if v["zk_jaas_config"] else None
-        previous = configure(ZkSecurity(tls=tls, sasl=sasl, set_acl=bool(v["zk_set_acl"])))
-        try:
-            return f(*args, **kwargs)
-        finally:
-            configure(previous)
+        given = {name: kwargs.pop(name) for name in _TARGET_PARAMS if name in kwargs}
+        return f(*args, target=commands.Target.from_options(**given), **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
 
 def zk_security_options(f: F) -> F:
-    """TLS, SASL (JAAS) and ACL options, as Kafka's zookeeper.ssl.*, JAAS Client and zookeeper.set.acl."""
-    f = _with_zk_security(f)
+    """TLS, SASL (JAAS) and ACL options, as Kafka's zookeeper.ssl.*, JAAS Client and zookeeper.set.acl;
+    the command gets `target` instead of them (`_with_target`)."""
+    f = _with_target(f)
     file = click.Path(exists=True, dir_okay=False)
     for decl, kw in reversed(
         [
@@ -80,7 +78,8 @@ def zk_security_options(f: F) -> F:
 
 
 def zookeeper_options(f: F) -> F:
-    """`--zookeeper HOST:PORT[/chroot]` plus digest/SASL auth, TLS and ACLs, all with environment variables."""
+    """`--zookeeper HOST:PORT[/chroot]` plus digest/SASL auth, TLS and ACLs, all with environment variables;
+    the command gets them (and its --log-dir, --node-id, --listen, --metrics-listen) as one `target`."""
     f = zk_security_options(f)
     f = click.option(
         "--zk-auth",
@@ -126,3 +125,51 @@ def log_dir_option(required: bool = True) -> Callable[[F], F]:
 
 def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")(f)
+
+
+def node_id_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--node-id",
+        type=click.IntRange(min=0),
+        default=commands.DEFAULT_NODE_ID,
+        show_default=True,
+        envvar="ZK2KRAFT_NODE_ID",
+        help=_NODE_ID_HELP,
+    )(f)
+
+
+def listen_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--listen, --broker-wait-timeout, --session-timeout-ms: the controller protocol listener;
+    --metrics-listen: its Prometheus endpoint. All but the timeouts go into the command's Target."""
+    f = click.option(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        envvar="ZK2KRAFT_METRICS_LISTEN",
+        help="Serve Prometheus metrics (Kafka's ZkMigrationState, ZkWriteBehindLag, ...) on "
+        "http://HOST:PORT/metrics while this runs, e.g. 127.0.0.1:9404.",
+    )(f)
+    f = click.option(
+        "--session-timeout-ms",
+        type=click.IntRange(min=100),
+        default=commands.DEFAULT_SESSION_TIMEOUT_MS,
+        show_default=True,
+        envvar="ZK2KRAFT_SESSION_TIMEOUT_MS",
+        help="A broker silent this long is fenced (Kafka's broker.session.timeout.ms).",
+    )(f)
+    f = click.option(
+        "--broker-wait-timeout",
+        type=click.FloatRange(min=0),
+        default=commands.DEFAULT_BROKER_WAIT_SECONDS,
+        show_default=True,
+        envvar="ZK2KRAFT_BROKER_WAIT_TIMEOUT",
+        help="Seconds the copy waits for every ZooKeeper broker to register; then it names the missing "
+        "ones and exits 1.",
+    )(f)
+    return click.option(
+        "--listen",
+        metavar="HOST:PORT",
+        envvar="ZK2KRAFT_LISTEN",
+        help="Serve the KRaft controller protocol here (the address in the brokers' controller.quorum.voters), "
+        "plain TCP; or a Kafka `listeners` value (NAME://HOST:PORT,...) served with the TLS/SASL/ACL settings "
+        "of --config (`controller --config` uses the file's own `listeners`).",
+    )(f)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from migrator.migration import checks, estimate, health
 from migrator.migration import copy as copy_mod
-from migrator.migration.checks import Finding
+from migrator.migration.checks import Finding, Severity
 from migrator.migration.health import MigrationHealth
 
 __all__ = [
@@ -20,9 +20,17 @@ __all__ = [
     "CheckSummary",
     "ClaimInfo",
     "FinalizeResult",
+    "LogDamage",
+    "LogFileReport",
+    "LogHandoverResult",
+    "LogImageResult",
+    "LogSnapshotResult",
+    "LogVerifyResult",
+    "MigrationHealth",
     "MigrateResult",
     "PlanResult",
     "RollbackResult",
+    "Severity",
     "StatusResult",
     "TransitionInfo",
     "TruncateUnsyncedResult",
@@ -193,3 +201,71 @@ class TruncateUnsyncedResult(BaseModel):
     end_offset: int
     migration_offset: int
     dropped_offsets: int
+
+
+# --- log dump | verify | image | snapshot ------------------------------------------------------------
+
+
+class LogFileReport(BaseModel):
+    """One segment or snapshot file as `log verify` found it."""
+
+    file: str
+    kind: str
+    size: int
+    batches: int
+    records: int
+    first_offset: int | None
+    last_offset: int | None
+    ok: bool
+
+
+class LogDamage(BaseModel):
+    file: str
+    position: int
+    reason: str
+    kind: str  # "batch", "record", "offset", "torn-tail", "snapshot", "file"
+
+
+class LogVerifyResult(BaseModel):
+    path: str
+    ok: bool
+    files: list[LogFileReport]
+    damage: list[LogDamage]
+
+
+class LogImageResult(BaseModel):
+    """`log image`: the replayed image summarised (counts per kind, migration state, transactions)."""
+
+    cluster_id: str | None
+    end_offset: int
+    log_start_offset: int | None
+    last_applied_offset: int | None
+    snapshot: str | None
+    snapshot_end_offset: int | None
+    torn_tail_bytes: int
+    migration_state: dict[str, Any] | None
+    open_transaction: dict[str, Any] | None
+    committed_transactions: int
+    aborted_transactions: int
+    feature_levels: dict[str, int]
+    counts: dict[str, int]
+    next_producer_id: int | None
+    records_by_type: dict[str, int]
+    unknown_records: int
+
+
+class LogSnapshotResult(BaseModel):
+    path: str
+    end_offset: int
+    epoch: int
+    created: bool
+
+
+class LogHandoverResult(BaseModel):
+    """`log verify --kafka`: the handover check (issue 15); JSON as `kraft.handover.report_dict`."""
+
+    path: str
+    refused: int
+    findings: list[dict[str, str]] = Field(default_factory=list)
+    checked: list[str] = Field(default_factory=list)
+    lines: list[str] = Field(default_factory=list, exclude=True)  # the text rendering

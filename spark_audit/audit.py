@@ -36,6 +36,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from migrator.errors import EXIT_FINDINGS, EXIT_OK, BadInputError, ZkKraftError  # noqa: E402
+from migrator.zk.connection import ZkSecurity  # noqa: E402
 from spark_audit.diff import PHASES, DiffResult, KindCounts, compare  # noqa: E402
 from spark_audit.errors import from_spark  # noqa: E402
 from spark_audit.inputs import LogScan, newest_logged_zxid, scan_log  # noqa: E402
@@ -194,8 +195,11 @@ def _default_slices(spark: Any) -> int:
     return max(1, spark.sparkContext.defaultParallelism // 2)
 
 
-def run_audit(opts: AuditOptions, say: Say | None = None) -> AuditResult:
-    """Audit ZooKeeper against the log; raises ZkKraftError for bad input (2) or Spark failing (3)."""
+def run_audit(
+    opts: AuditOptions, say: Say | None = None, zk_security: ZkSecurity | None = None
+) -> AuditResult:
+    """Audit ZooKeeper against the log; raises ZkKraftError for bad input (2) or Spark failing (3).
+    `zk_security`: TLS, SASL and ACL settings of the live ZooKeeper read."""
     started = time.perf_counter()
     _check_inputs(opts)
     note = say or (lambda _m: None)
@@ -223,7 +227,7 @@ def run_audit(opts: AuditOptions, say: Say | None = None) -> AuditResult:
         from spark_audit.live import read_live
 
         note("reading ZooKeeper")
-        live = read_live(opts.zookeeper, opts.zk_auth, opts.zk_timeout)
+        live = read_live(opts.zookeeper, opts.zk_auth, opts.zk_timeout, security=zk_security)
         zk_identity = live[1]
         lap("live ZooKeeper read on the driver")
     elif opts.zk_export:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from migrator.zk.connection import ConnectSpec, close, connect
+from migrator.zk.connection import ConnectSpec, ZkSecurity, close, connect
 from migrator.zk.export import read_consistent, write_parquet
 from migrator.zk.layout import LayoutResult, image_from_tree
 from spark_audit.inputs import zk_identity
@@ -27,11 +27,12 @@ def read_live(
     zk_auth: Sequence[str] = (),
     zk_timeout: float = 10.0,
     progress: Callable[[int], None] | None = None,
+    security: ZkSecurity | None = None,
 ) -> tuple[LayoutResult, dict[str, Any]]:
     """Kafka's metadata from a live ZooKeeper, decoded strictly, and the read's identity."""
     spec = ConnectSpec.parse(zookeeper)
     started = time.perf_counter()
-    client = connect(zookeeper, auth=zk_auth, timeout=zk_timeout)
+    client = connect(zookeeper, auth=zk_auth, timeout=zk_timeout, security=security)
     try:
         tree = read_consistent(client, progress=progress)
     finally:
@@ -66,9 +67,10 @@ def export_parquet(
     zk_auth: Sequence[str] = (),
     zk_timeout: float = 10.0,
     progress: Callable[[int], None] | None = None,
+    security: ZkSecurity | None = None,
 ) -> dict[str, Any]:
     """`zk2kraft zk export`: read live, write the rows to `out`; returns the identity (with `rows`)."""
-    layout, identity = read_live(zookeeper, zk_auth, zk_timeout, progress)
+    layout, identity = read_live(zookeeper, zk_auth, zk_timeout, progress, security)
     identity = {**identity, "source": "zk-export", "export": str(out)}
     batches = [input_batch("zookeeper", identity), *image_batches(layout.image, side="zookeeper")]
     identity["rows"] = write_parquet(out, SCHEMA, batches, identity)

@@ -19,7 +19,7 @@ LAYERS: list[list[str]] = [
         "migrator.bulk",
     ],
     ["migrator.kraft", "migrator.zk", "state_machine"],
-    ["migrator.migration", "migrator.controller", "migrator.metrics", "migrator.results"],
+    ["migrator.migration", "migrator.controller", "migrator.metrics", "migrator.results", "migrator.target"],
     ["spark_audit", "zk_fixtures"],
     ["migrator.commands"],
     ["cli"],
@@ -46,22 +46,26 @@ def modules() -> dict[str, Path]:
     return out
 
 
+def imports_of(path: Path) -> list[str]:
+    """Every absolute import of a module, at the top or inside a function."""
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append(node.module)
+    return out
+
+
 def test_every_module_is_in_a_layer_and_imports_point_down():
     upward = []
     for name, path in modules().items():
         own = layer_of(name)
         assert own is not None, f"{name} belongs to no layer: add it to docs/architecture.md and LAYERS"
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [node.module]
-            else:
-                continue
-            for target in targets:
-                theirs = layer_of(target)
-                if theirs is not None and theirs > own:
-                    upward.append(f"{name} imports {target}")
+        for target in imports_of(path):
+            theirs = layer_of(target)
+            if theirs is not None and theirs > own:
+                upward.append(f"{name} imports {target}")
     assert not upward, "imports against the layering in docs/architecture.md:\n" + "\n".join(upward)
 
 
@@ -69,3 +73,34 @@ def test_architecture_doc_lists_every_module():
     doc = (ROOT / "docs" / "architecture.md").read_text()
     missing = [name for name in modules() if f"`{name}`" not in doc]
     assert not missing, f"docs/architecture.md does not list: {missing}"
+
+
+#: All `cli` may import of the project besides itself: it renders, the API does the work (issue 12).
+CLI_MAY_IMPORT = ("migrator.commands", "migrator.results", "migrator.errors", "migrator.stop", "zk_fixtures")
+
+
+def test_cli_imports_only_the_api():
+    reached = []
+    for name, path in modules().items():
+        if not name.startswith("cli."):
+            continue
+        for target in imports_of(path):
+            top = target.split(".")[0]
+            if top not in PACKAGES or top == "cli" or target == "migrator":
+                continue  # third-party, cli itself, or `from migrator import commands, results, ...`
+            if not any(target == p or target.startswith(p + ".") for p in CLI_MAY_IMPORT):
+                reached.append(f"{name} imports {target}")
+    assert not reached, "cli reaches past the API (migrator.commands):\n" + "\n".join(reached)
+
+
+def test_cli_from_migrator_imports_name_only_the_api():
+    """`from migrator import X` in cli names only the modules cli may use."""
+    allowed = {p.split(".")[1] for p in CLI_MAY_IMPORT if p.startswith("migrator.")}
+    reached = []
+    for name, path in modules().items():
+        if not name.startswith("cli."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "migrator" and node.level == 0:
+                reached += [f"{name} imports migrator.{a.name}" for a in node.names if a.name not in allowed]
+    assert not reached, "\n".join(reached)

@@ -46,7 +46,7 @@ from migrator.errors import BadInputError, UnreachableError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
 from migrator.model import ClusterImage
 from migrator.properties import read_properties
-from migrator.zk.connection import close, connect
+from migrator.zk.connection import ZkSecurity, close, connect
 from migrator.zk.reader import read_cluster
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
 
@@ -375,10 +375,12 @@ class BrokerSimulator:
         zk_auth: Sequence[str] = (),
         inter_broker: bool = False,
         security: ClientSecurity | None = None,
+        zk_security: ZkSecurity | None = None,
     ) -> None:
         self.controller = controller
         self.zookeeper = zookeeper
         self.zk_auth = zk_auth
+        self.zk_security = zk_security  # TLS/SASL/ACL of its ZooKeeper reads
         self.interval_s = interval_s
         self.lag_rounds = lag_rounds
         self.brokers = {
@@ -420,7 +422,7 @@ class BrokerSimulator:
 
     def refresh(self) -> dict[Key, PartitionView]:
         if self._zk is None:
-            self._zk = connect(self.zookeeper, auth=self.zk_auth)
+            self._zk = connect(self.zookeeper, auth=self.zk_auth, security=self.zk_security)
         fresh = read_partitions(self._zk)
         for key, view in fresh.items() if self.caches else ():
             # A ZK-mode broker of a KRaft controller takes leader, ISR and partition epoch from the
@@ -641,6 +643,7 @@ def run_simulator(
     zk_timeout: float = 10.0,
     controller_wait: float = 120.0,
     security: ClientSecurity | None = None,
+    zk_security: ZkSecurity | None = None,
 ) -> None:
     """Register ``broker_ids`` (default: every broker ZooKeeper knows) with the controller at
     ``controller`` (HOST:PORT) and drive them until SIGTERM/SIGINT; prints ``ready`` once registered.
@@ -653,7 +656,7 @@ def run_simulator(
     if not sep or not port.isdigit():
         raise BadInputError(f"--controller {controller!r}: expected HOST:PORT")
     address = (host.strip("[]"), int(port))
-    client = connect(zookeeper, auth=auth, timeout=zk_timeout)
+    client = connect(zookeeper, auth=auth, timeout=zk_timeout, security=zk_security)
     try:
         image = read_cluster(client, strict=False).image
     finally:
@@ -673,6 +676,7 @@ def run_simulator(
         own_timeout_s=own_timeout,
         zk_auth=auth,
         security=security,
+        zk_security=zk_security,
     )
     done = threading.Event()
 

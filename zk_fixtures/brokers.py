@@ -34,7 +34,7 @@ from migrator.errors import BadInputError, UnreachableError, ZkKraftError
 from migrator.model import ClusterImage, ZkControlState
 from migrator.zk import paths
 from migrator.zk.codec import decode_controller, encode_controller
-from migrator.zk.connection import close, connect
+from migrator.zk.connection import ZkSecurity, close, connect
 from migrator.zk.layout import broker_znodes
 from zk_fixtures.generator import ClusterSpec, generate
 
@@ -69,9 +69,11 @@ class BrokerSessions:
         control: ZkControlState | None = None,
         auth: Sequence[str] = (),
         session_timeout: float = DEFAULT_SESSION_TIMEOUT,
+        security: ZkSecurity | None = None,
     ) -> None:
         self.connect_string = connect_string
         self.auth = tuple(auth)
+        self.security = security  # TLS/SASL/ACL of the brokers' sessions
         self.session_timeout = session_timeout
         self.registrations = broker_znodes(image)
         self.controller: tuple[int, str, bytes] | None = None
@@ -99,7 +101,11 @@ class BrokerSessions:
                 # A Kafka broker reconnects for as long as it lives; kazoo's default gives up after a
                 # few tries, and a fixture that outlived a ZooKeeper restart would never register again.
                 client = connect(
-                    self.connect_string, auth=self.auth, timeout=self.session_timeout, connection_tries=-1
+                    self.connect_string,
+                    auth=self.auth,
+                    timeout=self.session_timeout,
+                    security=self.security,
+                    connection_tries=-1,
                 )
                 self.sessions[broker_id] = client
                 for znode, data in self._znodes_of(broker_id).items():

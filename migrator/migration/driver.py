@@ -77,7 +77,7 @@ from migrator.results import (
 )
 from migrator.zk import codec
 from migrator.zk import paths as P
-from migrator.zk.connection import close, connect, permission_denied
+from migrator.zk.connection import ZkSecurity, close, connect, permission_denied
 from migrator.zk.fenced_writer import retry_transient
 from migrator.zk.layout import LayoutResult, image_from_tree
 from migrator.zk.leadership import (
@@ -181,6 +181,7 @@ class DriverOptions:
     node_id: int = DEFAULT_NODE_ID
     say: Say | None = None  # one-line progress notes (the CLI prints them on a terminal)
     metrics: MigrationMetrics | None = None  # the controller's Prometheus gauges (--metrics-listen)
+    security: ZkSecurity | None = None  # TLS, SASL and the ACL flag of every session (the Target's)
 
     def note(self, text: str) -> None:
         if self.say is not None:
@@ -194,7 +195,13 @@ class DriverOptions:
 def _zk(opts: DriverOptions) -> Iterator[KazooClient]:
     # Reconnect without a bound: a writer rides out a ZooKeeper restart (each operation still gives
     # up after retry_transient's deadline, so nothing hangs for ever).
-    client = connect(opts.zookeeper, auth=opts.zk_auth, timeout=opts.zk_timeout, connection_tries=-1)
+    client = connect(
+        opts.zookeeper,
+        auth=opts.zk_auth,
+        timeout=opts.zk_timeout,
+        security=opts.security,
+        connection_tries=-1,
+    )
     try:
         yield client
     finally:

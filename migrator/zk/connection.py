@@ -118,32 +118,15 @@ class TlsOptions:
 
 @dataclass(frozen=True)
 class ZkSecurity:
-    """How every connection of this process authenticates, encrypts and protects what it creates.
+    """How a connection authenticates, encrypts and protects what it creates.
 
-    The CLI sets it once per command (`configure`) from --zk-tls-*, --zk-jaas-config, --zk-set-acl and
-    their Kafka properties, so the many places that open sessions (driver, syncer, controller, audit,
-    fixtures) all get the same settings without threading them through every signature.
+    Built once per command from --zk-tls-*, --zk-jaas-config, --zk-set-acl and their Kafka properties
+    into the command's `migrator.target.Target`, which hands it to every session it opens.
     """
 
     tls: TlsOptions | None = None
     sasl: dict[str, str] | None = field(default=None, repr=False)  # kazoo sasl_options
     set_acl: bool = False  # Kafka's zookeeper.set.acl
-
-
-_security = ZkSecurity()
-
-
-def configure(security: ZkSecurity) -> ZkSecurity:
-    """Set the process-wide connection security; returns the previous one (to restore it)."""
-    global _security
-    if security.tls is not None:
-        security.tls.validate()
-    previous, _security = _security, security
-    return previous
-
-
-def current_security() -> ZkSecurity:
-    return _security
 
 
 # Kafka's ZkData.SensitiveRootPaths: SCRAM credentials, broker configs (password configs) and
@@ -222,12 +205,12 @@ def connect(
 ) -> KazooClient:
     """A started kazoo client; raises UnreachableError (exit 3) or BadInputError (exit 2).
 
-    `security` defaults to the process-wide one (`configure`). `connection_tries` bounds kazoo's
+    `security` (TLS, SASL, the ACL flag) defaults to none: plain, anonymous unless `auth` says otherwise. `connection_tries` bounds kazoo's
     reconnection attempts after a lost connection; -1 keeps reconnecting (a long-running controller
     outlives a ZooKeeper restart that way).
     """
     spec = ConnectSpec.parse(connect_string)
-    sec = _security if security is None else security
+    sec = ZkSecurity() if security is None else security
     credentials = parse_auth(auth)
     # `sasl:user:password` is a SASL DIGEST-MD5 login, given to kazoo at construction (sasl_options).
     # Other schemes are added after the session starts, one synchronous addAuth each: connect-time auth
@@ -361,12 +344,14 @@ def _probe(hosts: str, timeout: float) -> bool:
     return False  # timeouts or other errors: let kazoo try for its full timeout
 
 
-def ensure_chroot(connect_string: str, auth: Sequence[str] = (), timeout: float = 10.0) -> None:
+def ensure_chroot(
+    connect_string: str, auth: Sequence[str] = (), timeout: float = 10.0, security: ZkSecurity | None = None
+) -> None:
     """Create the connect string's chroot path if it is missing (kazoo cannot from inside it)."""
     spec = ConnectSpec.parse(connect_string)
     if not spec.chroot:
         return
-    client = connect(spec.hosts, auth=auth, timeout=timeout)
+    client = connect(spec.hosts, auth=auth, timeout=timeout, security=security)
     try:
         client.ensure_path(spec.chroot)
     finally:

@@ -1,0 +1,147 @@
+"""`zk2kraft plan|finalize|rollback`: the copy as a dry run, and the two ways a migration ends."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from cli import render
+from cli.options import json_option, log_dir_option, node_id_option, zookeeper_options
+from migrator import commands
+
+# --- plan ------------------------------------------------------------------------------------------
+
+
+@click.command()
+@zookeeper_options
+@log_dir_option()
+@json_option
+def plan(target: commands.Target, as_json: bool) -> None:
+    """The copy as a dry run: records and bytes per type, batches, and the time of each phase of
+    `migrate` (pre-flight, copy, first sync), measured on this run's read. Writes nothing.
+
+    \b
+    Example:
+      zk2kraft plan -z zk1:2181/kafka -l /var/lib/kraft/metadata
+    """
+    result = commands.plan(target)
+    if as_json:
+        render.emit_json(result)
+        return
+    out = render.out_console()
+    p = result.plan
+    if p is None:
+        out.print(escape(result.message))
+        return
+    table = Table(title=f"copy plan for cluster {escape(p.cluster_id or '?')}")
+    table.add_column("record type")
+    table.add_column("records", justify="right")
+    table.add_column("bytes", justify="right")
+    for name, t in p.by_type.items():
+        table.add_row(name, f"{t.records:,}", f"{t.bytes:,}")
+    out.print(table)
+    skipped = (
+        f"; {len(p.skipped_pending_deletions)} topics pending deletion are not copied"
+        if p.skipped_pending_deletions
+        else ""
+    )
+    out.print(
+        f"{p.topics:,} topics, {p.partitions:,} partitions: {p.records:,} records, {p.bytes:,} bytes in "
+        f"{p.batches} batches{' (a fresh log: bootstrap records included)' if p.fresh_log else ''}; "
+        f"copy estimated {p.estimated_seconds:.1f}s{skipped}"
+    )
+    if result.phases is not None:
+        out.print(f"migrate {escape(result.phases.describe())}; the broker wait (--listen) comes on top")
+
+
+# --- finalize / rollback ---------------------------------------------------------------------------
+
+
+@click.command()
+@zookeeper_options
+@log_dir_option()
+@click.option("--yes", "-y", is_flag=True, help="Required: finalizing cannot be undone.")
+@click.option(
+    "--rehearsal",
+    is_flag=True,
+    help="A rehearsal without real brokers: finalize although no broker of the copy has registered "
+    "as a KRaft broker.",
+)
+@node_id_option
+@json_option
+def finalize(target: commands.Target, yes: bool, rehearsal: bool, as_json: bool) -> None:
+    """End the migration: write POST_MIGRATION; ZooKeeper is never written again. No rollback after it.
+
+    Refused while the write-behind lag is above zero, while any broker is still registered in
+    ZooKeeper (roll every broker to KRaft first; stop the rehearsal's broker simulator), while a broker
+    of the copy has not registered with the controller as a KRaft broker (--rehearsal skips this when
+    there are no real brokers), and without --yes.
+
+    \b
+    Example:
+      zk2kraft finalize -z zk1:2181/kafka -l /var/lib/kraft/metadata --yes
+    """
+    result = commands.finalize(target, yes=yes, rehearsal=rehearsal)
+    if as_json:
+        render.emit_json(result)
+    else:
+        render.out_console().print(
+            f"[bold]{result.state_before} → {result.state_after}[/bold]: {escape(result.message)}"
+        )
+
+
+@click.command()
+@zookeeper_options
+@log_dir_option()
+@click.option(
+    "--yes", "-y", is_flag=True, help="Answer the confirmation prompt with yes (needed without a terminal)."
+)
+@click.option(
+    "--force-orphaned",
+    is_flag=True,
+    help="Release ZooKeeper although the log directory its claim names is lost: nothing is drained, "
+    "ZooKeeper keeps the data /migration covers and records the lost log never carried are abandoned. "
+    "--log-dir must hold no log. Refused while another writer is alive.",
+)
+@click.option(
+    "--accept-drift",
+    is_flag=True,
+    help="Roll back although ZooKeeper differs from the log (ZooKeeper's version is kept).",
+)
+@node_id_option
+@json_option
+def rollback(
+    target: commands.Target, yes: bool, force_orphaned: bool, accept_drift: bool, as_json: bool
+) -> None:
+    """Go back to ZooKeeper mode from MigratingZkData or DualWriteMetadata (never after finalize).
+
+    Drains the syncer, compares ZooKeeper with the log as `migrate`'s reconcile would and refuses
+    (exit 1, naming what differs) when they differ, unless --accept-drift keeps ZooKeeper's version;
+    then renames the log directory aside (kept for forensics), deletes /controller and
+    /migration and lifts /controller_epoch above the KRaft epoch (KAFKA-20488). Migrating again later
+    copies afresh.
+
+    \b
+    Example:
+      zk2kraft rollback -z zk1:2181/kafka -l /var/lib/kraft/metadata --yes
+    """
+    if not yes and sys.stdin.isatty() and not as_json:
+        yes = click.confirm(
+            f"Roll back to ZooKeeper mode? The log in {target.log_dir} is archived and ZooKeeper released.",
+            default=False,
+            err=True,
+        )
+    result = commands.rollback(target, yes=yes, force_orphaned=force_orphaned, accept_drift=accept_drift)
+    if as_json:
+        render.emit_json(result)
+        return
+    out = render.out_console()
+    for action in result.actions:
+        out.print(f"- {escape(action)}")
+    out.print(
+        f"[bold]{result.state_before} → {result.state_after}[/bold]; roll the brokers back to ZooKeeper mode "
+        f"(remove the migration settings) now. The old log is kept in {escape(result.archived_log or '-')}."
+    )
