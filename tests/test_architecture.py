@@ -104,3 +104,39 @@ def test_cli_from_migrator_imports_name_only_the_api():
             if isinstance(node, ast.ImportFrom) and node.module == "migrator" and node.level == 0:
                 reached += [f"{name} imports migrator.{a.name}" for a in node.names if a.name not in allowed]
     assert not reached, "\n".join(reached)
+
+
+#: the migration modules that reach ZooKeeper only through `zk.migration_client` (issue 12); the others
+#: under `migrator.migration` still import `zk` modules of their own (docs/architecture.md names them)
+ZK_THROUGH_CLIENT = ("migrator.migration.driver", "migrator.migration.steps")
+ZK_ALLOWED = {"migrator.zk.migration_client", "migrator.zk.paths"}
+
+
+def _imports(path: Path) -> list[str]:
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append(node.module)
+            if node.module == "migrator.zk":  # `from migrator.zk import paths`: the module is the name
+                out[-1:] = [f"migrator.zk.{a.name}" for a in node.names]
+    return out
+
+
+def test_driver_and_steps_reach_zookeeper_only_through_the_migration_client():
+    checked = [
+        (name, path)
+        for name, path in modules().items()
+        if any(name == p or name.startswith(p + ".") for p in ZK_THROUGH_CLIENT)
+    ]
+    assert len(checked) > 5, "the driver and its steps were not found"
+    bad = [
+        f"{name} imports {target}"
+        for name, path in checked
+        for target in _imports(path)
+        if (target == "migrator.zk" or target.startswith("migrator.zk.")) and target not in ZK_ALLOWED
+    ]
+    assert not bad, (
+        "the driver and its steps reach ZooKeeper only through zk.migration_client:\n" + "\n".join(bad)
+    )

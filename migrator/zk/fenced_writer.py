@@ -27,14 +27,11 @@ from kazoo.exceptions import (
     EXCEPTIONS,
     AuthFailedError,
     BadVersionError,
-    ConnectionLoss,
     KazooException,
     NoAuthError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
-    OperationTimeoutError,
-    SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import ACL, OPEN_ACL_UNSAFE
@@ -46,6 +43,7 @@ from migrator.zk import codec
 from migrator.zk import paths as P
 from migrator.zk.bulk_write import JUTE_MAXBUFFER, acl_request_bytes
 from migrator.zk.connection import is_sensitive, sensitive_acl
+from migrator.zk.retry import DEFAULT_RETRY_TIMEOUT, is_transient, retry_transient, revive
 
 if TYPE_CHECKING:
     from migrator.zk.leadership import Claim
@@ -70,7 +68,6 @@ log = logging.getLogger(__name__)
 # restart (with only 1 KiB of slack), so stay well below it.
 DEFAULT_MAX_MULTI_BYTES = 1_000_000 - 50_000
 DEFAULT_IN_FLIGHT = 8
-DEFAULT_RETRY_TIMEOUT = 120.0
 _RESULT_TIMEOUT = 60.0
 _MAX_REBUILDS = 5
 
@@ -88,8 +85,6 @@ _REQUEST_HEADER = 8  # xid + op type, counted by the server against jute.maxbuff
 _ERR_OK = 0
 _ERR_RUNTIME_INCONSISTENCY = -2
 _SEQUENTIAL = 2
-
-TRANSIENT = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, KazooTimeoutError)
 
 T = TypeVar("T")
 
@@ -141,51 +136,6 @@ class WriteStats:
     bytes: int = 0
     retries: int = 0  # multis re-sent after a lost connection
     rebuilds: int = 0  # multis rebuilt from ZooKeeper's actual state after a NodeExists/NoNode
-
-
-def is_transient(e: BaseException) -> bool:
-    return isinstance(e, TRANSIENT)
-
-
-def revive(client: KazooClient | None) -> None:
-    """Restart the connection of a client whose reconnect policy gave up (a long ZooKeeper restart).
-
-    kazoo reconnects by itself (a new session if the old one expired) until its connection retry
-    policy is exhausted; then the client is closed although nobody stopped it. A client its owner
-    stopped is left alone.
-    """
-    if client is None or client._stopped.is_set() or client.connected:
-        return
-    if client._connection.connection_stopped.is_set():
-        log.info("ZooKeeper connection given up by kazoo; reconnecting")
-        client.start_async()
-
-
-def retry_transient(
-    fn: Callable[[], T],
-    what: str,
-    timeout: float = DEFAULT_RETRY_TIMEOUT,
-    client: KazooClient | None = None,
-) -> T:
-    """Run `fn`, retrying lost connections with exponential backoff (0.1 s doubling to 5 s).
-
-    With `client`, a connection kazoo gave up on is restarted (`revive`). After `timeout` seconds an
-    UnreachableError names `what`; a stop request (SIGTERM/SIGINT) raises `stop.Stopped` at once.
-    """
-    deadline = time.monotonic() + timeout
-    delay = 0.1
-    while True:
-        try:
-            return fn()
-        except TRANSIENT as e:
-            if time.monotonic() + delay > deadline:
-                raise UnreachableError(
-                    f"lost ZooKeeper for {timeout:g}s while {what} ({type(e).__name__})"
-                ) from None
-            log.info("ZooKeeper %s while %s; retrying in %.1fs", type(e).__name__, what, delay)
-            stop.wait(delay, f"ZooKeeper unreachable while {what}")  # SIGTERM ends the retries
-            revive(client)
-            delay = min(delay * 2, 5.0)
 
 
 def _string(raw: bytes) -> bytes:

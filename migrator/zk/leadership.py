@@ -33,7 +33,7 @@ from migrator.errors import BadInputError, FencedError, PermissionDeniedError, U
 from migrator.model import ControllerZnode, MigrationZnode
 from migrator.zk import codec
 from migrator.zk import paths as P
-from migrator.zk.fenced_writer import DEFAULT_RETRY_TIMEOUT, TRANSIENT, retry_transient
+from migrator.zk.retry import DEFAULT_RETRY_TIMEOUT, TRANSIENT, retry_transient
 
 __all__ = [
     "Claim",

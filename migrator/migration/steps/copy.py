@@ -1,0 +1,90 @@
+"""MigratingZkData's step: open the log, soft start (with --listen), claim, abort an interrupted copy, copy.
+
+The claim fences every other controller before ZooKeeper is read for the copy, so the first sync can
+reconcile from that same read instead of reading ZooKeeper again (a read that was not one consistent
+view is not reused). The step ends by asking for COMMIT_COPY, guarded by the log's own record.
+"""
+
+from __future__ import annotations
+
+import time
+
+from migrator import stop as stopping
+from migrator.migration import copy as copy_mod
+from migrator.migration.steps.claim import abort_reason, claim_for_run
+from migrator.migration.steps.preflight import open_run_log
+from migrator.migration.steps.run import E, Run
+from migrator.migration.steps.soft_start import soft_start_and_wait
+from state_machine import MigrationEvent
+
+# What the stop line (SIGTERM/SIGINT, migrator.stop) says during the copy and what the next run does.
+COPYING = (
+    "during the copy",
+    "the copy transaction, if begun, is left open as after a crash: the next `zk2kraft migrate` aborts it "
+    "and copies ZooKeeper again (all or nothing)",
+)
+
+
+def copy(run: Run) -> MigrationEvent:
+    """Everything from the open log to the committed copy; the next state is COMMIT_COPY's answer."""
+    if run.log is None:
+        open_run_log(run)
+        soft_start_and_wait(run)
+        if run.runtime is not None:  # brokers wait while the copy writes the log
+            run.held.enter_context(run.runtime.service.exclusive())
+    # timings["dark_window"] spans the claim to DualWriteMetadata: the controller serves nothing but
+    # registrations and heartbeats meanwhile (KIP-866), so it is the figure the single-read work targets.
+    run.dark_started = time.perf_counter()
+    with stopping.phase(*COPYING):
+        claim_and_copy(run)
+    return E.COMMIT_COPY
+
+
+def claim_and_copy(run: Run) -> None:
+    log, result = run.log, run.result
+    assert log is not None
+    with run.timed("claim"):
+        run.note("claiming ZooKeeper controllership")
+        claim = claim_for_run(run, (-1, -1))
+        result.actions.append(
+            f"claimed /controller as KRaft controller {claim.kraft_controller_id} in epoch {claim.kraft_epoch} "
+            f"(/controller_epoch {claim.zk_controller_epoch})"
+        )
+    lf = run.facts.log
+    replay = lf.replay
+    if lf.migration_code is None and (replay is None or "metadata.version" not in replay.feature_levels):
+        copy_mod.append_bootstrap(log, claim.kraft_epoch)
+        result.actions.append(
+            f"wrote the bootstrap records (metadata.version {copy_mod.BOOTSTRAP_METADATA_VERSION}, PRE_MIGRATION)"
+        )
+    txn = lf.open_transaction
+    if txn is not None:
+        run.advance(E.ABORT_COPY)
+        offset = copy_mod.abort_open_transaction(log, claim.kraft_epoch, txn, abort_reason(txn))
+        result.aborted_transaction = f"{txn.name!r} begun at offset {txn.begin_offset}, aborted at {offset}"
+        result.actions.append(
+            f"aborted the interrupted transaction {result.aborted_transaction}; copying again"
+        )
+    run.note("reading ZooKeeper")
+    t1 = time.perf_counter()
+    layout, zxid, consistent, tree = copy_mod.read_zk_tree_image(run.client)
+    read_seconds = time.perf_counter() - t1
+    run.note("copying into the log")
+    manifest = copy_mod.copy_zk_data(
+        log,
+        claim.kraft_epoch,
+        layout,
+        zxid=zxid,
+        consistent=consistent,
+        read_seconds=read_seconds,
+        progress=run.migrate.progress,
+    )
+    run.timings["copy"] = manifest.duration_seconds
+    result.manifest = manifest
+    result.actions.append(
+        f"copied {manifest.records} records ({manifest.topics} topics, {manifest.partitions} partitions) in "
+        f"{manifest.batches} batches, offsets {manifest.first_offset}-{manifest.last_offset}"
+    )
+    run.regather()
+    run.tree = tree if consistent else None
+    run.copied = True

@@ -1,0 +1,218 @@
+"""What one command's run carries from step to step, and the one way its state moves.
+
+A `Run` holds the ZooKeeper door, the options, the facts last gathered, the open log, the result
+being filled and the timings; steps read and update it instead of passing six positional arguments
+along. `Run.advance` is the only place the run's state changes: it asks `state_machine.transition`
+with guards built from the gathered facts (and the operator's answer), never from constants.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any
+
+from kazoo.client import KazooClient
+from pydantic import BaseModel
+
+from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
+from migrator.errors import FindingsError
+from migrator.kraft.image import MIGRATION_STATES, ReplayResult
+from migrator.kraft.log import MetadataLog
+from migrator.metrics import MigrationMetrics
+from migrator.migration.facts import Facts, gather
+from migrator.model import MigrationZnode
+from migrator.zk.migration_client import Claim, MigrationClient, ZkSecurity, ZkTree
+from state_machine import (
+    GuardFacts,
+    KafkaMigrationCode,
+    MigrationEvent,
+    MigrationState,
+    TransitionRefused,
+    transition,
+)
+
+if TYPE_CHECKING:
+    from migrator.controller.service import ControllerService
+    from migrator.migration.steps.claim import GuardedSyncer
+    from migrator.migration.steps.soft_start import Listener
+
+S = MigrationState
+E = MigrationEvent
+DEFAULT_NODE_ID = 3000
+DEFAULT_BROKER_WAIT_SECONDS = 300.0
+
+Confirm = Callable[[str], bool]
+Progress = Callable[[int, int], None]
+Say = Callable[[str], None]
+
+
+class RefusedError(FindingsError):
+    """The state machine refused a transition (exit 1): the message names the state and guard."""
+
+
+def refused(e: TransitionRefused) -> RefusedError:
+    return RefusedError(str(e))
+
+
+def ask(state: MigrationState, event: MigrationEvent, guards: GuardFacts) -> MigrationState:
+    """The state machine's answer, its refusal as the user's one-line RefusedError."""
+    try:
+        return transition(state, event, guards)
+    except TransitionRefused as e:
+        raise refused(e) from None
+
+
+@dataclasses.dataclass
+class DriverOptions:
+    """Where and how: the same for every command."""
+
+    zookeeper: str
+    log_dir: str
+    zk_auth: Sequence[str] = ()
+    zk_timeout: float = 10.0
+    node_id: int = DEFAULT_NODE_ID
+    say: Say | None = None  # one-line progress notes (the CLI prints them on a terminal)
+    metrics: MigrationMetrics | None = None  # the controller's Prometheus gauges (--metrics-listen)
+    security: ZkSecurity | None = None  # TLS, SASL and the ACL flag of every session (the Target's)
+
+    def note(self, text: str) -> None:
+        if self.say is not None:
+            self.say(text)
+
+
+@dataclasses.dataclass
+class MigrateOptions:
+    """What `migrate` alone is asked: the operator's answer, the listener, the follow loop."""
+
+    yes: bool = False
+    confirm: Confirm | None = None
+    brokers_from_zk: bool = False
+    follow: bool = False
+    stop: threading.Event | None = None
+    progress: Progress | None = None
+    poll_interval: float = 0.05
+    listen: str | None = None
+    broker_wait_timeout: float = DEFAULT_BROKER_WAIT_SECONDS
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None
+    recopy: bool = False
+
+
+@contextmanager
+def connected(opts: DriverOptions) -> Iterator[MigrationClient]:
+    with MigrationClient.connect(opts.zookeeper, opts.zk_auth, opts.zk_timeout, opts.security) as zk:
+        yield zk
+
+
+@dataclasses.dataclass
+class Run:
+    """One command's run: its door to ZooKeeper, its log and facts, what it found and did."""
+
+    zk: MigrationClient
+    opts: DriverOptions
+    facts: Facts
+    result: Any = None
+    migrate: MigrateOptions = dataclasses.field(default_factory=MigrateOptions)
+    log: MetadataLog | None = None
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
+    # the state machine's answers: set by `advance`, starting from the derived state
+    state: MigrationState = S.NONE
+    started_in: MigrationState = S.NONE
+    blockers: tuple[str, ...] = ()  # pre-flight blockers found (the START guard)
+    confirmed: bool = False  # the operator's answer (the START guard)
+    # what the steps leave for the ones after them
+    claim: Claim | None = None
+    migration: MigrationZnode | None = None
+    tree: ZkTree | None = None  # the copy's consistent read, reused by the first sync
+    copied: bool = False
+    synced: bool = False
+    dark_started: float | None = None
+    syncer: GuardedSyncer | None = None
+    runtime: Listener | None = None
+    held: ExitStack = dataclasses.field(default_factory=ExitStack)
+
+    def __post_init__(self) -> None:
+        self.state = self.started_in = self.facts.derived.state
+
+    @classmethod
+    def start(cls, zk: MigrationClient, opts: DriverOptions, **kw: Any) -> Run:
+        return cls(zk, opts, gather(zk.zk, opts.log_dir), **kw)
+
+    @property
+    def client(self) -> KazooClient:
+        """The kazoo session, for the migration modules that read and write ZooKeeper themselves."""
+        return self.zk.zk
+
+    def note(self, text: str) -> None:
+        self.opts.note(text)
+
+    def regather(self) -> Facts:
+        self.facts = gather(self.zk.zk, self.opts.log_dir, self.log)
+        return self.facts
+
+    def guards(self, *, confirmed: bool | None = None) -> GuardFacts:
+        """The guards' inputs, all from the facts last gathered (and the operator's answer)."""
+        f = self.facts
+        return GuardFacts(
+            blockers=self.blockers,
+            confirmed=self.confirmed if confirmed is None else confirmed,
+            write_behind_lag=f.lag,
+            zk_registered_brokers=tuple(f.zk.registered_brokers),
+            copy_transaction_open=f.log.open_transaction is not None,
+            copy_committed=f.log.migration_code == int(KafkaMigrationCode.MIGRATION),
+        )
+
+    def advance(self, event: MigrationEvent, *, confirmed: bool | None = None) -> MigrationState:
+        self.state = ask(self.state, event, self.guards(confirmed=confirmed))
+        return self.state
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        self.timings[name] = round(time.perf_counter() - t0, 3)
+
+    def replay(self) -> ReplayResult:
+        return replay_of(self.facts)
+
+    @property
+    def node_id(self) -> int:
+        """The log's own node id once it has one, else the option's."""
+        return self.facts.log.node_id if self.facts.log.node_id is not None else self.opts.node_id
+
+
+def replay_of(facts: Facts) -> ReplayResult:
+    assert facts.log.replay is not None
+    return facts.log.replay
+
+
+def public(state: MigrationState) -> str:
+    return state.public_name
+
+
+def kafka_name(code: int | None) -> str | None:
+    return None if code is None else MIGRATION_STATES.get(code, f"UNKNOWN_{code}")
+
+
+def open_log(log_dir: str, cluster_id: str | None, node_id: int) -> MetadataLog:
+    """The writable log: takes the writer lock (a second writer gets FencedError naming the holder)."""
+    return MetadataLog.open(log_dir, writable=True, cluster_id=cluster_id, node_id=node_id)
+
+
+def jsonable(obj: Any) -> Any:
+    """A syncer report or repair as JSON-ready data, whatever its class (pydantic, dataclass, ...)."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, str | int | float | bool) or obj is None:
+        return obj
+    return str(obj)

@@ -1,0 +1,166 @@
+"""The read-only commands: `plan` (the copy as a dry run) and `status` (both sides, the next step).
+
+Neither writes anything anywhere; both derive the state from the same gathered facts as `migrate`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from migrator.kraft.lock import LOCK_FILE, read_holder
+from migrator.kraft.log import MetadataLog
+from migrator.migration import copy as copy_mod
+from migrator.migration import estimate, health, log_binding
+from migrator.migration.admin import Inbox, writer_lock_held
+from migrator.migration.facts import Facts, gather, log_exists
+from migrator.migration.steps.run import DriverOptions, S, connected, kafka_name, public
+from migrator.migration.steps.soft_start import zk_propagator_status
+from migrator.migration.unsynced import find_stuck
+from migrator.results import PlanResult, StatusResult, TransitionInfo
+
+
+def plan(opts: DriverOptions) -> PlanResult:
+    """The copy as a dry run: reads ZooKeeper and the log, writes nothing anywhere."""
+    with connected(opts) as zk:
+        facts = gather(zk.zk, opts.log_dir)
+        state = facts.derived.state
+        if state not in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA):
+            return PlanResult(
+                state=public(state),
+                message=f"nothing to copy: the migration is in {public(state)} (see `zk2kraft status`)",
+            )
+        tree, layout, read_seconds = estimate.read_view(zk.zk)
+    fresh = not facts.log.exists or (
+        facts.log.migration_code is None
+        and (facts.log.replay is None or "metadata.version" not in facts.log.replay.feature_levels)
+    )
+    p = copy_mod.plan_copy(layout, fresh_log=fresh, read_seconds=read_seconds)
+    phases = estimate.estimate_phases(tree, layout, read_seconds, p)
+    return PlanResult(
+        state=public(state),
+        plan=p,
+        phases=phases,
+        message=(
+            f"the copy would append {p.records} records ({p.bytes} bytes) in {p.batches} batches; "
+            f"{phases.describe()}"
+        ),
+    )
+
+
+def writer_holder(log_dir: str) -> str | None:
+    """Who holds the log's writer lock now, without taking it."""
+    if not writer_lock_held(Path(log_dir)):
+        return None
+    holder = read_holder(Path(log_dir) / LOCK_FILE)
+    return holder.describe() if holder else "an unnamed process"
+
+
+def next_action(facts: Facts) -> str:
+    state = facts.derived.state
+    lag = facts.lag
+    if state is S.DUAL_WRITE_METADATA:
+        if lag > 0:
+            return (
+                f"{lag} committed records are not in ZooKeeper yet: keep `zk2kraft migrate --follow` running "
+                "or run `zk2kraft migrate` once; then roll brokers to KRaft and `zk2kraft finalize`"
+            )
+        if facts.zk.registered_brokers:
+            ids = ", ".join(map(str, facts.zk.registered_brokers))
+            return (
+                f"roll the brokers to KRaft mode (still registered in ZooKeeper: {ids}), then "
+                "`zk2kraft finalize`; `zk2kraft rollback` is still possible"
+            )
+    return facts.derived.next_action
+
+
+def status(opts: DriverOptions) -> StatusResult:
+    """Everything an operator asks before the next step; reads both sides, writes nothing."""
+    stuck = None
+    with connected(opts) as zk:
+        facts = gather(zk.zk, opts.log_dir)
+        unbound = log_binding.problem(zk.zk, facts, opts.log_dir)
+        if facts.lag > 0 and facts.zk.migration is not None and log_exists(opts.log_dir):
+            with MetadataLog.open(opts.log_dir) as mlog:
+                stuck = find_stuck(zk.zk, mlog, facts.zk.migration)
+    d = facts.derived
+    zk_facts = facts.zk
+    lf = facts.log
+    last: TransitionInfo | None = None
+    if lf.migration_code is not None and lf.migration_offset is not None:
+        ts = lf.migration_timestamp_ms
+        last = TransitionInfo(
+            kafka_code=lf.migration_code,
+            kafka_state=kafka_name(lf.migration_code) or "",
+            offset=lf.migration_offset,
+            timestamp_ms=ts,
+            time=None if ts is None else time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ts / 1000)),
+        )
+    m = zk_facts.migration
+    c = zk_facts.controller
+    writer = writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
+    follower = Inbox(opts.log_dir).follower_pid() if writer else None
+    channels = zk_propagator_status(opts.log_dir, follower) if follower else None
+    writer_info = health.read_writer(opts.log_dir)
+    action, notes = health.status_advice(facts, writer_info, next_action(facts))
+    anomalies = list(d.anomalies) + notes
+    if unbound is not None:  # first: nothing else said about this log matters while it is not the one
+        anomalies.insert(0, unbound.message)
+        action = "check --log-dir: ZooKeeper's claim belongs to the log directory named above"
+    if stuck is not None:
+        anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
+    if lf.foreign_cluster is not None:
+        anomalies.append(
+            f"the log directory belongs to cluster {lf.foreign_cluster}, not to ZooKeeper's {zk_facts.cluster_id}"
+        )
+    return StatusResult(
+        state=public(d.state),
+        state_code=int(d.state),
+        kafka_code=int(d.kafka_code) if d.kafka_code is not None else None,
+        kafka_state=d.kafka_code.name if d.kafka_code is not None else None,
+        reason=d.reason,
+        next_action=action,
+        anomalies=anomalies,
+        log_binding=None if unbound is None else unbound.message,
+        cluster_id=zk_facts.cluster_id,
+        controller_id=c.broker_id if c is not None else None,
+        controller_is_kraft=zk_facts.kraft_holds_controller,
+        kraft_epoch=c.kraft_controller_epoch if c is not None and zk_facts.kraft_holds_controller else None,
+        zk_controller_epoch=zk_facts.zk_controller_epoch,
+        migration_znode=(
+            None
+            if m is None
+            else {
+                "kraft_controller_id": m.kraft_controller_id,
+                "kraft_controller_epoch": m.kraft_controller_epoch,
+                "kraft_metadata_offset": m.kraft_metadata_offset,
+                "kraft_metadata_epoch": m.kraft_metadata_epoch,
+                "zk_version": m.zk_version,
+            }
+        ),
+        log_dir=opts.log_dir,
+        log_exists=lf.exists,
+        log_end_offset=lf.end_offset,
+        log_last_record_offset=lf.last_record_offset,
+        log_epoch=lf.latest_epoch,
+        open_transaction=(
+            None
+            if lf.open_transaction is None
+            else f"{lf.open_transaction.name!r} since offset {lf.open_transaction.begin_offset}"
+        ),
+        write_behind_lag=facts.lag,
+        stuck_record=None if stuck is None else str(stuck),
+        zk_registered_brokers=zk_facts.registered_brokers,
+        kraft_registered_brokers=sorted(lf.replay.image.brokers) if lf.replay is not None else [],
+        migrating_zk_brokers=(
+            sorted(b.id for b in lf.replay.image.brokers.values() if b.is_migrating_zk_broker)
+            if lf.replay is not None
+            else []
+        ),
+        last_transition=last,
+        writer=writer,
+        writer_info=writer_info,
+        follower_pid=follower,
+        zk_broker_channels=channels,
+        manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
+    )
