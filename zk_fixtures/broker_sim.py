@@ -26,6 +26,7 @@ In process: `BrokerSimulator(...).start()`, `step()` for a deterministic round. 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from migrator.controller import messages as M
 from migrator.controller.client import ControllerClient, ControllerUnreachable
@@ -46,6 +48,7 @@ from migrator.errors import BadInputError, UnreachableError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
 from migrator.model import ClusterImage
 from migrator.properties import read_properties
+from migrator.zk import paths
 from migrator.zk.connection import ZkSecurity, close, connect
 from migrator.zk.reader import read_cluster
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
@@ -452,6 +455,30 @@ class BrokerSimulator:
         self.partitions = fresh
         return self.partitions
 
+    def _advertise_in_zookeeper(self) -> None:
+        """A broker's `/brokers/ids` entry names the same listeners it registers with the controller:
+        the PLAINTEXT one at its loopback inter-broker port (the controller connects there)."""
+        if self._zk is None:
+            self._zk = connect(self.zookeeper, auth=self.zk_auth)
+        for b, server in self.servers.items():
+            path = paths.broker_path(b)
+            try:
+                data, _ = self._zk.get(path)
+            except NoNodeError:
+                continue  # not registered in ZooKeeper (a broker that only talks to the controller)
+            reg = json.loads(data)
+            name = next(
+                (x.name for x in self.brokers[b].listeners if (x.host, x.port) == server.address), None
+            )
+            if name is None:
+                continue
+            host, port = server.address
+            reg["endpoints"] = [e for e in reg.get("endpoints", []) if not e.startswith(f"{name}://")]
+            reg["endpoints"].append(f"{name}://{host}:{port}")
+            if name == "PLAINTEXT":  # Kafka's legacy host/port fields name the PLAINTEXT listener
+                reg["host"], reg["port"] = host, port
+            self._zk.set(path, json.dumps(reg).encode())
+
     def register_all(self) -> dict[int, int]:
         codes = {b: sim.register() for b, sim in self.brokers.items()}
         for sim in self.brokers.values():
@@ -459,6 +486,8 @@ class BrokerSimulator:
         return codes
 
     def start(self) -> BrokerSimulator:
+        if self.servers:
+            self._advertise_in_zookeeper()
         self.register_all()
         self._thread = threading.Thread(target=self._loop, name="zk2kraft-broker-sim", daemon=True)
         self._thread.start()
