@@ -63,7 +63,7 @@ from migrator.migration.findings import (
     sort_findings,
 )
 from migrator.model import ClusterImage, ZkControlState
-from migrator.zk.tree import ZkTree
+from migrator.zk.migration_client import ZkTree
 
 __all__ = [
     "BROKER_CONFIG_NOT_CHECKED",

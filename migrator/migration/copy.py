@@ -34,9 +34,7 @@ from migrator.kraft.retention import purge_aborted
 from migrator.kraft.schema import SCHEMAS
 from migrator.migration.faults import crash_point
 from migrator.model import ClusterImage
-from migrator.zk.layout import LayoutResult, image_from_tree
-from migrator.zk.reader import read_tree
-from migrator.zk.tree import ZkTree
+from migrator.zk.migration_client import LayoutResult, ZkTree, image_from_tree, read_tree
 from state_machine import KafkaMigrationCode
 
 __all__ = [

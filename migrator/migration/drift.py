@@ -14,8 +14,7 @@ from migrator.errors import FindingsError
 from migrator.kraft.image import ReplayResult
 from migrator.migration.zk_diff import Repair, ZkCache, deletable, owned, plan, repairs_of, structural
 from migrator.model import ControllerZnode, ZkControlState
-from migrator.zk import layout
-from migrator.zk.reader import read_tree
+from migrator.zk.migration_client import layout, read_tree
 
 __all__ = ["refuse_drift", "zk_drift"]
 

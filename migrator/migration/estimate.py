@@ -18,10 +18,8 @@ from migrator.migration import checks
 from migrator.migration.copy import CopyPlan
 from migrator.migration.zk_diff import ZkCache, deletable, owned, plan, structural
 from migrator.model import ControllerZnode, ZkControlState
-from migrator.zk import layout as zk_layout
-from migrator.zk.layout import LayoutResult
-from migrator.zk.reader import read_tree
-from migrator.zk.tree import ZkTree
+from migrator.zk.migration_client import LayoutResult, ZkTree, read_tree
+from migrator.zk.migration_client import layout as zk_layout
 
 __all__ = ["PhaseEstimate", "estimate_phases", "read_view"]
 

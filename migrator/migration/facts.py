@@ -20,11 +20,8 @@ from migrator.kraft import dirfiles
 from migrator.kraft.image import OpenTransaction, ReplayResult
 from migrator.kraft.log import METADATA_PARTITION, MetadataLog
 from migrator.model import ControllerZnode, MigrationZnode
-from migrator.zk import codec
 from migrator.zk import paths as P
-from migrator.zk.connection import permission_denied
-from migrator.zk.leadership import read_migration
-from migrator.zk.retry import retry_transient
+from migrator.zk.migration_client import codec, permission_denied, read_migration, retry_transient
 from state_machine import DerivedState, DurableFacts, derive_state
 
 __all__ = ["Facts", "LogFacts", "ZkFacts", "gather", "gather_zk", "log_exists", "read_log_facts"]

@@ -20,7 +20,7 @@ import sys
 from typing import Any
 
 from migrator.errors import BadInputError
-from migrator.zk.fenced_writer import FencedZkWriter
+from migrator.zk.migration_client import FencedZkWriter
 
 __all__ = ["CRASH_ENV", "POINTS", "SIGNAL_ENV", "CrashPointWriter", "crash_point", "parse_crash_spec"]
 

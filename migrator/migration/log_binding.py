@@ -38,8 +38,7 @@ from migrator.kraft.lock import name_only
 from migrator.kraft.log import MetadataLog
 from migrator.migration.facts import Facts, read_znode
 from migrator.zk import paths as P
-from migrator.zk.leadership import Claim
-from migrator.zk.retry import retry_transient
+from migrator.zk.migration_client import Claim, retry_transient
 
 __all__ = [
     "BINDING",

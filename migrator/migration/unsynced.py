@@ -25,9 +25,7 @@ from migrator.kraft.snapshot import list_snapshots, read_snapshot
 from migrator.migration.faults import crash_point
 from migrator.migration.zk_fit import change_writes
 from migrator.model import ControllerZnode, MigrationZnode, ZkControlState
-from migrator.zk import layout
-from migrator.zk.fenced_writer import FencedZkWriter
-from migrator.zk.leadership import Claim
+from migrator.zk.migration_client import Claim, FencedZkWriter, layout
 
 __all__ = ["StuckRecord", "Truncated", "find_stuck", "sizing_writer", "truncate_unsynced"]
 

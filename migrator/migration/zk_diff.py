@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from migrator.errors import BadInputError
-from migrator.zk import codec
 from migrator.zk import paths as P
-from migrator.zk.fenced_writer import ZkOp
+from migrator.zk.migration_client import ZkOp, codec
 
 __all__ = [
     "Repair",

@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 from migrator.kraft.image import ACL_RESOURCE_TYPES, CONFIG_RESOURCE_TYPES, PATTERN_TYPES, ImageBuilder
 from migrator.kraft.records import MetadataRecord, OpaqueRecord, kafka_to_uuid, uuid_to_kafka
 from migrator.model import ClusterImage
-from migrator.zk import layout
 from migrator.zk import paths as P
-from migrator.zk.fenced_writer import FencedZkWriter, ZkOp
+from migrator.zk.migration_client import FencedZkWriter, ZkOp, layout
 
 __all__ = ["Key", "change_writes", "entity_key", "entity_znodes", "refuse_oversized_change"]
 

@@ -48,11 +48,16 @@ from migrator.migration.zk_diff import (
 )
 from migrator.migration.zk_fit import Key, entity_key
 from migrator.model import ClusterImage, ControllerZnode, MigrationZnode, ZkControlState
-from migrator.zk import layout
 from migrator.zk import paths as P
-from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, OversizedWriteError, ZkOp
-from migrator.zk.reader import read_tree
-from migrator.zk.tree import ZkTree
+from migrator.zk.migration_client import (
+    FencedZkWriter,
+    OpGroup,
+    OversizedWriteError,
+    ZkOp,
+    ZkTree,
+    layout,
+    read_tree,
+)
 
 __all__ = [
     "DEFAULT_CHUNK_KEYS",

@@ -5,8 +5,11 @@ cluster, the /controller claim and its release, the /migration znode, the broker
 assignment names and the live brokers' racks. Each read retries lost connections (`zk.retry`) and
 turns a missing permission into the one-line error; the codecs and kazoo stay behind this door.
 
-The raw `zk` client is still handed to the migration modules that read or write ZooKeeper on their
-own (facts, copy, dual-write syncer, log binding); the driver never calls it itself.
+The migration's other modules (facts, copy, the dual-write syncer and its diff, log binding, drift,
+estimates) read and write ZooKeeper through what this module exports too: the bulk reader, the layout
+codec (znodes <-> image), the fenced writer and its ops, the claim and the retry policy. So
+`migrator.migration` imports nothing of `migrator.zk` but this door and `paths`
+(tests/test_architecture.py), and the migration's whole use of ZooKeeper is listed in one place.
 """
 
 from __future__ import annotations
@@ -19,14 +22,16 @@ from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
 
 from migrator.errors import FencedError
 from migrator.model import MigrationZnode
-from migrator.zk import codec
+from migrator.zk import codec, layout
 from migrator.zk import paths as P
 from migrator.zk.connection import ZkSecurity, close, connect, permission_denied
+from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, OversizedWriteError, ZkOp
 from migrator.zk.layout import LayoutResult, image_from_tree
 from migrator.zk.leadership import (
     Claim,
     claim_controller,
     read_claim,
+    read_migration,
     release_controller,
     write_migration_unconditionally,
 )
@@ -34,7 +39,26 @@ from migrator.zk.reader import read_tree
 from migrator.zk.retry import retry_transient
 from migrator.zk.tree import ZkTree
 
-__all__ = ["Claim", "LayoutResult", "MigrationClient", "ZkSecurity", "ZkTree"]
+__all__ = [
+    # the driver's door
+    "Claim",
+    "LayoutResult",
+    "MigrationClient",
+    "ZkSecurity",
+    "ZkTree",
+    # what the migration's other modules use of ZooKeeper
+    "FencedZkWriter",
+    "OpGroup",
+    "OversizedWriteError",
+    "ZkOp",
+    "codec",
+    "image_from_tree",
+    "layout",
+    "permission_denied",
+    "read_migration",
+    "read_tree",
+    "retry_transient",
+]
 
 
 class MigrationClient:
