@@ -154,12 +154,15 @@ def test_registered_brokers_are_counted_once_the_controller_follows(
                 for broker_id in expected:
                     _register(service, broker_id)
                 assert running.wait_until(lambda r: not service.soft_start, 60), running.error
+                # The service leaves soft start at activation; the driver sets the state gauge a moment
+                # later, after the first sync: wait for both rather than read them in between.
                 deadline = time.monotonic() + 30
-                while scrape(port)[K + "MigratingZkBrokerCount"] != len(expected):
-                    assert time.monotonic() < deadline, scrape(port)
-                    time.sleep(0.05)
                 m = scrape(port)
-                assert m[K + "ZkMigrationState"] == 1 and m["zk2kraft_copy_records_total"] > 0
+                while m[K + "MigratingZkBrokerCount"] != len(expected) or m[K + "ZkMigrationState"] != 1:
+                    assert time.monotonic() < deadline, m
+                    time.sleep(0.05)
+                    m = scrape(port)
+                assert m["zk2kraft_copy_records_total"] > 0
             finally:
                 running.stop()
     finally:
