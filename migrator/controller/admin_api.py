@@ -6,8 +6,9 @@ validates it with `plan_change`, appends, replays and syncs ZooKeeper before it 
 means durable in the log and carried to ZooKeeper. Without that hook (soft start, or not
 following) every change answers NOT_CONTROLLER and Metadata lists no topics (KIP-866).
 
-Authorization seam: the dispatch does not hand a principal yet; when it does, `handle` takes it and
-filters with `api_acls` before any change is built.
+Authorization happens before `handle`: `controller.authorizer_requests`, called once from
+`listener_runtime.dispatch`, takes out of each request the topics and configs the caller may not act
+on and answers them 29/31 afterwards, so a handler only ever sees what it may change.
 """
 
 from __future__ import annotations
