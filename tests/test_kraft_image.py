@@ -29,6 +29,7 @@ from migrator.model import (
     ProducerIdBlock,
     ScramCredential,
     Topic,
+    replayed_partition,
 )
 
 ORDERS_ID = "Zq2m0cV2R8m5-mT3y0Bq8g"
@@ -695,3 +696,21 @@ def test_deep_copy_equals_and_shares_nothing_mutable() -> None:
     replay = ReplayResult(image=image, feature_levels={"metadata.version": 21})
     again = replay.deep_copy()
     assert again == replay and again.image is not image and again.feature_levels is not replay.feature_levels
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(replicas=[1, 2, 3], isr=[1, 2], leader=1, leader_epoch=0, partition_epoch=0, leader_recovery_state=0,
+             adding_replicas=[], removing_replicas=[]),
+        dict(replicas=[4, 5, 6, 7], isr=[6], leader=-1, leader_epoch=9, partition_epoch=31, leader_recovery_state=1,
+             adding_replicas=[7], removing_replicas=[4]),
+    ],
+)  # fmt: skip
+def test_replayed_partition_is_the_validated_partition(fields: dict) -> None:
+    """The replay builds partitions without pydantic's validation: the same object, fields set included."""
+    fast = replayed_partition(3, **fields)
+    slow = Partition(partition=3, **fields)
+    assert fast == slow and fast.model_dump() == slow.model_dump()
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.model_dump(exclude_unset=True) == slow.model_dump(exclude_unset=True)

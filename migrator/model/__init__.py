@@ -121,11 +121,8 @@ def replayed_partition(
 ) -> Partition:
     """`Partition(...)` with those fields, without pydantic's validation: for the log replay, whose
     values come typed from the record decoder. Validation was half of a 200,000-partition replay, and
-    `migrate` replays the log several times (tests/test_model.py holds it equal to the validated one)."""
-    p = _new(Partition)
-    _set(
-        p,
-        "__dict__",
+    `migrate` replays the log several times (tests/test_kraft_image.py holds it equal to the validated one)."""
+    return _unvalidated_partition(
         {
             "partition": partition,
             "replicas": replicas,
@@ -139,15 +136,19 @@ def replayed_partition(
             "controller_epoch": None,
             "has_state": True,
         },
+        set(_REPLAYED),
     )
-    _set(p, "__pydantic_fields_set__", set(_REPLAYED))
-    _set(p, "__pydantic_extra__", None)
-    _set(p, "__pydantic_private__", None)
+
+
+def _unvalidated_partition(fields: dict[str, object], fields_set: set[str]) -> Partition:
+    """BaseModel.__copy__'s steps, inlined: the replay's and `deep_copy`'s one way to make a Partition
+    from values already known valid (per partition, pydantic's own path was most of their time)."""
+    p = object.__new__(Partition)
+    object.__setattr__(p, "__dict__", fields)
+    object.__setattr__(p, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(p, "__pydantic_extra__", None)
+    object.__setattr__(p, "__pydantic_private__", None)
     return p
-
-
-_new = object.__new__
-_set = object.__setattr__
 
 
 class Topic(_Model):
@@ -303,19 +304,14 @@ def _copy_topic(topic: Topic) -> Topic:
     out = copy.copy(topic)
     parts = {}
     for i, p in topic.partitions.items():
-        # BaseModel.__copy__'s steps, inlined: per partition it was most of the copy's time
         d = p.__dict__.copy()
         for f in _PARTITION_LISTS:
             d[f] = d[f].copy()
-        c = _new(Partition)
-        _set(c, "__dict__", d)
-        _set(c, "__pydantic_fields_set__", set(p.__pydantic_fields_set__))
-        _set(c, "__pydantic_extra__", None)
-        _set(c, "__pydantic_private__", None)
-        parts[i] = c
+        parts[i] = _unvalidated_partition(d, set(p.__pydantic_fields_set__))
     out.__dict__["partitions"] = parts
     return out
 
 
-#: Partition's mutable fields: `deep_copy` gives each copy its own (tests/test_model.py checks the list)
+#: Partition's mutable fields: `deep_copy` gives each copy its own
+#: (tests/test_kraft_image.py::test_deep_copy_equals_and_shares_nothing_mutable checks the list)
 _PARTITION_LISTS = ("replicas", "isr", "adding_replicas", "removing_replicas")
