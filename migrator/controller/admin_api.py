@@ -99,61 +99,35 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         return _delete_topics(service, version, request)
     if api_key == 60:
         return _describe_cluster(service, version, request)
-    if api_key in (32, 33, 37, 44):
-        from migrator.controller import admin_alter_api
-
-        return admin_alter_api.handle(service, api_key, version, request)
-    if api_key in (29, 30, 31):
-        from migrator.controller import admin_acls_api
-
-        return admin_acls_api.handle(service, api_key, version, request)
-    if api_key == 43:
-        from migrator.controller import admin_elect_api
-
-        return admin_elect_api.handle(service, api_key, version, request)
-    if api_key == 46:
-        from migrator.controller import admin_reassign_api
-
-        return admin_reassign_api.handle(service, api_key, version, request)
-    if api_key in (48, 49):
-        from migrator.controller import admin_quotas_api
-
-        return admin_quotas_api.handle(service, api_key, version, request)
-    if api_key in (50, 51):
-        from migrator.controller import admin_scram_api
-
-        return admin_scram_api.handle(service, api_key, version, request)
+    module = _handler_module(api_key)
+    if module is not None:
+        return module.handle(service, api_key, version, request)
     raise ValueError(f"apiKey {api_key} is not an admin API")
+
+
+#: The admin APIs answered by a module of their own (imported on first use), for `handle` and `refuse_all`
+_HANDLER_MODULES = {
+    **dict.fromkeys((32, 33, 37, 44), "admin_alter_api"),
+    **dict.fromkeys((29, 30, 31), "admin_acls_api"),
+    43: "admin_elect_api",
+    46: "admin_reassign_api",
+    **dict.fromkeys((48, 49), "admin_quotas_api"),
+    **dict.fromkeys((50, 51), "admin_scram_api"),
+}
+
+
+def _handler_module(api_key: int) -> Any:
+    name = _HANDLER_MODULES.get(api_key)
+    return None if name is None else importlib.import_module(f"migrator.controller.{name}")
 
 
 def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
     """The whole request refused with `code`, each item echoed (Kafka's getErrorResponse)."""
     if api_key == 3:
         return _metadata_response(version, None, [], [])
-    if api_key in (32, 33, 37, 44):
-        from migrator.controller import admin_alter_api
-
-        return admin_alter_api.refuse_all(api_key, version, request, code)
-    if api_key in (29, 30, 31):
-        from migrator.controller import admin_acls_api
-
-        return admin_acls_api.refuse_all(api_key, version, request, code)
-    if api_key == 43:
-        from migrator.controller import admin_elect_api
-
-        return admin_elect_api.refuse_all(api_key, version, request, code)
-    if api_key == 46:
-        from migrator.controller import admin_reassign_api
-
-        return admin_reassign_api.refuse_all(api_key, version, request, code)
-    if api_key in (48, 49):
-        from migrator.controller import admin_quotas_api
-
-        return admin_quotas_api.refuse_all(api_key, version, request, code)
-    if api_key in (50, 51):
-        from migrator.controller import admin_scram_api
-
-        return admin_scram_api.refuse_all(api_key, version, request, code)
+    module = _handler_module(api_key)
+    if module is not None:
+        return module.refuse_all(api_key, version, request, code)
     if api_key == 60:
         m = kio_module(60, version, "response")
         return build(
