@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -376,6 +376,11 @@ class ImageBuilder:
         self._pending: list[tuple[int, MetadataRecord | OpaqueRecord]] = []
         #: None until a reader asks for changes (`track_changes`): nothing is recorded for nobody
         self._changes: ImageChanges | None = None
+
+    @property
+    def topic_names(self) -> Mapping[uuid.UUID, str]:
+        """The image's topic id -> name index, kept by the replay (read-only for callers)."""
+        return self._topic_names
 
     # -- changed keys ------------------------------------------------------------------------
 

@@ -25,7 +25,9 @@ Key = tuple[object, ...]
 _CHANGE_ASSIGNMENT = ("Replicas", "AddingReplicas", "RemovingReplicas")
 
 
-def entity_key(rec: MetadataRecord, topic_ids: dict[uuid.UUID, str], image: ClusterImage) -> Key | None:
+def entity_key(
+    rec: MetadataRecord, topic_ids: dict[uuid.UUID, str] | _TopicIds, image: ClusterImage
+) -> Key | None:
     """The ZooKeeper entity a record touches, looked up before the record is applied to `image`.
 
     `topic_ids` (topic id → name) is kept up to date as TopicRecord/RemoveTopicRecord pass.
@@ -111,25 +113,86 @@ def entity_znodes(image: ClusterImage, key: Key, state_epoch: int) -> dict[str, 
     return {}
 
 
+class _TopicIds:
+    """Topic id -> name for `entity_key`: `base` (the image's, never written) under this change's own
+    creations and removals, so a change does not decode every topic's id of a large cluster."""
+
+    __slots__ = ("base", "added", "removed")
+
+    def __init__(self, base: Mapping[uuid.UUID, str]) -> None:
+        self.base = base
+        self.added: dict[uuid.UUID, str] = {}
+        self.removed: set[uuid.UUID] = set()
+
+    def get(self, tid: uuid.UUID, default: str | None = None) -> str | None:
+        name = self.added.get(tid)
+        if name is not None:
+            return name
+        return default if tid in self.removed else self.base.get(tid, default)
+
+    def __setitem__(self, tid: uuid.UUID, name: str) -> None:
+        self.added[tid] = name
+        self.removed.discard(tid)
+
+    def pop(self, tid: uuid.UUID, default: str | None = None) -> str | None:
+        name = self.get(tid, default)
+        self.added.pop(tid, None)
+        self.removed.add(tid)
+        return name
+
+
+#: Records whose entities are topics (and their TOPIC configs) only: TopicRecord, PartitionRecord,
+#: PartitionChangeRecord, RemoveTopicRecord and the transaction markers; ConfigRecord when its
+#: resource is a topic (checked apart).
+_TOPIC_ONLY = frozenset((2, 3, 5, 9, 23, 24, 25))
+_TOPIC_RESOURCE = next(k for k, v in CONFIG_RESOURCE_TYPES.items() if v == "TOPIC")
+
+
+def _topics_only(records: Sequence[MetadataRecord | OpaqueRecord]) -> bool:
+    for rec in records:
+        if not isinstance(rec, MetadataRecord):
+            return False
+        api = rec.api_key
+        if api in _TOPIC_ONLY:
+            continue
+        if api == 4 and rec.fields["ResourceType"] == _TOPIC_RESOURCE:
+            continue
+        return False
+    return True
+
+
 def change_writes(
-    image: ClusterImage, records: Sequence[MetadataRecord | OpaqueRecord], state_epoch: int
+    image: ClusterImage,
+    records: Sequence[MetadataRecord | OpaqueRecord],
+    state_epoch: int,
+    topic_ids: Mapping[uuid.UUID, str] | None = None,
 ) -> list[ZkOp]:
     """The creates and sets that bring ZooKeeper (matching `image`) to `image` + `records`.
 
     Only the touched topics are copied for the replay, so a change to a 60,000-partition cluster
-    does not deep-copy the whole image.
+    does not deep-copy the whole image; a change of topics only (CreateTopics, partitions, topic
+    configs, deletions) copies nothing else either. `topic_ids` is the image's topic id -> name index
+    when the caller keeps one (`ImageBuilder.topic_names`); without it every topic's id is decoded.
     """
-    topic_ids = {kafka_to_uuid(t.topic_id): n for n, t in image.topics.items() if t.topic_id is not None}
+    if topic_ids is None:
+        topic_ids = {kafka_to_uuid(t.topic_id): n for n, t in image.topics.items() if t.topic_id is not None}
+    ids = _TopicIds(topic_ids)
     keys: dict[Key, None] = {}
     for rec in records:
         if isinstance(rec, MetadataRecord):
-            key = entity_key(rec, topic_ids, image)
+            key = entity_key(rec, ids, image)
             if key is not None:
                 keys[key] = None
     # A topic's config znode exists as long as the topic does: its topic is copied too.
     names = {k[1] for k in keys if k[0] in ("topic", "state")}
     names |= {k[2] for k in keys if k[:2] == ("config", "TOPIC")}
-    before = image.model_copy(update={"topics": {n: t for n, t in image.topics.items() if n in names}})
+    topics = {n: image.topics[n] for n in names if n in image.topics}
+    if _topics_only(records):
+        # What these records replay into and what topic_znodes reads: the topics and their configs.
+        configs = {("TOPIC", n): image.configs[("TOPIC", n)] for n in names if ("TOPIC", n) in image.configs}
+        before = ClusterImage.model_construct(topics=topics, configs=configs)
+    else:
+        before = image.model_copy(update={"topics": topics})
     builder = ImageBuilder(before)
     for i, rec in enumerate(records):
         builder.replay(i, rec)
@@ -150,6 +213,9 @@ def refuse_oversized_change(
     image: ClusterImage,
     records: Sequence[MetadataRecord | OpaqueRecord],
     state_epoch: int,
+    topic_ids: Mapping[uuid.UUID, str] | None = None,
 ) -> None:
     """BadInputError (exit 2) naming the znode when a write of the change cannot reach ZooKeeper."""
-    writer.refuse_oversized(change_writes(image, records, state_epoch), "; refused, nothing appended")
+    writer.refuse_oversized(
+        change_writes(image, records, state_epoch, topic_ids), "; refused, nothing appended"
+    )

@@ -87,7 +87,9 @@ class Controller:
                 record("EndTransactionRecord", 0),
             ]
         # Before anything is appended: a write ZooKeeper can never take would stall the lag for good.
-        refuse_oversized_change(self.syncer.writer, self.image, records, self.syncer.inner.state_epoch)
+        refuse_oversized_change(
+            self.syncer.writer, self.image, records, self.syncer.inner.state_epoch, self.builder.topic_names
+        )
         if validate_only:
             return AdminReply(ok=True, message=planned.summary, follower_pid=os.getpid())
         first, last = self.log.append(records, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS)
