@@ -18,6 +18,7 @@ start once the driver has copied and synced.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +41,14 @@ class Syncer(Protocol):
     def sync(self) -> object: ...
 
     def lag(self) -> int: ...
+
+
+class FetchingSyncer(Syncer, Protocol):
+    """A syncer that can read the log under the commit lock and write ZooKeeper after releasing it."""
+
+    def fetch(self) -> None: ...
+
+    def sync(self, fetched_only: bool = False) -> object: ...
 
 
 def monotonic_ms() -> int:
@@ -232,13 +241,13 @@ class ControllerService:
                 except ZkKraftError:
                     return False
 
-    def _sync_now(self) -> bool:
-        """One sync under the lock; False if it failed. A lost ZooKeeper is counted and retried later
-        (the records are committed in the log; the sync thread and the follow loop retry)."""
+    def _sync_now(self, step: Callable[[], object] | None = None) -> bool:
+        """One sync (or `step` of one); False if it failed. A lost ZooKeeper is counted and retried
+        later (the records are committed in the log; the sync thread and the follow loop retry)."""
         if self.syncer is None:
             return True
         try:
-            self.syncer.sync()
+            (step or self.syncer.sync)()
             return True
         except FencedError as e:
             self.fenced = True
@@ -248,6 +257,37 @@ class ControllerService:
             self.stats.last_sync_error = str(e)
             self._dirty.set()
         return False
+
+    @property
+    def syncs_behind(self) -> bool:
+        """True while the write-behind sync thread runs (it, not the caller, writes ZooKeeper)."""
+        return self._syncer_thread is not None
+
+    def nudge(self) -> None:
+        """Have the sync thread look at the log now (records appended around the service)."""
+        self._dirty.set()
+
+    def carry(self, done: Callable[[], bool], timeout: float = 120.0) -> None:
+        """Outside the service's locks: sync until `done()` (an admin change's offset is in
+        ZooKeeper). The log is read under the commit lock and ZooKeeper written after it is released,
+        as the sync thread does; what the sync raises (ZooKeeper unreachable, fenced) is raised."""
+        syncer = self.syncer
+        if syncer is None:
+            return
+        deadline = time.monotonic() + timeout
+        while not done():
+            if self.failure is not None:
+                raise self.failure
+            if time.monotonic() > deadline:
+                raise UnreachableError(f"ZooKeeper did not take the change within {timeout:g}s")
+            if not hasattr(syncer, "fetch"):
+                with self._commit_lock:
+                    syncer.sync()
+                continue
+            fetching: FetchingSyncer = syncer  # type: ignore[assignment]
+            with self._commit_lock:
+                fetching.fetch()
+            fetching.sync(fetched_only=True)
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until ZooKeeper covers every record appended so far (write-behind lag 0)."""
@@ -377,10 +417,21 @@ class ControllerService:
                 self._stop.wait(0.5)
                 continue
             self._dirty.clear()
-            # Only the commit lock: no append while the syncer reads the log, but requests go on
-            # deciding and staging meanwhile, and the next append takes all of them at once.
-            with self._commit_lock:
-                ok = self.fenced or self._sync_now()
+            syncer = self.syncer
+            if not hasattr(syncer, "fetch"):
+                with self._commit_lock:
+                    ok = self.fenced or self._sync_now()
+            else:
+                # The log is read under the commit lock (no append meanwhile; requests go on deciding
+                # and staging, and the next append takes all of them at once); ZooKeeper is written
+                # after it is released, so ZooKeeper dropping mid-write (its retries take up to
+                # minutes) holds up no append: brokers' heartbeats and AlterPartition are answered
+                # through an outage. The records stay in order in the syncer; /migration fences them.
+                fetching: FetchingSyncer = syncer  # type: ignore[assignment]
+                with self._commit_lock:
+                    ok = self.fenced or self._sync_now(fetching.fetch)
+                if ok and not self.fenced:
+                    ok = self._sync_now(functools.partial(fetching.sync, fetched_only=True))
             if not ok:
                 self._stop.wait(0.5)  # ZooKeeper is away: do not spin
 

@@ -36,6 +36,7 @@ from migrator.kraft.image import (
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import MetadataRecord, OpaqueRecord, kafka_to_uuid
 from migrator.kraft.snapshot import list_snapshots, read_snapshot
+from migrator.migration.log_tail import LogTail
 from migrator.migration.zk_diff import (
     Repair,
     ZkCache,
@@ -151,6 +152,7 @@ class ZkSyncer:
         self.delta_write_ms: deque[float] = deque(maxlen=1024)
         self._lock = threading.RLock()
         self._progress = threading.Condition()
+        self._tail = LogTail(log)  # reads from where the last read stopped, not the segment's start
         writer.listeners.append(self._on_landed)
         self._reset()
         # Retention (kraft.retention) never deletes records this syncer has yet to read; before its
@@ -168,6 +170,11 @@ class ZkSyncer:
         self._pending: list[tuple[int, MetadataRecord | OpaqueRecord]] = []
         self._covered = (-1, -1)  # (offset, epoch) the image is at
         self._next_read = 0
+        # Records `fetch` read from the log (offsets from _next_read on, in order) for a sync that
+        # runs without the log's writer lock; and the log's committed end when they were read.
+        self._fetched: deque[tuple[int, int, MetadataRecord | OpaqueRecord]] = deque()
+        self._fetched_end = -1
+        self._loaded = False  # `fetch` loaded the image for the reconcile that comes first
 
     @property
     def ready(self) -> bool:
@@ -240,10 +247,11 @@ class ZkSyncer:
         self._covered = (offset, self.log.epoch_for_offset(offset))
         self._next_read = offset + 1
 
-    def _cover_tail(self) -> None:
+    def _cover_tail(self, end: int | None = None) -> None:
         """Control batches (a new epoch's LeaderChange) after the last record carry no metadata:
-        with no transaction open, ZooKeeper covers them too, so the lag can reach zero."""
-        end = self.committed_end()
+        with no transaction open, ZooKeeper covers them too, so the lag can reach zero. `end`: the
+        committed end when the records just written were read (default: now)."""
+        end = self.committed_end() if end is None else end
         if end > self._covered[0]:
             self._covered = (end, self.log.epoch_for_offset(end))
         self._next_read = max(self._next_read, end + 1)
@@ -414,7 +422,9 @@ class ZkSyncer:
 
     # -- reconcile --------------------------------------------------------------------------------
 
-    def reconcile(self, image: ReplayResult | None = None, tree: ZkTree | None = None) -> list[Repair]:
+    def reconcile(
+        self, image: ReplayResult | None = None, tree: ZkTree | None = None, *, loaded: bool = False
+    ) -> list[Repair]:
         """Make ZooKeeper match the image (default: the log's committed end) and list each repair.
 
         Reads every Kafka znode with the bulk reader (or uses `tree`), writes the differences at the
@@ -424,14 +434,17 @@ class ZkSyncer:
         deletions left in /admin/delete_topics.
         """
         with without_gc():  # whole-cluster images and diffs: see migrator.bulk
-            return self._reconcile(image, tree)
+            return self._reconcile(image, tree, loaded)
 
-    def _reconcile(self, image: ReplayResult | None, tree: ZkTree | None) -> list[Repair]:
+    def _reconcile(
+        self, image: ReplayResult | None, tree: ZkTree | None, loaded: bool = False
+    ) -> list[Repair]:
         with self._lock:
             started = time.perf_counter()
             try:
                 if image is None:
-                    self._load()
+                    if not (loaded and self._loaded):  # else `fetch` loaded it under the log's lock
+                        self._load()
                 else:
                     self._adopt(image)
                 assert self._builder is not None
@@ -473,10 +486,38 @@ class ZkSyncer:
 
     # -- sync ---------------------------------------------------------------------------------------
 
-    def sync(self, until_offset: int | None = None) -> SyncReport:
+    def fetch(self) -> None:
+        """Read the committed records after those already read into memory, where no append runs at
+        the same time (the controller's commit lock), for `sync(fetched_only=True)` to write outside
+        that lock: a ZooKeeper outage met mid-write (retries up to minutes) then holds no append up.
+        Before the first reconcile (or after an error) it loads the image that reconcile needs."""
+        if self._cache is None:
+            # Not while a sync holds the syncer (it may be waiting on ZooKeeper): that sync's own
+            # reconcile or the next fetch loads the image.
+            if self._lock.acquire(blocking=False):
+                try:
+                    if self._cache is None and not self._loaded:
+                        self._load()  # the log part of the first reconcile; ZooKeeper's is the sync's
+                        self._loaded = True
+                finally:
+                    self._lock.release()
+            return
+        # Without the syncer's lock: a sync writing earlier records may hold it through a ZooKeeper
+        # outage. It takes records from the left of the deque and moves _next_read before each pop.
+        try:
+            start = self._fetched[-1][0] + 1
+        except IndexError:
+            start = self._next_read
+        fetched = self._fetched
+        fetched.extend(self._tail.read(start))
+        self._fetched_end = self.committed_end()
+
+    def sync(self, until_offset: int | None = None, *, fetched_only: bool = False) -> SyncReport:
         """Write every committed record after what ZooKeeper covers (up to `until_offset`), in order.
 
         The first call (or the first after an error) reconciles the whole image instead.
+        `fetched_only`: write only what `fetch` read (the log is not read: the caller need not hold
+        the log's writer lock), or reconcile the image `fetch` loaded.
         """
         with self._lock:
             started = time.perf_counter()
@@ -484,11 +525,14 @@ class ZkSyncer:
             stats = (self.writer.stats.ops, self.writer.stats.multis)
             report = SyncReport(from_offset=before, to_offset=before)
             if self._cache is None:
-                report.repairs = self.reconcile()
+                if not fetched_only:
+                    report.repairs = self.reconcile()
+                elif self._loaded:
+                    report.repairs = self.reconcile(loaded=True)
             else:
                 counters = _Counters()
                 try:
-                    self.writer.write_groups(self._groups(until_offset, counters))
+                    self.writer.write_groups(self._groups(until_offset, counters, fetched_only))
                 except OversizedWriteError as e:
                     self._reset()
                     raise _never_synced(e) from None
@@ -509,7 +553,21 @@ class ZkSyncer:
             report.open_transaction = self._txn
             return report
 
-    def _groups(self, until: int | None, counters: _Counters) -> Iterator[OpGroup]:
+    def _records(self, fetched_only: bool) -> Iterator[tuple[int, int, MetadataRecord | OpaqueRecord]]:
+        """What `fetch` read, then (unless `fetched_only`) the log after it. A fetched record leaves
+        memory once the next is asked for: one the consumer stopped before stays for the next sync."""
+        fetched = self._fetched
+        while fetched:
+            entry = fetched[0]
+            if entry[0] >= self._next_read:
+                yield entry
+            fetched.popleft()
+        if not fetched_only:
+            yield from self._tail.read(self._next_read)
+
+    def _groups(
+        self, until: int | None, counters: _Counters, fetched_only: bool = False
+    ) -> Iterator[OpGroup]:
         touched: dict[Key, None] = {}
         since = 0
         chunk_keys, chunk_records = self.chunk_keys, self.chunk_records
@@ -517,8 +575,10 @@ class ZkSyncer:
         assert self._builder is not None
         replay = self._builder.replay
         topic_ids = self._topic_ids
-        for offset, epoch, rec in self.log.read(self._next_read):
+        short = False
+        for offset, epoch, rec in self._records(fetched_only):
             if until is not None and offset > until:
+                short = True
                 break
             self._next_read = offset + 1
             since += 1
@@ -545,7 +605,11 @@ class ZkSyncer:
                 touched = {}
                 since = 0
         counters.records += since
-        if self._txn is None and (until is None or until >= self.committed_end()):
+        if fetched_only:
+            end = self._fetched_end  # read before the deque is seen empty: a fetch extends it first
+            if self._txn is None and not short and not self._fetched and end >= 0:
+                self._cover_tail(end)
+        elif self._txn is None and (until is None or until >= self.committed_end()):
             self._cover_tail()
         yield self._flush(touched, counters)
 

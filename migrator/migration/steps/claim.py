@@ -20,6 +20,7 @@ from migrator.metrics import MigrationMetrics
 from migrator.migration import log_binding
 from migrator.migration.facts import Facts
 from migrator.migration.faults import CrashPointWriter, crash_point
+from migrator.migration.log_tail import LogTail
 from migrator.migration.steps.run import RefusedError, Run
 from migrator.migration.zk_sync import Repair, SyncReport, ZkSyncer
 from migrator.model import MigrationZnode
@@ -120,10 +121,11 @@ class GuardedSyncer:
         self.log = log
         self.writer = inner.writer
         self._checked = checked_to
+        self._tail = LogTail(log)  # only the records appended since the last check are read
         self.metrics: MigrationMetrics | None = None
 
     def _guard(self) -> None:
-        for offset, _epoch, rec in self.log.read(self._checked):
+        for offset, _epoch, rec in self._tail.read(self._checked):
             if (
                 isinstance(rec, MetadataRecord)
                 and rec.api_key == ZK_MIGRATION_STATE_KEY
@@ -143,10 +145,21 @@ class GuardedSyncer:
             self.metrics.on_reconcile(time.perf_counter() - t0)
         return repairs
 
-    def sync(self) -> SyncReport:
+    @property
+    def ready(self) -> bool:
+        return self.inner.ready
+
+    def fetch(self) -> None:
+        """Where no append runs (the commit lock): check and read what a `sync(fetched_only=True)`
+        then writes without that lock (ZkSyncer.fetch)."""
         self._guard()
+        self.inner.fetch()
+
+    def sync(self, fetched_only: bool = False) -> SyncReport:
+        if not fetched_only:  # else `fetch` checked what it read
+            self._guard()
         t0 = time.perf_counter()
-        report = self.inner.sync()
+        report = self.inner.sync(fetched_only=fetched_only)
         if self.metrics is not None:
             self.metrics.on_sync(time.perf_counter() - t0, report.records, report.ops, report.lag)
         return report

@@ -61,9 +61,12 @@ class Controller:
     def image(self) -> ClusterImage:
         return self.builder.image
 
-    def apply(self, change: AdminChange, after_append: str, validate_only: bool = False) -> AdminReply:
+    def apply(
+        self, change: AdminChange, after_append: str, validate_only: bool = False, sync: bool = True
+    ) -> AdminReply:
         """Validate, append, sync: the one way an admin change enters the migration (the inbox's and
-        the protocol's, `controller.admin_api`). `validate_only`: validate and stop there."""
+        the protocol's, `controller.admin_api`). `validate_only`: validate and stop there. `sync`
+        False: the caller carries the change to ZooKeeper (`synced`) after releasing the service."""
         needs_brokers = change.kind in ("create-topic", "add-partitions", "alter-broker-config")
         if self.service is not None and change.kind != "alter-broker-config":
             # The live ZooKeeper brokers (ids refreshed by the follow loop) and unfenced KRaft brokers,
@@ -97,8 +100,9 @@ class Controller:
             self.builder.replay(first + i, rec)
         self.builder.finish()
         crash_point(after_append)
-        self.syncer.sync()
-        crash_point("admin.synced")
+        if sync:
+            self.syncer.sync()
+            crash_point("admin.synced")
         covered = self.syncer.writer.migration.kraft_metadata_offset
         return AdminReply(
             ok=True,
@@ -137,8 +141,15 @@ def follow(run: Run) -> None:
 
         def admin(change: AdminChange, validate_only: bool) -> AdminReply:
             with exclusive():
-                reply = ctl.apply(change, "follow.appended", validate_only)
+                reply = ctl.apply(change, "follow.appended", validate_only, sync=False)
                 result.changes_applied += 0 if reply.records == 0 else 1
+            if reply.last_offset is not None:
+                # Answered once in ZooKeeper too, written without the service's locks: brokers'
+                # requests go on meanwhile, and a ZooKeeper outage holds up only this reply.
+                last = reply.last_offset
+                service.carry(lambda: syncer.writer.migration.kraft_metadata_offset >= last)
+                crash_point("admin.synced")
+                reply.migration_offset = syncer.writer.migration.kraft_metadata_offset
             return reply
 
         service.admin = admin  # the protocol's admin APIs, until this loop ends
@@ -179,7 +190,10 @@ def follow(run: Run) -> None:
                     opts.note(health.admin_line(change.describe(), reply))
                 with exclusive():
                     if syncer.lag() > 0:
-                        syncer.sync()
+                        if service is not None and service.syncs_behind:
+                            service.nudge()  # its sync thread writes ZooKeeper outside the commit lock
+                        else:
+                            syncer.sync()
                     if opts.metrics is not None:
                         brokers = ctl.image.brokers.values()
                         opts.metrics.on_follow(
