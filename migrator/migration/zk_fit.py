@@ -190,7 +190,9 @@ def change_writes(
     if _topics_only(records):
         # What these records replay into and what topic_znodes reads: the topics and their configs.
         configs = {("TOPIC", n): image.configs[("TOPIC", n)] for n in names if ("TOPIC", n) in image.configs}
-        before = ClusterImage.model_construct(topics=topics, configs=configs)
+        before = ClusterImage().model_copy(
+            update={"topics": topics, "configs": configs}
+        )  # not model_construct: see layout._image_of
     else:
         before = image.model_copy(update={"topics": topics})
     builder = ImageBuilder(before)
