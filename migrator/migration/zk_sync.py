@@ -486,11 +486,12 @@ class ZkSyncer:
 
     # -- sync ---------------------------------------------------------------------------------------
 
-    def fetch(self) -> None:
+    def fetch(self) -> list[tuple[int, int, MetadataRecord | OpaqueRecord]] | None:
         """Read the committed records after those already read into memory, where no append runs at
         the same time (the controller's commit lock), for `sync(fetched_only=True)` to write outside
         that lock: a ZooKeeper outage met mid-write (retries up to minutes) then holds no append up.
-        Before the first reconcile (or after an error) it loads the image that reconcile needs."""
+        Before the first reconcile (or after an error) it loads the image that reconcile needs.
+        Returns the records read (None: an image was loaded, or a sync held the syncer)."""
         if self._cache is None:
             # Not while a sync holds the syncer (it may be waiting on ZooKeeper): that sync's own
             # reconcile or the next fetch loads the image.
@@ -501,16 +502,17 @@ class ZkSyncer:
                         self._loaded = True
                 finally:
                     self._lock.release()
-            return
+            return None
         # Without the syncer's lock: a sync writing earlier records may hold it through a ZooKeeper
         # outage. It takes records from the left of the deque and moves _next_read before each pop.
         try:
             start = self._fetched[-1][0] + 1
         except IndexError:
             start = self._next_read
-        fetched = self._fetched
-        fetched.extend(self._tail.read(start))
+        got = list(self._tail.read(start))
+        self._fetched.extend(got)
         self._fetched_end = self.committed_end()
+        return got
 
     def sync(self, until_offset: int | None = None, *, fetched_only: bool = False) -> SyncReport:
         """Write every committed record after what ZooKeeper covers (up to `until_offset`), in order.

@@ -8,13 +8,14 @@ with an older claim is fenced on its next multi.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from kazoo.client import KazooClient
 
 from migrator.errors import BadInputError, FencedError
 from migrator.kraft.image import OpenTransaction, ReplayResult
 from migrator.kraft.log import MetadataLog
-from migrator.kraft.records import MetadataRecord
+from migrator.kraft.records import MetadataRecord, OpaqueRecord
 from migrator.kraft.schema import schema_by_name
 from migrator.metrics import MigrationMetrics
 from migrator.migration import log_binding
@@ -125,7 +126,10 @@ class GuardedSyncer:
         self.metrics: MigrationMetrics | None = None
 
     def _guard(self) -> None:
-        for offset, _epoch, rec in self._tail.read(self._checked):
+        self._check(self._tail.read(self._checked))
+
+    def _check(self, entries: Iterable[tuple[int, int, MetadataRecord | OpaqueRecord]]) -> None:
+        for offset, _epoch, rec in entries:
             if (
                 isinstance(rec, MetadataRecord)
                 and rec.api_key == ZK_MIGRATION_STATE_KEY
@@ -152,8 +156,14 @@ class GuardedSyncer:
     def fetch(self) -> None:
         """Where no append runs (the commit lock): check and read what a `sync(fetched_only=True)`
         then writes without that lock (ZkSyncer.fetch)."""
-        self._guard()
-        self.inner.fetch()
+        got = self.inner.fetch()
+        end = self.log.end_offset
+        if got and got[0][0] <= self._checked:
+            # What the syncer just read is what is left to check: not read a second time.
+            self._check(e for e in got if e[0] >= self._checked)
+            self._checked = max(self._checked, end)
+        elif self._checked < end:  # an image loaded, a gap, or a refusal not yet lifted: the log
+            self._guard()
 
     def sync(self, fetched_only: bool = False) -> SyncReport:
         if not fetched_only:  # else `fetch` checked what it read
