@@ -17,7 +17,8 @@ Starts its own ZooKeeper (zk_fixtures.server), writes a generated ZK-mode cluste
    behind, and the time it takes to catch up after the last reply is reported beside the rate.
 2. **CreateTopics** on the same controller, one client, one request at a time (``--create`` topics of
    ``--create-partitions`` partitions, RF 3, ``--per-request`` topics a request): answered once in the
-   log and in ZooKeeper. Afterwards ZooKeeper's topic znodes and the log's image are checked.
+   log and in ZooKeeper; then as many topics again, ``--batched`` a request (an admin client's
+   create_topics with a list). Afterwards ZooKeeper's topic znodes and the log's image are checked.
    Then 1 and 2 again with the controller's propagation to ZooKeeper-mode brokers
    (`controller.zk_propagator`: LeaderAndIsr/UpdateMetadata after every change) stopped, to show
    what it costs; the simulated brokers' ZooKeeper registrations name hosts that do not resolve, so
@@ -356,13 +357,20 @@ def _flush(service: Any) -> str:
 
 
 def _run_create(
-    drivers: Drivers, address: tuple[str, int], names: list[str], args: Any, zk: Any, service: Any
+    drivers: Drivers,
+    address: tuple[str, int],
+    names: list[str],
+    args: Any,
+    zk: Any,
+    service: Any,
+    per_request: int | None = None,
 ) -> str:
     """CreateTopics of `names` one request after the other; then checks ZooKeeper and the log hold them."""
     from migrator.zk import paths as P
 
     t0 = time.perf_counter()
-    lat = drivers.one("create", (address, names, args.create_partitions, args.per_request))
+    per = args.per_request if per_request is None else per_request
+    lat = drivers.one("create", (address, names, args.create_partitions, per))
     wall = time.perf_counter() - t0
     in_zk = set(zk.get_children(P.TOPICS))
     zk_topics = [n for n in names if n in in_zk]
@@ -402,6 +410,9 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
     ap.add_argument("--create", type=int, default=1000, help="topics CreateTopics makes")
     ap.add_argument("--create-partitions", type=int, default=10)
     ap.add_argument("--per-request", type=int, default=1, help="topics per CreateTopics request")
+    ap.add_argument(
+        "--batched", type=int, default=50, help="topics a request in the second CreateTopics run (0: skip)"
+    )
     args = ap.parse_args()
 
     from kazoo.client import KazooClient
@@ -508,6 +519,10 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
         # 2. CreateTopics, one client
         names = [f"bench-new-{i:05d}" for i in range(args.create)]
         create = _run_create(drivers, running.address, names, args, zk, service)
+        create_batched = ""
+        if args.batched > 0:  # as an admin client's create_topics([...]) sends them: many a request
+            names = [f"bench-batch-{i:05d}" for i in range(args.create)]
+            create_batched = _run_create(drivers, running.address, names, args, zk, service, args.batched)
 
         # 1b, 2b: the same with propagation to ZK-mode brokers stopped, to show what it costs
         if service.zk_propagator is not None:
@@ -607,6 +622,8 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
         print(f"new SASL_SSL/SCRAM-SHA-512 connections: {conns:.1f} /s")
         print(f"CreateTopics v7, one client, {args.per_request} topic(s) a request, RF 3, dual-write on:")
         print(f"  with ZK-broker propagation     {create}")
+        if create_batched:
+            print(f"  {args.batched} topics a request         {create_batched}")
         print(f"  without ZK-broker propagation  {create_quiet}")
     finally:
         if running is not None:
