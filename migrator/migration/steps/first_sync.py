@@ -77,6 +77,8 @@ def first_sync(run: Run) -> None:
     log_binding.record_claim(run.client, claim, log_binding.identity_of(log, run.facts, claim.kraft_epoch))
     run.syncer = s = syncer(run.client, log, claim, migration, run.facts)
     s.metrics = run.opts.metrics
+    if run.opts.metrics is not None:  # live from the first sync, not only once `follow` starts
+        run.opts.metrics.track_lag(s.lag)
     repairs = s.reconcile(run.replay(), run.tree)
     crash_point("sync.after-reconcile")
     result.repairs = [jsonable(r) for r in repairs]
