@@ -3,7 +3,7 @@
 `MetadataLog.read(offset)` loads the segment holding `offset` and checks every batch from its first
 byte: right for a reader that starts anywhere, but the dual-write syncer and the finalize guard read
 the few records appended since their previous read, many times a second, from a segment that holds
-the whole copy (tens of MB at 100,000 partitions). `LogTail` remembers where its last read ended
+the whole copy (megabytes at 100,000 partitions). `LogTail` remembers where its last read ended
 (segment file, byte position, offset) and reads only the bytes after it; any other start (a reader
 going back, a segment rolled or cut since) goes through `MetadataLog` as before.
 

@@ -149,10 +149,6 @@ class GuardedSyncer:
             self.metrics.on_reconcile(time.perf_counter() - t0)
         return repairs
 
-    @property
-    def ready(self) -> bool:
-        return self.inner.ready
-
     def fetch(self) -> None:
         """Where no append runs (the commit lock): check and read what a `sync(fetched_only=True)`
         then writes without that lock (ZkSyncer.fetch)."""

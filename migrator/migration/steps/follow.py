@@ -66,7 +66,7 @@ class Controller:
     ) -> AdminReply:
         """Validate, append, sync: the one way an admin change enters the migration (the inbox's and
         the protocol's, `controller.admin_api`). `validate_only`: validate and stop there. `sync`
-        False: the caller carries the change to ZooKeeper (`synced`) after releasing the service."""
+        False: the caller carries it to ZooKeeper after releasing the service (`ControllerService.carry`)."""
         needs_brokers = change.kind in ("create-topic", "add-partitions", "alter-broker-config")
         if self.service is not None and change.kind != "alter-broker-config":
             # The live ZooKeeper brokers (ids refreshed by the follow loop) and unfenced KRaft brokers,
