@@ -110,9 +110,11 @@ _HANDLER_MODULES = {
     **dict.fromkeys((32, 33, 37, 44), "admin_alter_api"),
     **dict.fromkeys((29, 30, 31), "admin_acls_api"),
     43: "admin_elect_api",
-    46: "admin_reassign_api",
+    **dict.fromkeys((45, 46), "admin_reassign_api"),
     **dict.fromkeys((48, 49), "admin_quotas_api"),
     **dict.fromkeys((50, 51), "admin_scram_api"),
+    57: "admin_features_api",
+    67: "admin_producer_ids_api",
 }
 
 

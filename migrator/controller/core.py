@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 
 from migrator.controller import kafka_errors as E
+from migrator.controller import partition_reassignment
 from migrator.controller.core_types import (
     DEFAULT_SESSION_TIMEOUT_MS,
     EVENT_OFFLINE,
@@ -436,11 +437,15 @@ class ControllerCore:
                     results.append(PartitionResult(pa.partition, error))
                     continue
                 new_isr = [m.broker_id for m in pa.new_isr]
-                change = self._change(image, topic, p, isr=new_isr, recovery=pa.leader_recovery_state)
+                if partition_reassignment.in_progress(p):  # the ISR may complete it (PartitionChangeBuilder)
+                    change = self._reassigning_change(image, topic, p, new_isr, pa.leader_recovery_state)
+                else:
+                    change = self._change(image, topic, p, isr=new_isr, recovery=pa.leader_recovery_state)
                 leader, leader_epoch, epoch = p.leader, p.leader_epoch, p.partition_epoch
                 if change is not None:
                     records.append(change)
                     epoch += 1
+                    new_isr = list(change.fields.get("Isr", new_isr))  # a completed move drops the removed
                     if change.fields.get("Leader", _NO_LEADER_CHANGE) != _NO_LEADER_CHANGE:
                         leader, leader_epoch = change.fields["Leader"], leader_epoch + 1
                     if leader != req.broker_id:
@@ -464,6 +469,20 @@ class ControllerCore:
                 )
             topics.append(TopicResult(t.name, t.topic_id, tuple(results)))
         return Decision(records, AlterPartitionReply(E.NONE, tuple(topics)))
+
+    def _reassigning_change(
+        self, image: ClusterImage, topic: Topic, p: Partition, isr: list[int], recovery: int
+    ) -> MetadataRecord | None:
+        tid = _tid(topic)
+        assert tid is not None
+        return partition_reassignment.build_change(
+            p,
+            tid,
+            lambda r: self._acceptable(image, r, topic.name, p.partition),
+            isr=isr,
+            recovery=recovery,
+            zk_migration=self.config.zk_migration,
+        )
 
     def _find_topic(self, image: ClusterImage, t: TopicAlter, version: int) -> Topic | None:
         if version > 1:
