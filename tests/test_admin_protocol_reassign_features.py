@@ -6,6 +6,7 @@ Soft start answers each of them NOT_CONTROLLER."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka import errors as Errors
+from kafka.admin import NewTopic
 from kazoo.client import KazooClient
 from migrate_helpers import SPEC, assert_consistent, cluster, log_replay, normalise, zk_layout
 from test_admin_protocol import _register_all
@@ -253,6 +255,73 @@ def _producer_ids(zk: KazooClient, address: tuple[str, int], service: Any) -> No
     }
 
 
+def _manual_assignments(
+    admin: KafkaAdminClient, zk: KazooClient, address: tuple[str, int], service: Any
+) -> None:
+    ids = sorted(service.image.brokers)
+    b0, b1, b2 = ids[:3]
+    wanted = {0: [b1, b0], 1: [b2, b1], 2: [b0, b2]}
+    admin.create_topics(
+        [NewTopic("manual", replica_assignments=wanted, topic_configs={"retention.ms": "60000"})]
+    )
+    topic = service.image.topics["manual"]
+    assert {i: p.replicas for i, p in topic.partitions.items()} == wanted
+    assert all(p.leader == p.replicas[0] and p.isr == p.replicas for p in topic.partitions.values())
+    znode = _topic_znode(zk, "manual")  # answered once synced: ZooKeeper holds it already
+    assert znode["partitions"] == {str(i): r for i, r in wanted.items()}
+
+    ct = _kio(19, 7, "request")
+
+    def topic_with(name: str, parts: dict[int, list[int]], *, rf: int = -1, n: int = -1) -> Any:
+        return ct.CreatableTopic(
+            name=name,
+            num_partitions=n,
+            replication_factor=rf,
+            assignments=tuple(
+                ct.CreatableReplicaAssignment(partition_index=i, broker_ids=tuple(r))
+                for i, r in parts.items()
+            ),
+            configs=(),
+        )
+
+    bad = [
+        topic_with("rf-set", {0: [b0]}, rf=1),
+        topic_with("n-set", {0: [b0]}, n=1),
+        topic_with("gap", {0: [b0], 2: [b1]}),
+        topic_with("unknown-broker", {0: [b0, 4242]}),
+        topic_with("twice", {0: [b0, b0]}),
+        topic_with("uneven", {0: [b0, b1], 1: [b2]}),
+        topic_with("empty", {0: []}),
+        topic_with("manual", {0: [b0]}),  # the name's own error first, as Kafka checks names first
+    ]
+    with ControllerClient(*address, timeout_s=30) as c:
+        resp = c.call(
+            19, 7, ct.CreateTopicsRequest(topics=tuple(bad), timeout=datetime.timedelta(seconds=30))
+        )
+    got = {t.name: (int(t.error_code), t.error_message) for t in resp.topics}
+    assert got == {
+        "rf-set": (
+            42,
+            "A manual partition assignment was specified, but replication factor was not set to -1.",
+        ),
+        "n-set": (42, "A manual partition assignment was specified, but numPartitions was not set to -1."),
+        "gap": (39, "partitions should be a consecutive 0-based integer sequence"),
+        "unknown-broker": (
+            39,
+            "The manual partition assignment includes broker 4242, but no such broker is registered.",
+        ),
+        "twice": (39, f"The manual partition assignment includes the broker {b0} more than once."),
+        "uneven": (
+            39,
+            "The manual partition assignment includes a partition with 1 replica(s), but this is not consistent "
+            "with previous partitions, which have 2 replica(s).",
+        ),
+        "empty": (39, "The manual partition assignment includes an empty replica list."),
+        "manual": (36, got["manual"][1]),
+    }
+    assert not set(got) - {"manual"} & set(service.image.topics)
+
+
 def _quorum(admin: KafkaAdminClient, service: Any) -> None:
     node = service.core.config.node_id
     quorum = admin.describe_metadata_quorum()
@@ -285,6 +354,7 @@ def test_reassignments_features_producer_ids_and_quorum_through_the_listener(
                 _features(admin, service)
                 _producer_ids(zk, running.address, service)
                 _quorum(admin, service)
+                _manual_assignments(admin, zk, running.address, service)
             finally:
                 admin.close()
         finally:

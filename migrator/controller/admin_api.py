@@ -282,8 +282,13 @@ def _create_topics(service: Any, version: int, request: Any) -> Any:
 
 
 def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: bool) -> _Created:
+    assignment = None
     if t.assignments:
-        return (t.name, INVALID_REQUEST, "manual replica assignments are not taken by zk2kraft yet", None)
+        from migrator.controller import admin_manual_assignment
+
+        assignment, refused = admin_manual_assignment.check(service.image, t)
+        if refused is not None:
+            return (t.name, refused[0], refused[1], None)
     configs = {c.name: c.value for c in t.configs}
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
@@ -299,6 +304,7 @@ def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: 
         partitions=None if t.num_partitions == -1 else int(t.num_partitions),
         replication_factor=None if t.replication_factor == -1 else int(t.replication_factor),
         configs={k: v for k, v in configs.items() if v is not None},
+        assignment=assignment,
     )
     try:
         reply = apply(change, validate_only)
@@ -309,6 +315,8 @@ def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: 
     except ZkKraftError as e:
         return (t.name, E.UNKNOWN_SERVER_ERROR, str(e), None)
     if validate_only:
+        if assignment:
+            return (t.name, E.NONE, None, (_NO_ID, len(assignment), len(assignment[0])))
         parts = change.partitions or 1
         return (t.name, E.NONE, None, (_NO_ID, parts, change.replication_factor or -1))
     topic = service.image.topics[t.name]
