@@ -218,6 +218,13 @@ def _features(admin: KafkaAdminClient, service: Any) -> None:
     assert service.log.end_offset == end
     assert admin.update_features({"no.such.feature": 0}) == {"no.such.feature": "OK"}
     assert service.log.end_offset == end + 1  # one FeatureLevelRecord
+    # DescribeFeatures is ApiVersions' feature fields: the image's finalized levels, the controller's ranges
+    described = admin.describe_features()
+    mv = service.builder.result.feature_levels["metadata.version"]
+    assert described["metadata.version"]["supported"] == (1, 21)
+    assert described["metadata.version"]["finalized"] == (mv, mv)
+    assert described["metadata.version"]["finalized_epoch"] == service.builder.result.last_offset
+    assert "no.such.feature" not in described  # level 0: not finalized
 
 
 def _producer_ids(zk: KazooClient, address: tuple[str, int], service: Any) -> None:

@@ -20,7 +20,7 @@ from migrator.controller import kafka_errors as E
 from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module
 from migrator.kraft.records import MetadataRecord, record
 
-__all__ = ["SUPPORTED_FEATURES", "handle", "refuse_all"]
+__all__ = ["SUPPORTED_FEATURES", "api_versions_features", "handle", "refuse_all"]
 
 METADATA_VERSION = "metadata.version"
 #: QuorumFeatures.defaultFeatureMap(false) of Kafka 3.9: feature -> (min, max) level
@@ -55,6 +55,22 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
     refused = [(name, E.NOT_CONTROLLER, None) for name in sorted(updates)]
     results = service._decide("UpdateFeatures", decide, refused)  # noqa: SLF001 - the one append path
     return _response(version, results, E.NONE)
+
+
+def api_versions_features(service: Any, answer: Any) -> Any:
+    """ApiVersions' feature fields as Kafka's controller fills them (ApiVersionManager): the features
+    it supports (those with a minimum of 0 left out, as v0-3 require), the image's finalized levels
+    (level 0 left out) with the offset of the image as their epoch, and ZkMigrationReady. What
+    DescribeFeatures reads."""
+    with service.lock:
+        result = service.builder.result
+        levels = sorted((n, v) for n, v in result.feature_levels.items() if v != 0)
+        epoch = int(result.last_offset)
+    answer.supported_features = [(n, lo, hi) for n, (lo, hi) in sorted(SUPPORTED_FEATURES.items()) if lo > 0]
+    answer.finalized_features = levels
+    answer.finalized_features_epoch = epoch
+    answer.zk_migration_ready = bool(service.core.config.zk_migration)
+    return answer
 
 
 def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:

@@ -70,6 +70,11 @@ class ApiVersionsResponse:
     error_code: int
     api_keys: list[ApiVersionRange] = field(default_factory=list)
     throttle_time_ms: int = 0
+    # v3+ tagged fields (KIP-584): what DescribeFeatures reads
+    supported_features: list[tuple[str, int, int]] = field(default_factory=list)  # name, min, max
+    finalized_features: list[tuple[str, int]] = field(default_factory=list)  # name, level
+    finalized_features_epoch: int = -1
+    zk_migration_ready: bool = False
 
 
 @dataclass(slots=True)

@@ -45,6 +45,17 @@ def _response_to_kio(api_key: int, version: int, cls: Any, resp: Any) -> Any:
         kw: dict[str, Any] = dict(error_code=_error(resp.error_code), api_keys=keys)
         if version >= 1:
             kw["throttle_time"] = _ms(resp.throttle_time_ms)
+        if version >= 3:
+            kw["supported_features"] = tuple(
+                mod.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                for n, lo, hi in resp.supported_features
+            )
+            kw["finalized_features"] = tuple(
+                mod.FinalizedFeatureKey(name=n, max_version_level=v, min_version_level=v)
+                for n, v in resp.finalized_features
+            )
+            kw["finalized_features_epoch"] = resp.finalized_features_epoch
+            kw["zk_migration_ready"] = resp.zk_migration_ready
         return cls(**kw)
     if api_key == M.BROKER_REGISTRATION:
         return cls(
