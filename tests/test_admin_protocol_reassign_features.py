@@ -22,7 +22,7 @@ from test_admin_protocol import _register_all
 from migrator import commands
 from migrator.controller import core
 from migrator.controller import kafka_errors as E
-from migrator.controller.client import ControllerClient
+from migrator.controller.client import ControllerClient, ControllerUnreachable
 from migrator.zk import paths as P
 
 pytestmark = pytest.mark.zk
@@ -56,6 +56,41 @@ def _soft_start_refuses(address: tuple[str, int]) -> None:
         assert int(c.call(67, 0, ap.AllocateProducerIdsRequest(broker_id=1, broker_epoch=1)).error_code) == (
             E.NOT_CONTROLLER
         )
+
+
+def _versions_and_kio_features(address: tuple[str, int], service: Any) -> None:
+    """The versions listed, one beyond them refused (the connection closed, as Kafka does), and what
+    kafka-python cannot send: UpdateFeatures v0's allow_downgrade and v1's unknown upgrade type."""
+    apr1 = _kio(45, 1, "request")
+    uf0, uf1 = _kio(57, 0, "request"), _kio(57, 1, "request")
+    mv = service.builder.result.feature_levels["metadata.version"]
+    with ControllerClient(*address, timeout_s=30) as c:
+        served = {a.api_key: (a.min_version, a.max_version) for a in c.api_versions().api_keys}
+        assert (served[45], served[46], served[55], served[57], served[67]) == (
+            (0, 0),
+            (0, 0),
+            (0, 2),
+            (0, 1),
+            (0, 0),
+        )
+        down = uf0.FeatureUpdateKey(
+            feature="metadata.version", max_version_level=mv - 1, allow_downgrade=True
+        )
+        [r] = c.call(57, 0, uf0.UpdateFeaturesRequest(feature_updates=(down,))).results
+        assert (int(r.error_code), r.error_message) == (
+            E.INVALID_UPDATE_VERSION,
+            f"Invalid metadata.version {mv - 1}. Unable to modify metadata.version while a ZK migration is in "
+            "progress.",
+        )
+        odd = uf1.FeatureUpdateKey(feature="kraft.version", max_version_level=1, upgrade_type=7)
+        [r] = c.call(57, 1, uf1.UpdateFeaturesRequest(feature_updates=(odd,))).results
+        assert r.error_message == (
+            "Invalid update version 1 for feature kraft.version. The controller does not support the given "
+            "upgrade type."
+        )
+        move = apr1.AlterPartitionReassignmentsRequest(topics=())
+        with pytest.raises(ControllerUnreachable):
+            c.call(45, 1, move)
 
 
 def _topic_znode(zk: KazooClient, name: str) -> dict[str, Any]:
@@ -352,6 +387,15 @@ def test_reassignments_features_producer_ids_and_quorum_through_the_listener(
             service = running.service
             assert service is not None and service.soft_start
             _soft_start_refuses(running.address)
+            # DescribeQuorum is Raft's own: the quorum is up in soft start, and Kafka's raft client
+            # answers it whatever the migration's state (as this listener's Raft leader does)
+            early = KafkaAdminClient(
+                bootstrap_servers="{}:{}".format(*running.address), request_timeout_ms=30_000
+            )
+            try:
+                _quorum(early, service)
+            finally:
+                early.close()
             _register_all(service, ids)
             assert running.wait_until(lambda r: service.admin is not None, 60), running.error
             host, port = running.address
@@ -360,6 +404,7 @@ def test_reassignments_features_producer_ids_and_quorum_through_the_listener(
                 moved = _reassignments(admin, zk, service)
                 _features(admin, service)
                 _producer_ids(zk, running.address, service)
+                _versions_and_kio_features(running.address, service)
                 _quorum(admin, service)
                 _manual_assignments(admin, zk, running.address, service)
             finally:
