@@ -445,7 +445,8 @@ class ControllerCore:
                 if change is not None:
                     records.append(change)
                     epoch += 1
-                    new_isr = list(change.fields.get("Isr", new_isr))  # a completed move drops the removed
+                    if change.fields.get("Isr") is not None:  # a completed move drops the removed replicas
+                        new_isr = list(change.fields["Isr"])
                     if change.fields.get("Leader", _NO_LEADER_CHANGE) != _NO_LEADER_CHANGE:
                         leader, leader_epoch = change.fields["Leader"], leader_epoch + 1
                     if leader != req.broker_id:
