@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import uuid
 
+from test_controller_core import TOPIC_ID, Harness
+
+from migrator.controller.core import Decision
 from migrator.controller.partition_reassignment import build_change, moves, revert
+from migrator.kraft.records import record
 from migrator.model import Partition
 
 TID = uuid.UUID(int=7)
@@ -94,3 +98,29 @@ def test_revert_takes_the_adding_replicas_out_and_may_need_an_unclean_election()
     assert (clean.replicas, clean.isr, clean.unclean) == ([0, 1, 2], [0, 1], False)
     unclean = revert(part([3, 4, 5, 0, 1, 2], [3, 4], 3, adding=[3, 4, 5], removing=[0, 1, 2]))
     assert (unclean.replicas, unclean.isr, unclean.unclean) == ([0, 1, 2], [0], True)
+
+
+def test_fencing_a_removing_replica_completes_the_move():
+    """Kafka builds every ISR change with PartitionChangeBuilder, so a fence that leaves an ISR with
+    every target replica completes a move, here one the copy carried over from ZooKeeper mid-way."""
+    h = Harness()
+    h.up(1, 2, 3, 4)
+    h.topic("t", {0: [1, 2, 3, 4]})
+    carried = record(
+        "PartitionChangeRecord", 0, PartitionId=0, TopicId=TOPIC_ID, AddingReplicas=[4], RemovingReplicas=[3]
+    )
+    h.apply(Decision([carried], None))
+    assert (h.part().replicas, h.part().adding_replicas, h.part().removing_replicas) == (
+        [1, 2, 3, 4],
+        [4],
+        [3],
+    )
+    h.apply(h.core.fence(h.image, 3))
+    done = h.part()
+    assert (done.replicas, done.isr, done.adding_replicas, done.removing_replicas) == (
+        [1, 2, 4],
+        [1, 2, 4],
+        [],
+        [],
+    )
+    assert done.leader == 1

@@ -360,6 +360,14 @@ class ControllerCore:
                 return False
             return r == add or self._acceptable(image, r, topic.name, p.partition)
 
+        if partition_reassignment.in_progress(p):
+            # Kafka's PartitionChangeBuilder: an ISR holding every target replica completes the move
+            tid = _tid(topic)
+            assert tid is not None
+            return partition_reassignment.build_change(
+                p, tid, ok, isr=target, recovery=recovery, zk_migration=self.config.zk_migration
+            )
+
         if p.leader != NO_LEADER and p.leader in target and ok(p.leader):
             leader = p.leader
         else:
@@ -437,10 +445,7 @@ class ControllerCore:
                     results.append(PartitionResult(pa.partition, error))
                     continue
                 new_isr = [m.broker_id for m in pa.new_isr]
-                if partition_reassignment.in_progress(p):  # the ISR may complete it (PartitionChangeBuilder)
-                    change = self._reassigning_change(image, topic, p, new_isr, pa.leader_recovery_state)
-                else:
-                    change = self._change(image, topic, p, isr=new_isr, recovery=pa.leader_recovery_state)
+                change = self._change(image, topic, p, isr=new_isr, recovery=pa.leader_recovery_state)
                 leader, leader_epoch, epoch = p.leader, p.leader_epoch, p.partition_epoch
                 if change is not None:
                     records.append(change)
@@ -470,20 +475,6 @@ class ControllerCore:
                 )
             topics.append(TopicResult(t.name, t.topic_id, tuple(results)))
         return Decision(records, AlterPartitionReply(E.NONE, tuple(topics)))
-
-    def _reassigning_change(
-        self, image: ClusterImage, topic: Topic, p: Partition, isr: list[int], recovery: int
-    ) -> MetadataRecord | None:
-        tid = _tid(topic)
-        assert tid is not None
-        return partition_reassignment.build_change(
-            p,
-            tid,
-            lambda r: self._acceptable(image, r, topic.name, p.partition),
-            isr=isr,
-            recovery=recovery,
-            zk_migration=self.config.zk_migration,
-        )
 
     def _find_topic(self, image: ClusterImage, t: TopicAlter, version: int) -> Topic | None:
         if version > 1:
