@@ -52,8 +52,9 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         ]
         return core.Decision([] if validate_only else records, results)
 
-    refused = [(name, E.NOT_CONTROLLER, None) for name in sorted(updates)]
-    results = service._decide("UpdateFeatures", decide, refused)  # noqa: SLF001 - the one append path
+    results = service._decide("UpdateFeatures", decide, None)  # noqa: SLF001 - the one append path
+    if results is None:  # fenced meanwhile
+        return refuse_all(api_key, version, request, E.NOT_CONTROLLER)
     return _response(version, results, E.NONE)
 
 
@@ -74,8 +75,8 @@ def api_versions_features(service: Any, answer: Any) -> Any:
 
 
 def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
-    names = sorted({u.feature for u in getattr(request, "feature_updates", None) or ()})
-    return _response(version, [(n, code, None) for n in names], code)
+    """Kafka's getErrorResponse: the error at the top, no per-feature results."""
+    return _response(version, [], code, E.MESSAGES.get(code))
 
 
 def _invalid(name: str, level: int, why: str) -> tuple[int, str]:
@@ -148,13 +149,13 @@ def _metadata_version(level: int, migration_state: int | None) -> tuple[int, str
     )
 
 
-def _response(version: int, results: list[Result], code: int) -> Any:
+def _response(version: int, results: list[Result], code: int, message: str | None = None) -> Any:
     m = kio_module(57, version, "response")
     return build(
         m.UpdateFeaturesResponse,
         throttle_time=ZERO,
         error_code=error(code),
-        error_message=None,
+        error_message=message,
         results=tuple(
             build(m.UpdatableFeatureResult, feature=n, error_code=error(c), error_message=msg)
             for n, c, msg in results

@@ -70,10 +70,14 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
 
 
 def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
-    if api_key == ALTER:
+    if api_key == ALTER:  # Kafka's getErrorResponse: each partition and the top with the error
         asked = getattr(request, "topics", None) or ()
+        message = E.MESSAGES.get(code)
         return _alter_response(
-            version, [(t.name, [(p.partition_index, code, None) for p in t.partitions]) for t in asked], code
+            version,
+            [(t.name, [(p.partition_index, code, message) for p in t.partitions]) for t in asked],
+            code,
+            message,
         )
     m = kio_module(46, version, "response")
     return build(
@@ -112,10 +116,9 @@ def _alter(service: Any, version: int, request: Any) -> Any:
             out.append((t.name, results))
         return core.Decision(records, out)
 
-    refused = [
-        (t.name, [(p.partition_index, E.NOT_CONTROLLER, None) for p in t.partitions]) for t in request.topics
-    ]
-    results = service._decide("AlterPartitionReassignments", decide, refused)  # noqa: SLF001 - the one append path
+    results = service._decide("AlterPartitionReassignments", decide, None)  # noqa: SLF001 - the one append path
+    if results is None:  # fenced meanwhile
+        return refuse_all(ALTER, version, request, E.NOT_CONTROLLER)
     return _alter_response(version, results, E.NONE)
 
 
@@ -200,13 +203,15 @@ def _unclean_enabled(image: ClusterImage, topic: str) -> bool:
     return False
 
 
-def _alter_response(version: int, results: list[tuple[str, list[Result]]], code: int) -> Any:
+def _alter_response(
+    version: int, results: list[tuple[str, list[Result]]], code: int, message: str | None = None
+) -> Any:
     m = kio_module(ALTER, version, "response")
     return build(
         m.AlterPartitionReassignmentsResponse,
         throttle_time=ZERO,
         error_code=error(code),
-        error_message=None,
+        error_message=message,
         responses=tuple(
             build(
                 m.ReassignableTopicResponse,
