@@ -263,10 +263,11 @@ def _features(admin: KafkaAdminClient, service: Any) -> None:
     assert "no.such.feature" not in described  # level 0: not finalized
 
 
-def _producer_ids(zk: KazooClient, address: tuple[str, int], service: Any) -> None:
+def _producer_ids(zk: KazooClient, address: tuple[str, int], service: Any, zk_block: dict[str, Any]) -> None:
     ap = _kio(67, 0, "request")
     before = service.image.producer_id_block
     assert before is not None  # copied from ZooKeeper's /latest_producer_id_block
+    assert before.block_end == int(zk_block["block_end"])
     broker = service.image.brokers[min(service.image.brokers)]
     with ControllerClient(*address, timeout_s=30) as c:
         got = c.call(
@@ -274,7 +275,7 @@ def _producer_ids(zk: KazooClient, address: tuple[str, int], service: Any) -> No
         )
         assert (int(got.error_code), got.producer_id_start, got.producer_id_len) == (
             0,
-            before.block_end + 1,
+            int(zk_block["block_end"]) + 1,  # the first id after the last block ZooKeeper handed out
             1000,
         )
         again = c.call(
@@ -381,6 +382,7 @@ def test_reassignments_features_producer_ids_and_quorum_through_the_listener(
     log_dir = tmp_path / "meta"
     with cluster(zk, zk_connect, SPEC.model_copy(update={"pending_deletions": 0, "topics": 4})):
         ids = sorted(int(b) for b in zk.get_children(P.BROKER_IDS))
+        zk_block = json.loads(zk.get(P.LATEST_PRODUCER_ID_BLOCK)[0])  # what ZooKeeper handed out last
         running = commands.start_controller(
             zk_connect, str(log_dir), yes=True, broker_wait_timeout=60, session_timeout_ms=60_000
         )
@@ -404,7 +406,7 @@ def test_reassignments_features_producer_ids_and_quorum_through_the_listener(
             try:
                 moved = _reassignments(admin, zk, service)
                 _features(admin, service)
-                _producer_ids(zk, running.address, service)
+                _producer_ids(zk, running.address, service, zk_block)
                 _versions_and_kio_features(running.address, service)
                 _quorum(admin, service)
                 _manual_assignments(admin, zk, running.address, service)
