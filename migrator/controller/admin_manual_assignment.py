@@ -15,7 +15,7 @@ from migrator.errors import BadInputError
 from migrator.migration.admin.rules import collides, validate_topic_name
 from migrator.model import ClusterImage
 
-__all__ = ["INVALID_REPLICA_ASSIGNMENT", "check"]
+__all__ = ["INVALID_REPLICA_ASSIGNMENT", "check", "replicas_refused"]
 
 INVALID_REPLICA_ASSIGNMENT = 39
 INVALID_REQUEST = 42
@@ -54,7 +54,7 @@ def check(image: ClusterImage, topic: Any) -> tuple[dict[int, list[int]] | None,
                 f"Found multiple manual partition assignments for partition {index}",
             )
         replicas = [int(b) for b in a.broker_ids]
-        refused = _validate(image, replicas, rf)
+        refused = replicas_refused(image, replicas, rf)
         if refused is not None:
             return None, (INVALID_REPLICA_ASSIGNMENT, refused)
         rf = len(replicas)
@@ -78,8 +78,9 @@ def _active(image: ClusterImage, broker_id: int) -> bool:
     return b is not None and not b.fenced and not b.in_controlled_shutdown
 
 
-def _validate(image: ClusterImage, replicas: list[int], rf: int | None) -> str | None:
-    """validateManualPartitionAssignment's message, or None."""
+def replicas_refused(image: ClusterImage, replicas: list[int], rf: int | None = None) -> str | None:
+    """validateManualPartitionAssignment's message, or None (registered is enough, fenced or not);
+    CreateTopics' assignments and AlterPartitionReassignments' targets are checked with it."""
     if not replicas:
         return "The manual partition assignment includes an empty replica list."
     prev: int | None = None

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrator.controller import core, partition_reassignment
+from migrator.controller import admin_manual_assignment, core, partition_reassignment
 from migrator.controller import kafka_errors as E
 from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module
 from migrator.kraft.records import MetadataRecord, kafka_to_uuid
 from migrator.model import ClusterImage
 
-INVALID_REPLICA_ASSIGNMENT = 39
+INVALID_REPLICA_ASSIGNMENT = admin_manual_assignment.INVALID_REPLICA_ASSIGNMENT
 NO_REASSIGNMENT_IN_PROGRESS = 85
 ALTER, LIST = 45, 46
 
@@ -159,7 +159,9 @@ def _one(service: Any, image: ClusterImage, name: str, target: Any) -> MetadataR
             zk_migration=zk,
         )
     wanted = [int(r) for r in target.replicas]
-    _validate_assignment(image, wanted)
+    refused = admin_manual_assignment.replicas_refused(image, wanted)
+    if refused is not None:
+        raise _Refused(INVALID_REPLICA_ASSIGNMENT, refused)
     mv = partition_reassignment.moves(p.replicas, wanted)
     return partition_reassignment.build_change(
         p,
@@ -170,27 +172,6 @@ def _one(service: Any, image: ClusterImage, name: str, target: Any) -> MetadataR
         adding=mv.adding or None,
         zk_migration=zk,
     )
-
-
-def _validate_assignment(image: ClusterImage, replicas: list[int]) -> None:
-    """validateManualPartitionAssignment (registered, fenced or not, is enough)."""
-    if not replicas:
-        raise _Refused(
-            INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
-        )
-    prev: int | None = None
-    for b in sorted(replicas):
-        if b not in image.brokers:
-            raise _Refused(
-                INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes broker {b}, but no such broker is registered.",
-            )
-        if b == prev:
-            raise _Refused(
-                INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes the broker {prev} more than once.",
-            )
-        prev = b
 
 
 def _unclean_enabled(image: ClusterImage, topic: str) -> bool:
