@@ -17,9 +17,9 @@ Kafka 3.9's steps, in its order (ControllerApis.handleEnvelopeRequest, EnvelopeU
   ``authorizer_requests``' per-topic and per-config checks), with the forwarded principal and client
   address as the caller, and the normal dispatch;
 - ResponseData is the inner response with its own header (the inner correlation id), the envelope's
-  ErrorCode 0 — unless the inner response holds NOT_CONTROLLER anywhere: then the envelope itself is
-  NOT_CONTROLLER without ResponseData, so the forwarding broker looks for the active controller (this
-  is what a soft-started controller answers, KIP-866).
+  ErrorCode 0 — unless the inner response holds NOT_CONTROLLER anywhere (a DescribeQuorum:
+  NOT_LEADER_OR_FOLLOWER): then the envelope itself is NOT_CONTROLLER without ResponseData, so the
+  forwarding broker looks for the active controller (what a soft-started controller answers, KIP-866).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ __all__ = ["FORWARDABLE", "PRINCIPAL_DESERIALIZATION_FAILURE", "handle", "princi
 log = logging.getLogger("zk2kraft.controller.envelope")
 
 PRINCIPAL_DESERIALIZATION_FAILURE = 97
+_DESCRIBE_QUORUM = 55
 _VERSION = struct.Struct(">h")
 
 #: The apiKeys Kafka marks forwardable (``ApiKeys.forwardable``): CreateTopics, DeleteTopics,
@@ -165,7 +166,9 @@ def handle(service: Any, version: int, request: Any, dispatch: Dispatch) -> Enve
             except Exception as e:  # as the listener does for a direct request: the inner one fails alone
                 log.error("forwarded %s failed: %s: %s", wire.NAMES[header.api_key], type(e).__name__, e)
                 response = wire.error_response(header, E.UNKNOWN_SERVER_ERROR, inner)
-    if E.NOT_CONTROLLER in _codes(response):
+    # DescribeQuorum says "not the controller" as NOT_LEADER_OR_FOLLOWER (Kafka's shouldReturnNotController)
+    gone = E.NOT_LEADER_OR_FOLLOWER if header.api_key == _DESCRIBE_QUORUM else E.NOT_CONTROLLER
+    if gone in _codes(response):
         _count(outer, "not_controller")
         return EnvelopeResponse(response_data=None, error_code=ErrorCode(E.NOT_CONTROLLER))
     _count(outer, "forwarded")
