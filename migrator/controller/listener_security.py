@@ -323,7 +323,7 @@ def _local(conn: socket.socket) -> tuple[str, int] | None:
     client used (Kafka's advertised endpoint may not be 0.0.0.0 either)."""
     try:
         host, port = conn.getsockname()[:2]
-    except OSError:
+        mapped = getattr(ipaddress.ip_address(str(host).split("%")[0]), "ipv4_mapped", None)
+    except (OSError, ValueError):
         return None
-    mapped = getattr(ipaddress.ip_address(str(host).split("%")[0]), "ipv4_mapped", None)
     return str(mapped or host), int(port)  # an IPv4 client of a dual-stack listener: its IPv4 address
