@@ -108,6 +108,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     62: (0, 3),  # BrokerRegistration
     63: (0, 1),  # BrokerHeartbeat
     10_001: (0, 0),  # AlterReplicaState (KIP-589; outside Kafka's range)
+    58: (0, 0),  # Envelope: a broker's forwarded admin request, answered by controller.envelope
 }
 # Metadata, CreateTopics, DeleteTopics: kio's entities, answered by controller.admin_api
 SUPPORTED_VERSIONS.update({k: (a.min_version, a.max_version) for k, a in NATIVE.items()})
@@ -123,6 +124,11 @@ def dispatch(service: Any, api_key: int, api_version: int, request: Any, client_
         return M.ApiVersionsResponse(
             0, [M.ApiVersionRange(k, lo, hi) for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
         )
+    if api_key == M.ENVELOPE:
+        from migrator.controller import envelope
+
+        # the inner request comes back here, run as the forwarded client
+        return envelope.handle(service, api_version, request, dispatch)
     if api_key in NATIVE:
         from migrator.controller import admin_api, authorizer_requests
 
