@@ -223,13 +223,18 @@ class SimBroker:
             self.epoch = resp.broker_epoch
         return resp.error_code
 
+    def metadata_offset(self) -> int:
+        """The metadata offset its heartbeats report: a ZooKeeper-mode broker has replayed no log, so
+        its own registration's (it counts as caught up); a KRaft broker reports what it replayed."""
+        return self.epoch
+
     def heartbeat(self, want_shut_down: bool = False) -> M.BrokerHeartbeatResponse | None:
         if not self.alive or self.epoch < 0:
             return None
         req = M.BrokerHeartbeatRequest(
             self.broker_id,
             self.epoch,
-            current_metadata_offset=self.epoch,  # replayed at least up to its own registration
+            current_metadata_offset=self.metadata_offset(),
             want_fence=False,
             want_shut_down=want_shut_down,
             offline_log_dirs=[self.dir_ids[i] for i in sorted(self.offline_dirs)],
