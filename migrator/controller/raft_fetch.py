@@ -55,6 +55,9 @@ class LogView:
         # ``indexed=False`` keeps the scan from the segment's first batch (the benchmark's baseline).
         self.index = LogIndex(log) if indexed else None
         self._hw = log.end_offset  # what an open finds is on disk: durable
+        # The reads at the current high watermark by what they depend on: the observers one append wakes
+        # all ask for the same (offset, epoch, max bytes); one validates and reads, the others reuse it.
+        self._reads: dict[tuple[int, ...], FetchRead] = {}
         self._snaps: tuple[tuple[int, int], float, list[SnapshotId]] | None = None
         self._hook: object = None
         self._ensure_hook()
@@ -89,6 +92,7 @@ class LogView:
             self.index.refresh()  # the new batches only: a few headers
         with self.changed:
             self._hw = self.log.end_offset
+            self._reads = {}
             self.changed.notify_all()
 
     def wait_beyond(self, offset: int, timeout_s: float, stop: threading.Event | None = None) -> None:
@@ -176,7 +180,18 @@ class LogView:
         """What a Fetch for (offset, last fetched epoch) gets: batches from the one holding ``offset``
         up to the high watermark, whole batches, at least one even when it exceeds ``max_bytes``."""
         self._ensure_hook()
-        hw = self._hw
+        hw, reads = self._hw, self._reads
+        snaps = self.snapshots()
+        start = self.log.log_start_offset
+        key = (offset, last_epoch, max_bytes, hw, start, len(snaps), snaps[-1].end_offset if snaps else -1)
+        got = reads.get(key)
+        if got is None:
+            got = self._read(offset, last_epoch, max_bytes, hw)
+            if len(reads) < 64 and len(got.records) <= 64 << 10:  # the long-poll answers, not catch-up
+                reads[key] = got
+        return got
+
+    def _read(self, offset: int, last_epoch: int, max_bytes: int, hw: int) -> FetchRead:
         verdict = self.validate(offset, last_epoch)
         out = bytearray()
         if verdict.kind == "valid" and offset < hw and self.index is not None:
