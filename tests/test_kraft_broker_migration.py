@@ -4,12 +4,17 @@ broker is a KRaft broker, finalize succeeds."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
+
 import pytest
+from migrate_helpers import ZK2KRAFT
 from test_broker_sim import migrated
 
 from migrator import commands
 from migrator.kraft import handover
-from zk_fixtures.kraft_broker import equal_to_controller, restart_in_kraft_mode
+from zk_fixtures.kraft_broker import controlled_shutdown, equal_to_controller, restart_in_kraft_mode
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
 
@@ -33,6 +38,25 @@ def test_brokers_restarted_in_kraft_mode_follow_the_log_then_finalize(zk, zk_con
             assert not image.brokers[broker_id].is_migrating_zk_broker
             migrating = {b for b, reg in image.brokers.items() if reg.is_migrating_zk_broker}
             assert migrating == set(ids[n + 1 :])  # ZooKeeper-mode and KRaft brokers side by side
+        # the same roll with `zk2kraft fixtures simulate-brokers --kraft-brokers` (a real process): the
+        # last broker restarts once more, now run by the command, and says what its cache holds
+        last = sim.brokers[ids[-1]]
+        controlled_shutdown(last, time.monotonic() + 30)
+        last.close()
+        proc = subprocess.Popen(
+            [*ZK2KRAFT, "fixtures", "simulate-brokers", "-z", zk_connect, "--controller", running.connect,
+             "--brokers", str(ids[-1]), "--kraft-brokers", str(ids[-1])],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
+            line = proc.stdout.readline()
+            assert line.startswith(f"broker {ids[-1]} (KRaft): unfenced") and "topics" in line, line
+            assert running.wait_until(lambda _r: not service.image.brokers[ids[-1]].fenced, 30)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
         sim.stop()
         running.stop()
         result = commands.finalize(zk_connect, str(tmp_path / "meta"), yes=True)

@@ -22,6 +22,7 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ from kio.serial import entity_reader, entity_writer
 from migrator.controller import messages as M
 from migrator.controller.client_security import ClientSecurity, sasl_authenticate
 from migrator.controller.service import ControllerService
+from migrator.errors import BadInputError
 from migrator.kraft.batch import decode_batch_records, iter_batches
 from migrator.kraft.image import ImageBuilder, ReplayResult
 from migrator.kraft.records import MetadataRecord, OpaqueRecord
@@ -39,7 +41,15 @@ from migrator.model import ClusterImage
 from zk_fixtures.broker_sim import BrokerSimulator, SimBroker
 from zk_fixtures.brokers import BrokerSessions
 
-__all__ = ["KraftSimBroker", "MetadataFollower", "equal_to_controller", "restart_in_kraft_mode"]
+__all__ = [
+    "KraftSimBroker",
+    "MetadataFollower",
+    "as_kraft_brokers",
+    "controlled_shutdown",
+    "equal_to_controller",
+    "report_kraft_brokers",
+    "restart_in_kraft_mode",
+]
 
 log = logging.getLogger("zk2kraft.kraft_broker")
 
@@ -419,7 +429,7 @@ def equal_to_controller(
     return None
 
 
-def _shut_down(broker: SimBroker, deadline: float) -> None:
+def controlled_shutdown(broker: SimBroker, deadline: float) -> None:
     """Kafka's controlled shutdown over heartbeats: want_shut_down until the controller says stop (it
     moves leadership away first). `alive` is cleared first so the simulator's own loops leave it alone."""
     broker.alive = False
@@ -452,7 +462,7 @@ def restart_in_kraft_mode(
     deadline = time.monotonic() + timeout_s
     old = sim.brokers[broker_id]
     if old.epoch >= 0:
-        _shut_down(old, deadline)
+        controlled_shutdown(old, deadline)
     if sessions is not None and broker_id in sessions.sessions:
         sessions.stop_broker(broker_id)
     kraft = KraftSimBroker.restarted_from(old)
@@ -473,3 +483,35 @@ def restart_in_kraft_mode(
             )
         time.sleep(0.05)
     return kraft
+
+
+def as_kraft_brokers(sim: BrokerSimulator, ids: Sequence[int]) -> None:
+    """Make ``ids`` of a simulator not yet started KRaft brokers (phase 3 for brokers already rolled):
+    each starts its fetch loop now, so that it can catch up and be unfenced after registering."""
+    unknown = sorted(set(ids) - set(sim.brokers))
+    if unknown:
+        raise BadInputError(f"--kraft-brokers {unknown}: not among the simulated brokers")
+    for b in ids:
+        kraft = KraftSimBroker.restarted_from(sim.brokers[b])
+        kraft.follow()
+        sim.brokers[b] = kraft
+
+
+def report_kraft_brokers(sim: BrokerSimulator, ids: Sequence[int], stop: threading.Event) -> None:
+    """Print one line per KRaft broker once the controller has unfenced it: what its cache holds."""
+    waiting = set(ids)
+    while waiting and not stop.wait(0.1):
+        for b in sorted(waiting):
+            kraft = sim.brokers[b]
+            if kraft.epoch < 0 or kraft.fenced_by_controller or not isinstance(kraft, KraftSimBroker):
+                continue
+            f = kraft.follower
+            assert f is not None
+            image = f.cache()
+            print(
+                f"broker {b} (KRaft): unfenced at broker epoch {kraft.epoch}; its metadata cache, fetched "
+                f"over Raft, is at offset {f.applied_offset}: {len(image.topics)} topics, "
+                f"{image.partition_count()} partitions, {len(image.brokers)} brokers",
+                flush=True,
+            )
+            waiting.discard(b)
