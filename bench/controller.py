@@ -405,7 +405,7 @@ def _observed_rounds(
     for _ in range(args.rounds):
         bare = _run_alter(drivers, "dual-write on, no observers", address, args.batch, args.seconds)
         bare.extra = _flush(service)
-        with attached_observers(address, args.observers) as obs:
+        with attached_observers(address, args.observers, args.observers_nice) as obs:
             att = _run_alter(
                 drivers, f"dual-write on, {args.observers} observers", address, args.batch, args.seconds
             )
@@ -442,6 +442,7 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
     ap.add_argument(
         "--observers", type=int, default=0, help="also: AlterPartition with N Raft observers long-polling"
     )
+    ap.add_argument("--observers-nice", type=int, default=0, help="the observers' process niceness")
     args = ap.parse_args()
 
     from kazoo.client import KazooClient

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import io
+import os
 import socket
 import statistics
 import struct
@@ -399,10 +400,12 @@ def through_snapshot(d: str, observers: int) -> tuple[int, int, float]:
     return loaded, end - start, (loaded + end - start) * observers / elapsed
 
 
-def observe(address: str, observers: int, max_wait_ms: int = 500) -> None:
+def observe(address: str, observers: int, max_wait_ms: int = 500, nice: int = 0) -> None:
     """The child of `attached_observers`: ``observers`` observers catch up on the log at ``address``,
     print ``ready``, then long-poll (fetch, wait for the next append, fetch again) until stdin closes;
     print how many fetches they made."""
+    if nice:
+        os.nice(nice)
     host, _, port = address.rpartition(":")
     many = [Observer(int(port), 1000 + i, host) for i in range(observers)]
     stop = threading.Event()
@@ -437,14 +440,23 @@ class attached_observers:  # noqa: N801 - used as a context manager, like open()
     must not share the controller's GIL, as brokers run elsewhere), fetching while the block runs;
     ``fetches`` is how many long polls they made (set on exit). bench/controller.py --observers uses it."""
 
-    def __init__(self, address: tuple[str, int], observers: int) -> None:
-        self.address, self.observers, self.fetches = address, observers, 0
+    def __init__(self, address: tuple[str, int], observers: int, nice: int = 0) -> None:
+        self.address, self.observers, self.fetches, self.nice = address, observers, 0, nice
         self.child: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> attached_observers:
         host, port = self.address
         self.child = subprocess.Popen(
-            [sys.executable, __file__, "--observe", f"{host}:{port}", "--observers", str(self.observers)],
+            [
+                sys.executable,
+                __file__,
+                "--observe",
+                f"{host}:{port}",
+                "--observers",
+                str(self.observers),
+                "--nice",
+                str(self.nice),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -471,13 +483,14 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--observers", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--nice", type=int, default=0, help="with --observe: the observers' niceness")
     ap.add_argument("--long-poll-only", action="store_true", help="only the long poll by log size")
     ap.add_argument("--serve")
     ap.add_argument("--observe", help="HOST:PORT: run observers against a controller (attached_observers)")
     ap.add_argument("--mode", choices=("index", "scan"), default="index")
     args = ap.parse_args()
     if args.observe:
-        observe(args.observe, args.observers)
+        observe(args.observe, args.observers, nice=args.nice)
         return 0
     if args.serve:
         serve(args.serve, args.mode == "index")
