@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import importlib
 import logging
 import struct
@@ -84,7 +85,9 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@functools.cache
 def _mod(api_key: int, version: int, kind: str) -> Any:
+    """kio's module for one version of one API (cached: every fetch asks for two)."""
     return importlib.import_module(f"kio.schema.{_MODULES[api_key][0]}.v{version}.{kind}")
 
 
