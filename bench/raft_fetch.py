@@ -117,7 +117,7 @@ def serve(path: str, indexed: bool) -> None:
         t0 = time.monotonic()
         log.append([record("ConfigRecord", 0, ResourceType=2, ResourceName="x", Name=f"n{i}", Value="v")], 1)
         i += 1
-        print(f"{t0:.9f}", flush=True)
+        print(f"{t0:.9f} {time.monotonic():.9f}", flush=True)  # before the append, after its fsync
     server.close()
     log.close()
 
@@ -273,7 +273,9 @@ def catch_up(observers: list[Observer], end: int) -> float:
     return time.perf_counter() - t
 
 
-def long_poll_round(child: subprocess.Popen[str], many: list[Observer]) -> list[float]:
+def long_poll_round(
+    child: subprocess.Popen[str], many: list[Observer], durable: list[float] | None = None
+) -> list[float]:
     """Every observer parks in a long poll at the end; the leader child appends one record; the time
     from before the append (fsync included) to each observer's response, in seconds.
 
@@ -316,7 +318,7 @@ def long_poll_round(child: subprocess.Popen[str], many: list[Observer]) -> list[
     time.sleep(0.3)  # let every observer park in its long poll
     child.stdin.write("append\n")
     child.stdin.flush()
-    t0 = float(child.stdout.readline())
+    t0, t1 = map(float, child.stdout.readline().split())
     reader.join()
     sel.close()
     for o in many:
@@ -326,6 +328,8 @@ def long_poll_round(child: subprocess.Popen[str], many: list[Observer]) -> list[
     for o, body in bodies:
         if o.apply(body) != 1:
             raise RuntimeError("a long poll ended without the new record")
+    if durable is not None:  # from the durable append (the high watermark moved): the wake-up path alone
+        durable += [x - t1 for x in got]
     return [x - t0 for x in got]
 
 
@@ -340,12 +344,15 @@ def _leader_child(d: str, mode: str = "index") -> tuple[subprocess.Popen[str], i
     return child, int(child.stdout.readline())
 
 
-def long_poll_by_size(dirs: dict[str, str], observers: int, rounds: int) -> dict[str, list[float]]:
+def long_poll_by_size(
+    dirs: dict[str, str], observers: int, rounds: int
+) -> dict[str, tuple[list[float], list[float]]]:
     """Long-poll lags against leaders of logs of different sizes, one round on each in turn (so the
     machine's load falls on all alike). Observers start at the log end (a Fetch at the end is the path
     measured; how they got there does not change what the leader does on the next append)."""
     children = {label: _leader_child(d) for label, d in dirs.items()}
     lags: dict[str, list[float]] = {label: [] for label in dirs}
+    durable: dict[str, list[float]] = {label: [] for label in dirs}
     try:
         parked: dict[str, list[Observer]] = {}
         for label, d in dirs.items():
@@ -359,7 +366,7 @@ def long_poll_by_size(dirs: dict[str, str], observers: int, rounds: int) -> dict
             long_poll_round(children[label][0], parked[label])
         for _ in range(rounds):
             for label in dirs:
-                lags[label] += long_poll_round(children[label][0], parked[label])
+                lags[label] += long_poll_round(children[label][0], parked[label], durable[label])
         for many in parked.values():
             for o in many:
                 o.sock.close()
@@ -368,10 +375,12 @@ def long_poll_by_size(dirs: dict[str, str], observers: int, rounds: int) -> dict
             assert child.stdin is not None
             child.stdin.close()
             child.wait(60)
-    return {label: sorted(x) for label, x in lags.items()}
+    return {label: (sorted(x), sorted(durable[label])) for label, x in lags.items()}
 
 
-def measure(d: str, end: int, observers: int, rounds: int, indexed: bool) -> tuple[float, float, list[float]]:
+def measure(
+    d: str, end: int, observers: int, rounds: int, indexed: bool
+) -> tuple[float, float, list[float], list[float]]:
     """(1-observer records/s, aggregate records/s, long-poll lags in s) against one leader child."""
     mode = "index" if indexed else "scan"
     child = subprocess.Popen(
@@ -383,19 +392,20 @@ def measure(d: str, end: int, observers: int, rounds: int, indexed: bool) -> tup
     assert child.stdout is not None and child.stdin is not None
     port = int(child.stdout.readline())
     lags: list[float] = []
+    durable: list[float] = []
     try:
         one = end / catch_up([Observer(port, 1)], end)
         many = [Observer(port, 10 + i) for i in range(observers)]
         agg = end * len(many) / catch_up(many, end)
         long_poll_round(child, many)  # warm-up: the first append after the open is not what is measured
         for _ in range(rounds):
-            lags += long_poll_round(child, many)
+            lags += long_poll_round(child, many, durable)
         for o in many:
             o.sock.close()
     finally:
         child.stdin.close()
         child.wait(60)
-    return one, agg, sorted(lags)
+    return one, agg, sorted(lags), sorted(durable)
 
 
 def through_snapshot(d: str, observers: int) -> tuple[int, int, float]:
@@ -498,6 +508,13 @@ class attached_observers:  # noqa: N801 - used as a context manager, like open()
         child.wait(60)
 
 
+def _lag_line(lags: list[float]) -> str:
+    return (
+        f"p50 {statistics.median(lags) * 1000:7.1f} ms   p99 {_pct(lags, 0.99):7.1f} ms"
+        f"   max {lags[-1] * 1000:7.1f} ms"
+    )
+
+
 def _pct(lags: list[float], q: float) -> float:
     return lags[min(len(lags) - 1, int(len(lags) * q))] * 1000
 
@@ -530,13 +547,14 @@ def main() -> int:
                 {f"{args.records:,} records": d, f"{small:,} records": d_small}, args.observers, args.rounds
             )
         print(f"long poll by log size, {args.observers} observers x {args.rounds} rounds, alternating:")
-        for label, lags in by_size.items():
-            print(
-                f"  {label:26} p50 {statistics.median(lags) * 1000:7.1f} ms   p99 {_pct(lags, 0.99):7.1f} ms"
-                f"   max {lags[-1] * 1000:7.1f} ms"
-            )
-        (big, base) = by_size.values()
-        print(f"  p99 ratio {args.records:,} / {small:,} records: {_pct(big, 0.99) / _pct(base, 0.99):.2f}x")
+        for label, (lags, durable) in by_size.items():
+            print(f"  {label:26} {_lag_line(lags)}")
+            print(f"  {'  after the fsync':26} {_lag_line(durable)}")
+        (big, big_d), (base, base_d) = by_size.values()
+        print(
+            f"  p99 ratio {args.records:,} / {small:,} records: {_pct(big, 0.99) / _pct(base, 0.99):.2f}x, "
+            f"after the fsync {_pct(big_d, 0.99) / _pct(base_d, 0.99):.2f}x"
+        )
         if args.long_poll_only:
             return 0
         ro = MetadataLog.open(d)
@@ -558,7 +576,7 @@ def main() -> int:
             f"{'direct read (baseline)':34}{direct:>14,.0f}{1.0:>10.2f}x   ({nbytes / end:.1f} bytes/record)"
         )
         for mode, label in (("scan", "no index (segment scan)"), ("index", "offset index")):
-            one, agg, _ = results[mode]
+            one, agg, _, _ = results[mode]
             print(f"{f'1 observer, {label}':34}{one:>14,.0f}{one / direct:>10.2f}x")
             print(f"{f'{k} observers total, {label}':34}{agg:>14,.0f}{agg / direct:>10.2f}x")
         print(
@@ -569,11 +587,8 @@ def main() -> int:
             f"long poll, {k} observers x {args.rounds} rounds (from before the append's fsync to each response):"
         )
         for mode, label in (("scan", "no index (segment scan)"), ("index", "offset index")):
-            lags = results[mode][2]
-            print(
-                f"  {label:26} p50 {statistics.median(lags) * 1000:7.1f} ms   p99 {_pct(lags, 0.99):7.1f} ms"
-                f"   max {lags[-1] * 1000:7.1f} ms"
-            )
+            print(f"  {label:26} {_lag_line(results[mode][2])}")
+            print(f"  {'  after the fsync':26} {_lag_line(results[mode][3])}")
         base, new = results["scan"][2], results["index"][2]
         print(f"  p99 ratio scan / index: {_pct(base, 0.99) / max(_pct(new, 0.99), 1e-3):.1f}x")
     return 0
