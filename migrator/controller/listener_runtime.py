@@ -41,7 +41,10 @@ def start_server(handler: Any, listen: str) -> RunningServer:
     if "://" in listen:  # Kafka's `listeners` value: every listener with its security (listener_config)
         from migrator.controller.listener_config import start_listeners
 
-        return start_listeners(handler, listen)
+        running = start_listeners(handler, listen)
+        # KRaft brokers follow the log on these listeners too, named as `listeners` names them
+        _attach_raft(running.servers, handler, running.servers[0].security.name)
+        return running
     host, port = parse_listen(listen)
     try:
         from migrator.controller.server import ControllerServer
@@ -53,7 +56,7 @@ def start_server(handler: Any, listen: str) -> RunningServer:
         from migrator.controller.listener_config import connection_limits, default_properties
 
         server = ControllerServer(handler, host, port, **connection_limits(default_properties()))
-        _attach_raft(server, handler)
+        _attach_raft([server], handler)
         start = getattr(server, "start", None)
         if callable(start):
             start()
@@ -62,8 +65,9 @@ def start_server(handler: Any, listen: str) -> RunningServer:
     return _Running(server)
 
 
-def _attach_raft(server: Any, handler: Any) -> None:
-    """Make the listener the Raft leader of the handler's metadata log (KRaft brokers fetch it)."""
+def _attach_raft(servers: list[Any], handler: Any, name: str = "CONTROLLER") -> None:
+    """Make the listeners the Raft leader of the handler's metadata log (KRaft brokers fetch it): one
+    leader for all, so DescribeQuorum names every observer whichever listener it fetches on."""
     from migrator.controller.raft_leader import RAFT_VERSIONS, RaftLeader
     from migrator.kraft.log import MetadataLog
 
@@ -77,8 +81,10 @@ def _attach_raft(server: Any, handler: Any) -> None:
         cluster_id=meta.cluster_id if meta is not None else None,
         epoch=lambda: max(int(getattr(handler, "epoch", -1)), mlog.latest_epoch, 0),
     )
-    leader.endpoint = ("CONTROLLER", server.address[0], server.address[1])
-    server.attach_raft(leader, RAFT_VERSIONS)
+    first = servers[0]
+    leader.endpoint = (name, first.address[0], first.address[1])
+    for server in servers:
+        server.attach_raft(leader, RAFT_VERSIONS)
 
 
 class _InProcess:
