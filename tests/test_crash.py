@@ -635,6 +635,32 @@ def test_crash_before_finalize_record(zk: KazooClient, zk_connect: str, tmp_path
     )
 
 
+def test_crash_after_finalize_record_then_finalize_completes_the_handover(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """SIGKILL between POST_MIGRATION and the handover: finalized, but Kafka would have to repair the
+    directory; `finalize` again only prepares the handover, and `log verify --kafka` is then clean."""
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        recover(zk_connect, log_dir)
+    crash(_cmd(zk_connect, log_dir, "finalize", "--yes", "--rehearsal"), "finalize.after-record")
+    assert commands.status(zk_connect, str(log_dir)).state == "MigrationFinalized"
+    r = run_cli(["log", "verify", "--kafka", "--json", "-l", str(log_dir)])
+    assert json.loads(r.stdout)["findings"], r.stdout + r.stderr  # Kafka would have to rebuild files
+    with MetadataLog.open(log_dir) as log:
+        end = log.end_offset
+    r = run_cli(_cmd(zk_connect, log_dir, "finalize", "--yes", "--rehearsal"))
+    assert r.returncode == 0 and "handover the last run did not finish is complete" in r.stdout, (
+        r.stdout + r.stderr
+    )
+    r = run_cli(["log", "verify", "--kafka", "--json", "-l", str(log_dir)])
+    assert r.returncode == 0 and json.loads(r.stdout)["findings"] == [], r.stdout + r.stderr
+    with MetadataLog.open(log_dir) as log:
+        assert log.end_offset == end  # nothing appended: POST_MIGRATION is still the last record
+    r = run_cli(_cmd(zk_connect, log_dir, "finalize", "--yes", "--rehearsal"))
+    assert r.returncode == 1 and "not a transition" in r.stderr, r.stdout + r.stderr  # nothing left to do
+
+
 def test_every_declared_point_is_exercised() -> None:
     """Each crash point in faults.POINTS is hit by a test in this module (20 or more)."""
     source = Path(__file__).read_text()

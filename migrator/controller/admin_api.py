@@ -25,6 +25,7 @@ from kio.schema.errors import ErrorCode
 
 from migrator.controller import kafka_errors as E
 from migrator.controller.kio_apis import NATIVE
+from migrator.controller.listener_security import current_caller
 from migrator.errors import BadInputError, FencedError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
 from migrator.migration.admin import AdminChange
@@ -145,8 +146,17 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
 # --- Metadata --------------------------------------------------------------------------------------
 
 
+def endpoint(service: Any) -> tuple[str, int]:
+    """The endpoint this controller names itself by: the one of the listener the request arrived on
+    (Kafka names the node's endpoint for the request's listener), else the service's first listener."""
+    caller = current_caller()
+    if caller is not None and caller.endpoint is not None:
+        return caller.endpoint
+    return getattr(service, "advertised", None) or ("", -1)
+
+
 def _metadata(service: Any, version: int, request: Any) -> Any:
-    host, port = getattr(service, "advertised", None) or ("", -1)
+    host, port = endpoint(service)
     node = (service.core.config.node_id, host, port)
     if service.soft_start or getattr(service, "admin", None) is None:
         return _metadata_response(version, node, [], [], service.core.config.cluster_id)
@@ -244,7 +254,7 @@ def _describe_cluster(service: Any, version: int, request: Any) -> Any:
             cluster_id=cluster_id,
             brokers=(),
         )
-    host, port = getattr(service, "advertised", None) or ("", -1)
+    host, port = endpoint(service)
     node_id = service.core.config.node_id
     return build(
         m.DescribeClusterResponse,

@@ -44,6 +44,8 @@ API_VERSIONS = 18
 ALTER_PARTITION = 56
 BROKER_REGISTRATION = 62
 BROKER_HEARTBEAT = 63
+#: KIP-590's Envelope: a broker forwards a client's request with the client's principal and address.
+ENVELOPE = 58
 #: KIP-589's AlterReplicaState never shipped in Kafka, so it has no apiKey there: zk2kraft serves it on
 #: a key far outside Kafka's range (docs/controller-protocol.md).
 ALTER_REPLICA_STATE = 10_001

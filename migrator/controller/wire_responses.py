@@ -14,9 +14,8 @@ from kio.schema.errors import ErrorCode
 from migrator.controller import kafka_errors as E
 from migrator.controller import kio_ext
 from migrator.controller import messages as M
-from migrator.controller.kio_apis import NATIVE
 from migrator.controller.wire_requests import _u
-from migrator.controller.wire_versions import WireError
+from migrator.controller.wire_versions import PASSTHROUGH, WireError
 
 # --- responses -------------------------------------------------------------------------------------
 
@@ -34,7 +33,7 @@ def _ms(value: int) -> datetime.timedelta:
 
 
 def _response_to_kio(api_key: int, version: int, cls: Any, resp: Any) -> Any:
-    if api_key in NATIVE:
+    if api_key in PASSTHROUGH:
         return resp
     mod = importlib.import_module(cls.__module__)
     if api_key == M.API_VERSIONS:
@@ -125,7 +124,7 @@ def _throttle(body: Any) -> int:
 
 
 def _response_from_kio(api_key: int, version: int, body: Any) -> Any:
-    if api_key in NATIVE:
+    if api_key in PASSTHROUGH:
         return body
     if api_key == M.API_VERSIONS:
         return M.ApiVersionsResponse(

@@ -54,6 +54,7 @@ POINTS: dict[str, str] = {
     "unsynced.truncating": "truncate-unsynced removed the nth newest segment; the log is not cut to /migration yet",
     # finalize and rollback
     "finalize.before-record": "finalize passed its guards; POST_MIGRATION is not written",
+    "finalize.after-record": "POST_MIGRATION is durable; the handover to Kafka's controller is not prepared",
     "rollback.drained": "rollback drained the syncer (lag 0); the log is not archived",
     "rollback.archived": "the log directory was renamed away; ZooKeeper is not released yet",
     "rollback.released": "ZooKeeper is released (/controller, /migration gone, epoch bumped)",

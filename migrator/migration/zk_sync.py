@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,6 +168,9 @@ class ZkSyncer:
         self._pending: list[tuple[int, MetadataRecord | OpaqueRecord]] = []
         self._covered = (-1, -1)  # (offset, epoch) the image is at
         self._next_read = 0
+        # Each partition state znode's version, as ZooKeeper holds it (read at reconcile, counted on
+        # every write since): Kafka's ZooKeeper controller reads it as the partition epoch.
+        self._state_versions: dict[str, int] = {}
 
     @property
     def ready(self) -> bool:
@@ -408,9 +411,55 @@ class ZkSyncer:
             ops, changes = plan(want, cache)
             cache.apply(ops)
             ops.extend(set_ops)
+            _count_versions(self._state_versions, ops)
+            ops.extend(self._align_epochs(self._touched_partitions(touched)))
             ops.extend(self._notes(changes, announce))
             counters.entities += len(touched)
         return OpGroup(ops, self._covered[0], self._covered[1])
+
+    def _touched_partitions(self, touched: dict[Key, None]) -> Iterator[tuple[str, int]]:
+        assert self._builder is not None
+        topics = self._builder.image.topics
+        for key in touched:
+            if key[0] == "state":
+                yield key[1], key[2]  # type: ignore[misc]
+            elif key[0] == "topic":
+                topic = topics.get(key[1])  # type: ignore[call-overload]
+                if topic is not None:
+                    for pid in topic.partitions:
+                        yield key[1], pid  # type: ignore[misc]
+
+    def _align_epochs(self, partitions: Iterable[tuple[str, int]]) -> list[ZkOp]:
+        """Rewrites that bring each state znode's version up to its partition's epoch.
+
+        Kafka's ZooKeeper controller takes a state znode's version as the partition epoch, and after a
+        rollback it is ZooKeeper's controller again: a version behind the epoch the brokers hold from
+        this controller's LeaderAndIsr makes it refuse their AlterPartition (NOT_CONTROLLER) until the
+        next election. One write per record would keep them equal; a coalesced write, or a change that
+        leaves the state's bytes alone (a reassignment step), needs the difference made up, with the
+        same bytes, in the same multi group. A version ahead of the epoch cannot be moved back.
+        """
+        assert self._builder is not None and self._cache is not None
+        versions = self._state_versions
+        if not versions:
+            return []
+        topics = self._builder.image.topics
+        data_of = self._cache.data
+        state_path = P.partition_state_path
+        ops: list[ZkOp] = []
+        for name, pid in partitions:
+            path = state_path(name, pid)
+            version = versions.get(path)
+            if version is None:
+                continue
+            topic = topics.get(name)
+            part = None if topic is None else topic.partitions.get(pid)
+            data = data_of.get(path)
+            if part is None or data is None or part.partition_epoch <= version:
+                continue
+            ops.extend(ZkOp.set(path, data) for _ in range(part.partition_epoch - version))
+            versions[path] = part.partition_epoch
+        return ops
 
     # -- reconcile --------------------------------------------------------------------------------
 
@@ -460,6 +509,18 @@ class ZkSyncer:
                 ops, changes = plan(want, cache)
                 cache.apply(ops)
                 self._cache = cache
+                self._state_versions = {p: n.version for p, n in tree.nodes.items() if _is_state_path(p)}
+                _count_versions(self._state_versions, ops)
+                image_topics = self._builder.image.topics
+                behind = self._align_epochs(
+                    (name, pid) for name, t in image_topics.items() for pid in t.partitions
+                )
+                changed = {c[0] for c in changes}
+                for op in behind:
+                    if op.path not in changed:
+                        changed.add(op.path)
+                        changes.append((op.path, "update"))
+                ops.extend(behind)
                 ops.extend(self._notes(changes, None))
                 self.writer.write_groups([OpGroup(ops, offset, epoch)])
             except OversizedWriteError as e:
@@ -586,3 +647,22 @@ class ZkSyncer:
             else:
                 with self._progress:
                     self._progress.wait(min(remaining, 0.5))
+
+
+def _is_state_path(path: str) -> bool:
+    return path.endswith("/state") and path.startswith(P.TOPICS + "/") and path.count("/") == 6
+
+
+def _count_versions(versions: dict[str, int], ops: Iterable[ZkOp]) -> None:
+    """Each write to a state znode as ZooKeeper counts it: create → 0, set → +1, delete → gone."""
+    for op in ops:
+        path = op.path
+        if not path.endswith("/state") or not _is_state_path(path):
+            continue
+        if op.kind == "set":
+            if path in versions:
+                versions[path] += 1
+        elif op.kind == "create":
+            versions[path] = 0
+        elif op.kind == "delete":
+            versions.pop(path, None)

@@ -26,6 +26,7 @@ from migrator.migration.steps.claim import GuardedSyncer
 from migrator.migration.steps.run import RefusedError, Run, S, public
 from migrator.migration.zk_fit import refuse_oversized_change
 from migrator.model import ClusterImage
+from migrator.zk import paths as P
 from migrator.zk.migration_client import MigrationClient
 
 # What the stop line says while following, and what the next run does.
@@ -143,6 +144,7 @@ def follow(run: Run) -> None:
     started = time.perf_counter()
     delay = poll_interval
     ids_read = time.monotonic()
+    ids_changed = threading.Event()  # a /brokers/ids child watch: a rolled broker's id frees at once
     opts.note(f"following as the controller (pid {os.getpid()}); stop with SIGTERM or Ctrl-C")
     try:
         while not stop.is_set():
@@ -183,8 +185,10 @@ def follow(run: Run) -> None:
                         opts.metrics.on_follow(
                             syncer.lag(), sum(1 for b in brokers if b.is_migrating_zk_broker)
                         )
-                if service is not None and time.monotonic() - ids_read >= 2.0:
+                if service is not None and (ids_changed.is_set() or time.monotonic() - ids_read >= 2.0):
                     # A ZooKeeper broker that stopped frees its id for a KRaft broker (the roll).
+                    ids_changed.clear()
+                    run.client.get_children(P.BROKER_IDS, watch=lambda _event: ids_changed.set())
                     service.core.zk_broker_ids = frozenset(gather_zk(run.client).registered_brokers)
                     ids_read = time.monotonic()
                 delay = poll_interval
