@@ -16,7 +16,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from kafka import errors as Errors
 from kafka.admin import NewTopic
 from kazoo.client import KazooClient
-from migrate_helpers import SPEC, assert_consistent, cluster, log_replay, normalise, zk_layout
+from migrate_helpers import SPEC, assert_consistent, cluster
 from test_admin_protocol import _register_all
 
 from migrator import commands
@@ -119,8 +119,8 @@ def _alter_partition(service: Any, name: str, index: int, isr: list[int]) -> cor
     )
 
 
-def _reassignments(admin: KafkaAdminClient, zk: KazooClient, service: Any) -> set[tuple[str, int]]:
-    """Start, complete and cancel reassignments; returns the partitions moved."""
+def _reassignments(admin: KafkaAdminClient, zk: KazooClient, service: Any) -> None:
+    """Start, complete and cancel reassignments."""
     image = service.image
     live = sorted(image.brokers)
     (name, index), (name2, index2) = [
@@ -188,9 +188,6 @@ def _reassignments(admin: KafkaAdminClient, zk: KazooClient, service: Any) -> se
     tp2 = TopicPartition(name2, index2)
     assert admin.alter_partition_reassignments({tp2: [c2, *before.replicas[1:]]}) == {tp2: None}
     assert service.image.topics[name2].partitions[index2].adding_replicas == [c2]
-    # ZooKeeper holds each step before the next: two changes of one partition coalesced into one write
-    # leave its state znode's version behind the log's partition epoch (the lead's dual-write work)
-    assert service.flush(30)
     assert admin.alter_partition_reassignments({tp2: None}) == {tp2: None}
     after = service.image.topics[name2].partitions[index2]
     assert (after.replicas, after.isr, after.adding_replicas, after.removing_replicas) == (
@@ -201,35 +198,6 @@ def _reassignments(admin: KafkaAdminClient, zk: KazooClient, service: Any) -> se
     )
     assert service.flush(30)
     assert not _topic_znode(zk, name2).get("adding_replicas")
-    return {(name, index), (name2, index2)}
-
-
-def _consistent(zk: KazooClient, log_dir: Path, moved: set[tuple[str, int]]) -> None:
-    """`assert_consistent`, except the partition epoch of the moved partitions: a record that changes
-    only the replica sets rewrites the topic znode but leaves an unchanged state znode (and so its
-    version, ZooKeeper's partition epoch) as it was; Kafka's writer rewrites the state too. That is the
-    dual-write's partition-state versioning (the lead's change, issue 13), noted in the report."""
-    try:
-        assert_consistent(zk, log_dir)
-        return
-    except AssertionError:
-        pass
-    left, right = normalise(zk_layout(zk).image), normalise(log_replay(log_dir)[0].image)
-
-    def without_moved_epochs(topics: dict[str, Any]) -> dict[str, Any]:
-        return {
-            name: (
-                tid,
-                {
-                    pid: (*state[:4], None if (name, pid) in moved else state[4], *state[5:])
-                    for pid, state in parts.items()
-                },
-            )
-            for name, (tid, parts) in topics.items()
-        }
-
-    assert without_moved_epochs(left.pop("topics")) == without_moved_epochs(right.pop("topics"))
-    assert left == right
 
 
 def _features(admin: KafkaAdminClient, service: Any) -> None:
@@ -404,7 +372,7 @@ def test_reassignments_features_producer_ids_and_quorum_through_the_listener(
             host, port = running.address
             admin = KafkaAdminClient(bootstrap_servers=f"{host}:{port}", request_timeout_ms=30_000)
             try:
-                moved = _reassignments(admin, zk, service)
+                _reassignments(admin, zk, service)
                 _features(admin, service)
                 _producer_ids(zk, running.address, service, zk_block)
                 _versions_and_kio_features(running.address, service)
@@ -415,4 +383,4 @@ def test_reassignments_features_producer_ids_and_quorum_through_the_listener(
         finally:
             result = running.stop()
         assert result is not None and result.state_after == "DualWriteMetadata"
-        _consistent(zk, log_dir, moved)
+        assert_consistent(zk, log_dir)
