@@ -1,9 +1,10 @@
 """ZK broker RPCs: the full fan-out after activation and the latency of one leader change to every broker.
 
 N simulated ZooKeeper-mode brokers (zk_fixtures.zk_broker_server: an inter-broker listener on a
-loopback port and a ZK broker's metadata cache each) and a propagator (controller.zk_propagator, its
-channels over TCP) fed images of P partitions (replication factor 3) directly, without the log or
-ZooKeeper: what is timed is the propagation.
+loopback port and a ZK broker's metadata cache each) run in child processes (`--per-process` brokers
+each), so that this process holds only the controller's side: a propagator (controller.zk_propagator,
+its channels over TCP) fed images of P partitions (replication factor 3) directly, without the log or
+ZooKeeper. What is timed is the propagation.
 
 1. Full fan-out: from the first image to every broker having acknowledged UpdateMetadata FULL (every
    partition) and LeaderAndIsr FULL (its partitions). Baselines, side by side: building and encoding
@@ -12,25 +13,37 @@ ZooKeeper: what is timed is the propagation.
 2. Leader changes at a given rate: one thread changes a partition's leader (new leader epoch) in the
    working image at `--rate` per second; the propagation loop takes the image as it stands (as the
    service's committed image is taken after each commit, several commits coalescing, with
-   `zk_propagator.snapshot`) and propagates it. Latency: from the change to every broker's cache
-   holding it, p50/p99. Run twice, side by side: snapshots visiting every partition (the baseline,
-   before changed keys) and snapshots from the changed keys (as the image builder hands them over).
+   `zk_propagator.snapshot`) and propagates it. Latency: from the change to the moment the last
+   broker's cache held it (each broker process stamps when it applied each partition state, on the
+   same monotonic clock), p50/p99. Run twice, side by side: snapshots visiting every partition (the
+   baseline, before changed keys) and snapshots from the changed keys (as the image builder hands
+   them over).
 
-The simulated brokers run in this process and share its interpreter with the controller, so the
-figures include their decoding and bookkeeping.
+After each phase every broker's metadata cache (partition states, live brokers) and replica roles
+are compared with the controller's image (a digest computed in the broker's process and here; on a
+mismatch the differing partitions are counted and the run fails). The load average is printed beside
+every figure: the machine is shared.
 
     .venv/bin/python bench/zk_broker_rpcs.py [--brokers 50] [--partitions 100000] [--rate 1000] [--changes 2000]
+        [--per-process 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import multiprocessing as mp
+import os
 import statistics
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -50,13 +63,15 @@ from migrator.kraft.records import uuid_to_kafka  # noqa: E402
 from migrator.model import Broker, ClusterImage, Endpoint, FeatureRange, Partition, Topic  # noqa: E402
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer  # noqa: E402
 
+Key = tuple[str, int]
+
 PER_TOPIC = 50
 
 
-def build(brokers: int, partitions: int, servers: dict[int, ZkBrokerServer]) -> ClusterImage:
+def build(brokers: int, partitions: int, addresses: dict[int, tuple[str, int]]) -> ClusterImage:
     img = ClusterImage()
     for b in range(1, brokers + 1):
-        host, port = servers[b].address
+        host, port = addresses[b]
         img.brokers[b] = Broker(
             id=b,
             endpoints=[Endpoint(listener="PLAINTEXT", host=host, port=port, security_protocol="PLAINTEXT")],
@@ -100,24 +115,172 @@ def encode_with_kio(snap: Snapshot) -> float:
     return time.perf_counter() - t0
 
 
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+# -- the simulated brokers, in their own processes -------------------------------------------------
+
+
+class StampingCache(ZkBrokerCache):
+    """A broker's cache that notes when each partition state reached it (for the latency figures)."""
+
+    def __init__(self, broker_id: int) -> None:
+        super().__init__(broker_id, lambda: 100 + broker_id)
+        self.seen: list[tuple[str, int, int, float]] = []  # (topic, partition, leader epoch, when)
+
+    def update_metadata(self, version: int, req: Any) -> Any:
+        resp = super().update_metadata(version, req)
+        now = time.monotonic()
+        if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
+            return resp
+        with self.lock:  # the parent swaps `seen` for an empty list under it
+            seen = self.seen
+            for t in req.topic_states:
+                seen += [(t.topic_name, s.partition_index, s.leader_epoch, now) for s in t.partition_states]
+        return resp
+
+
+def cache_digest(
+    parts: Iterable[tuple[Key, tuple[Any, ...]]],
+    roles: Iterable[tuple[Key, tuple[bool, int, int]]],
+    live: Iterable[tuple[int, tuple[tuple[str, str, int], ...]]],
+) -> str:
+    """One hash of a broker's partition states, replica roles and live brokers (sorted, as plain tuples)."""
+    h = hashlib.sha256()
+    h.update(repr(sorted((k, tuple(v)) for k, v in parts)).encode())
+    h.update(repr(sorted(roles)).encode())
+    h.update(repr(sorted(live)).encode())
+    return h.hexdigest()
+
+
+def broker_group(ids: list[int], conn: Connection) -> None:
+    """A child process: brokers `ids`, serving until told to stop; answers the parent's questions."""
+    caches = {b: StampingCache(b) for b in ids}
+    servers = {b: ZkBrokerServer(c).start() for b, c in caches.items()}
+    conn.send({b: s.address for b, s in servers.items()})
+    while True:
+        cmd, arg = conn.recv()
+        if cmd == "seen":  # what each broker applied since the last call
+            out = {}
+            for b, c in caches.items():
+                with c.lock:
+                    out[b], c.seen = c.seen, []
+            conn.send(out)
+        elif cmd == "digest":
+            out = {}
+            for b, c in caches.items():
+                with c.lock:
+                    live = {k: tuple((ln, h, p) for ln, h, p in v) for k, v in c.live_brokers.items()}
+                    out[b] = cache_digest(c.partitions.items(), c.roles.items(), live.items())
+            conn.send(out)
+        elif cmd == "cache":  # one broker's cache, to count the differences after a mismatch
+            c = caches[arg]
+            with c.lock:
+                conn.send(({k: tuple(v) for k, v in c.partitions.items()}, dict(c.roles)))
+        else:
+            break
+    for s in servers.values():
+        s.stop()
+    conn.send("stopped")
+
+
+class Brokers:
+    """The child processes holding the simulated brokers, `per_process` each."""
+
+    def __init__(self, count: int, per_process: int) -> None:
+        ctx = mp.get_context("spawn")
+        ids = list(range(1, count + 1))
+        self.procs: list[tuple[BaseProcess, Connection, list[int]]] = []
+        for i in range(0, count, per_process):
+            mine = ids[i : i + per_process]
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=broker_group, args=(mine, child), daemon=True)
+            proc.start()
+            self.procs.append((proc, parent, mine))
+        self.addresses: dict[int, tuple[str, int]] = {}
+        for _, conn, _ in self.procs:
+            self.addresses.update(conn.recv())
+
+    def ask(self, cmd: str) -> dict[int, Any]:
+        for _, conn, _ in self.procs:
+            conn.send((cmd, None))
+        out: dict[int, Any] = {}
+        for _, conn, _ in self.procs:
+            out.update(conn.recv())
+        return out
+
+    def cache(self, broker: int) -> tuple[dict[Key, tuple[Any, ...]], dict[Key, Any]]:
+        conn = next(c for _, c, mine in self.procs if broker in mine)
+        conn.send(("cache", broker))
+        return conn.recv()  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        for _, conn, _ in self.procs:
+            try:
+                conn.send(("stop", None))
+                conn.recv()
+            except (OSError, EOFError):
+                pass
+        for proc, _, _ in self.procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+
+
+def expected(
+    snap: Snapshot,
+) -> tuple[dict[Key, tuple[Any, ...]], dict[int, dict[Key, tuple[bool, int, int]]]]:
+    """What every broker's cache and each broker's roles must hold for `snap`."""
+    parts = {
+        k: (s.leader, s.leader_epoch, s.isr, s.partition_epoch, s.replicas) for k, s in snap.parts.items()
+    }
+    roles: dict[int, dict[Key, tuple[bool, int, int]]] = {b: {} for b in snap.zk}
+    for k, s in snap.parts.items():
+        for r in s.replicas:
+            if r in roles:
+                roles[r][k] = (s.leader == r, s.leader_epoch, s.partition_epoch)
+    return parts, roles
+
+
+def verify(brokers: Brokers, snap: Snapshot) -> str:
+    """Every broker's cache, roles and live brokers equal `snap`'s; raises on any difference."""
+    parts, roles = expected(snap)
+    live = {b.broker_id: tuple((e[0], e[1], e[2]) for e in b.endpoints) for b in snap.live}
+    got = brokers.ask("digest")
+    wrong = []
+    for b in sorted(snap.zk):
+        if got.get(b) != cache_digest(parts.items(), roles[b].items(), live.items()):
+            cparts, croles = brokers.cache(b)
+            bad = sum(1 for k in parts.keys() | cparts.keys() if parts.get(k) != cparts.get(k))
+            bad_roles = sum(1 for k in roles[b].keys() | croles.keys() if roles[b].get(k) != croles.get(k))
+            wrong.append(f"broker {b}: {bad} partition states and {bad_roles} roles differ (or live brokers)")
+    if wrong:
+        raise SystemExit("caches differ from the controller's image: " + "; ".join(wrong))
+    return f"all {len(got)} brokers' caches and roles equal the image ({len(parts):,} partitions)"
+
+
+# -- the measurements ---------------------------------------------------------------------------------
+
+
 def leader_changes(
     args: argparse.Namespace,
     img: ClusterImage,
     snap: Snapshot,
     prop: ZkPropagator,
-    caches: dict[int, ZkBrokerCache],
+    brokers: Brokers,
     by_keys: bool,
 ) -> Snapshot:
     """Phase 2 (see the module docstring); `by_keys`: each snapshot reads only the changed keys (as the
     image builder reports them), else every partition (the baseline, as before changed keys)."""
     lock = threading.Lock()
-    sent: dict[tuple[str, int], tuple[int, float]] = {}  # key -> (leader epoch, when)
-    latencies: list[float] = []
+    sent: list[tuple[Key, int, float]] = []  # (key, leader epoch, when)
     done = threading.Event()
     keys = list(snap.parts)
     version = [0]  # changes made so far: the loop propagates only a changed image, as the service
     changes = ImageChanges()  # what the changer touched since the last snapshot (ImageBuilder's part)
     first = version_offset[0]
+    brokers.ask("seen")  # forget what the fan-out applied
 
     def changer() -> None:
         period = 1.0 / args.rate
@@ -130,33 +293,18 @@ def leader_changes(
                 d["leader_epoch"] += 1
                 d["partition_epoch"] += 1
                 changes.partitions.add((topic, p))
-                sent[(topic, p)] = (d["leader_epoch"], time.perf_counter())
+                sent.append(((topic, p), d["leader_epoch"], time.monotonic()))
                 version[0] += 1
             nxt += period
             time.sleep(max(0.0, nxt - time.perf_counter()))
         done.set()
 
-    def checker() -> None:
-        while not (done.is_set() and not sent):
-            with lock:
-                pending = list(sent.items())
-            for key, (epoch, when) in pending:
-                if all(
-                    (p := c.partitions.get(key)) is not None and p.leader_epoch >= epoch
-                    for c in caches.values()
-                ):
-                    now = time.perf_counter()
-                    with lock:
-                        if sent.get(key, (None,))[0] == epoch:
-                            del sent[key]
-                            latencies.append(now - when)
-            time.sleep(0.005)  # every cache is scanned per pending change: not too often (the GIL)
-
-    threads = [threading.Thread(target=changer), threading.Thread(target=checker)]
-    for t in threads:
-        t.start()
+    thread = threading.Thread(target=changer)
+    load0 = load()
+    thread.start()
     rounds, seen, t1, held = 0, 0, time.perf_counter(), 0.0
-    while not (done.is_set() and not sent):
+    while True:
+        finished = done.is_set()
         with lock:
             t2 = time.perf_counter()
             changed = version[0] != seen
@@ -168,24 +316,48 @@ def leader_changes(
                 now = snapshot(img, snap, taken if by_keys else None)
             held += time.perf_counter() - t2
         if now is None:
+            if finished:
+                break
             time.sleep(0.001)
             continue
         version_offset[0] += 1
         rounds += 1
         snap = now
         prop.propagate(version_offset[0], snap)
+    while not prop.in_sync():
+        time.sleep(0.005)
     elapsed = time.perf_counter() - t1
-    for t in threads:
-        t.join()
-    lat = sorted(latencies)
+    thread.join()
+    load1 = load()
+    applied: dict[Key, list[list[tuple[int, float]]]] = {}
+    for _, log in sorted(brokers.ask("seen").items()):
+        per: dict[Key, list[tuple[int, float]]] = {}
+        for t, p, e, when in log:
+            per.setdefault((t, p), []).append((e, when))
+        for k, v in per.items():
+            applied.setdefault(k, []).append(v)
+    lat: list[float] = []
+    missing = 0
+    for key, epoch, when in sent:
+        per_broker = applied.get(key, [])
+        firsts = [next((w for e, w in v if e >= epoch), None) for v in per_broker]
+        if len(per_broker) < args.brokers or None in firsts:
+            missing += 1
+            continue
+        lat.append(max(firsts) - when)  # type: ignore[type-var]
+    lat.sort()
     p50 = statistics.median(lat) * 1000
     p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
     print(
         f"leader changes ({'changed keys' if by_keys else 'baseline: every partition per snapshot'}): "
         f"{len(lat)} at {args.rate:g}/s offered ({len(lat) / elapsed:.0f}/s done) to "
         f"{args.brokers} brokers: p50 {p50:.0f} ms, p99 {p99:.0f} ms (target 100 ms: {p99 / 100:.2f}x); "
-        f"{rounds} propagations, image lock held {held / max(rounds, 1) * 1000:.1f} ms per snapshot"
+        f"{rounds} propagations, image lock held {held / max(rounds, 1) * 1000:.1f} ms per snapshot "
+        f"[{load0} -> {load1}]"
     )
+    if missing:
+        raise SystemExit(f"{missing} changes never reached every broker's cache")
+    print(f"  {verify(brokers, snap)}")
     return snap
 
 
@@ -198,39 +370,43 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--changes", type=int, default=2000)
+    ap.add_argument("--per-process", type=int, default=10, help="simulated brokers per child process")
     args = ap.parse_args()
 
-    caches = {b: ZkBrokerCache(b, lambda b=b: 100 + b) for b in range(1, args.brokers + 1)}
-    servers = {b: ZkBrokerServer(c).start() for b, c in caches.items()}
-    img = build(args.brokers, args.partitions, servers)
-    snap = snapshot(img)
-    base = encode_only(snap)
-    zk_broker_requests._STATE_BYTES.clear()  # the fan-out below starts with no state encoded
-    with_kio = encode_with_kio(snap)
-    print(
-        f"build+encode of the fan-out's requests, no I/O: {base:.2f} s with zk_broker_codec, "
-        f"{with_kio:.2f} s with kio's writer (ratio {with_kio / base:.2f})"
-    )
-
-    prop = ZkPropagator(None, 3000, 5)
+    brokers = Brokers(args.brokers, args.per_process)
     try:
-        t0 = time.perf_counter()
-        prop.propagate(0, snap)
-        while not prop.in_sync():
-            time.sleep(0.01)
-        fanout = time.perf_counter() - t0
-        assert all(len(c.partitions) == args.partitions for c in caches.values())
+        img = build(args.brokers, args.partitions, brokers.addresses)
+        snap = snapshot(img)
+        load0 = load()
+        base = encode_only(snap)
+        zk_broker_requests._STATE_BYTES.clear()  # the fan-out below starts with no state encoded
+        with_kio = encode_with_kio(snap)
         print(
-            f"full fan-out: {args.brokers} brokers x {args.partitions:,} partitions: {fanout:.2f} s "
-            f"(target 10 s: {fanout / 10:.2f}x); build+encode only {base:.2f} s; ratio {fanout / base:.2f}"
+            f"build+encode of the fan-out's requests, no I/O: {base:.2f} s with zk_broker_codec, "
+            f"{with_kio:.2f} s with kio's writer (ratio {with_kio / base:.2f}) [{load0} -> {load()}]"
         )
 
-        for by_keys in (False, True):
-            snap = leader_changes(args, img, snap, prop, caches, by_keys)
+        prop = ZkPropagator(None, 3000, 5)
+        try:
+            load0 = load()
+            t0 = time.perf_counter()
+            prop.propagate(0, snap)
+            while not prop.in_sync():
+                time.sleep(0.01)
+            fanout = time.perf_counter() - t0
+            print(
+                f"full fan-out: {args.brokers} brokers x {args.partitions:,} partitions: {fanout:.2f} s "
+                f"(target 10 s: {fanout / 10:.2f}x); build+encode only {base:.2f} s; ratio {fanout / base:.2f} "
+                f"[{load0} -> {load()}]"
+            )
+            print(f"  {verify(brokers, snap)}")
+
+            for by_keys in (False, True):
+                snap = leader_changes(args, img, snap, prop, brokers, by_keys)
+        finally:
+            prop.stop()
     finally:
-        prop.stop()
-        for s in servers.values():
-            s.stop()
+        brokers.stop()
     return 0
 
 
