@@ -13,11 +13,11 @@ ZooKeeper. What is timed is the propagation.
 2. Leader changes at a given rate: one thread changes a partition's leader (new leader epoch) in the
    working image at `--rate` per second; the propagation loop takes the image as it stands (as the
    service's committed image is taken after each commit, several commits coalescing, with
-   `zk_propagator.snapshot`) and propagates it. Latency: from the change to the moment the last
-   broker's cache held it (each broker process stamps when it applied each partition state, on the
-   same monotonic clock), p50/p99. Run twice, side by side: snapshots visiting every partition (the
-   baseline, before changed keys) and snapshots from the changed keys (as the image builder hands
-   them over).
+   `zk_propagator.snapshot`, from the changed keys) and propagates it, at most once per
+   `--tick-ms` (`ZkPropagator.pace`, the service's loop does the same). Latency: from the change to
+   the moment the last broker's cache held it (each broker process stamps when it applied each
+   partition state, on the same monotonic clock), p50/p99. Run twice, side by side: without the tick
+   (the baseline: a propagation per change seen, as before) and with it.
 
 After each phase every broker's metadata cache (partition states, live brokers) and replica roles
 are compared with the controller's image (a digest computed in the broker's process and here; on a
@@ -25,7 +25,7 @@ mismatch the differing partitions are counted and the run fails). The load avera
 every figure: the machine is shared.
 
     .venv/bin/python bench/zk_broker_rpcs.py [--brokers 50] [--partitions 100000] [--rate 1000] [--changes 2000]
-        [--per-process 10]
+        [--tick-ms 20] [--per-process 10]
 """
 
 from __future__ import annotations
@@ -269,10 +269,11 @@ def leader_changes(
     snap: Snapshot,
     prop: ZkPropagator,
     brokers: Brokers,
-    by_keys: bool,
+    tick_ms: int,
 ) -> Snapshot:
-    """Phase 2 (see the module docstring); `by_keys`: each snapshot reads only the changed keys (as the
-    image builder reports them), else every partition (the baseline, as before changed keys)."""
+    """Phase 2 (see the module docstring), with the propagator's bounded delay `tick_ms` (0: the
+    baseline, a propagation per change seen, as before the tick)."""
+    prop.tick_ms = tick_ms
     lock = threading.Lock()
     sent: list[tuple[Key, int, float]] = []  # (key, leader epoch, when)
     done = threading.Event()
@@ -304,6 +305,7 @@ def leader_changes(
     thread.start()
     rounds, seen, t1, held = 0, 0, time.perf_counter(), 0.0
     while True:
+        prop.pace()  # as the service's propagation loop: at most one propagation per tick
         finished = done.is_set()
         with lock:
             t2 = time.perf_counter()
@@ -313,7 +315,7 @@ def leader_changes(
             if changed:
                 taken = ImageChanges(partitions=set(changes.partitions))
                 changes.partitions.clear()
-                now = snapshot(img, snap, taken if by_keys else None)
+                now = snapshot(img, snap, taken)
             held += time.perf_counter() - t2
         if now is None:
             if finished:
@@ -349,7 +351,7 @@ def leader_changes(
     p50 = statistics.median(lat) * 1000
     p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
     print(
-        f"leader changes ({'changed keys' if by_keys else 'baseline: every partition per snapshot'}): "
+        f"leader changes ({f'tick {tick_ms} ms' if tick_ms else 'baseline: no tick, a propagation per change seen'}): "
         f"{len(lat)} at {args.rate:g}/s offered ({len(lat) / elapsed:.0f}/s done) to "
         f"{args.brokers} brokers: p50 {p50:.0f} ms, p99 {p99:.0f} ms (target 100 ms: {p99 / 100:.2f}x); "
         f"{rounds} propagations, image lock held {held / max(rounds, 1) * 1000:.1f} ms per snapshot "
@@ -370,6 +372,7 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--changes", type=int, default=2000)
+    ap.add_argument("--tick-ms", type=int, default=20, help="the propagator's bounded delay")
     ap.add_argument("--per-process", type=int, default=10, help="simulated brokers per child process")
     args = ap.parse_args()
 
@@ -401,8 +404,8 @@ def main() -> int:
             )
             print(f"  {verify(brokers, snap)}")
 
-            for by_keys in (False, True):
-                snap = leader_changes(args, img, snap, prop, brokers, by_keys)
+            for tick in (0, args.tick_ms):
+                snap = leader_changes(args, img, snap, prop, brokers, tick)
         finally:
             prop.stop()
     finally:

@@ -8,6 +8,7 @@ channel to a healthy broker is served meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import struct
 import threading
@@ -215,3 +216,37 @@ def test_a_shared_update_metadata_is_encoded_once_with_each_brokers_epoch(versio
         h = Header(3000, 5, epoch)
         alone = Item(Z.UPDATE_METADATA, partitions=item.partitions, live_brokers=LIVE)
         assert encode_body(item, version, h, shared=True) == encode_body(alone, version, h)
+
+
+@pytest.mark.parametrize("api_key", [Z.LEADER_AND_ISR, Z.STOP_REPLICA, Z.UPDATE_METADATA])
+def test_request_frames_are_kio_headers_and_the_body(api_key):
+    """The frame's header is encoded once per (apiKey, version, client id) and the correlation id
+    patched in: the bytes stay what kio's writer makes of the whole header, in every version."""
+    from migrator.controller.zk_broker_requests import encode_entity, encode_request_frame
+
+    lo, hi, _ = Z.VERSIONS[api_key]
+    for version in range(lo, hi + 1):
+        hcls = Z.request_header_class(api_key, version)
+        for cid, client in ((1, "zk2kraft-controller-3000"), (2**31 - 1, "c"), (7, "é")):
+            header = hcls(
+                request_api_key=api_key, request_api_version=version, correlation_id=cid, client_id=client
+            )
+            payload = encode_entity(hcls, header) + b"body"
+            want = struct.pack(">i", len(payload)) + payload
+            assert encode_request_frame(api_key, version, cid, client, b"body") == want
+
+
+def test_channels_behind_by_the_same_shared_items_share_one_merge():
+    """Each broker's channel merges what queued while its request was in flight; shared items merged
+    alike are merged once (so encoded once), and the merge is what merging them apart would give."""
+    from migrator.controller.zk_broker_requests import merge
+
+    a = Item(Z.UPDATE_METADATA, partitions={("t", 0): state(0)}, live_brokers=LIVE, shared=True)
+    b = Item(Z.UPDATE_METADATA, partitions={("t", 0): state(0, epoch=2), ("t", 1): state(1)}, shared=True)
+    once = merge([a, b])
+    assert merge([a, b]) is once and once.shared
+    assert merge([b, a]) is not once
+    plain = merge([dataclasses.replace(a, shared=False), dataclasses.replace(b, shared=False)])
+    assert not plain.shared
+    assert (once.partitions, once.live_brokers) == (plain.partitions, plain.live_brokers)
+    assert once.partitions[("t", 0)].leader_epoch == 2

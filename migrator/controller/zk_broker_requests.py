@@ -10,6 +10,7 @@ the epoch the broker's BrokerRegistration got, topic ids, and `Type` FULL for a 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import io
@@ -18,11 +19,13 @@ import threading
 import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
+from migrator.bulk import without_gc
 from migrator.controller import zk_broker_messages as Z
 from migrator.controller.zk_broker_codec import encode_fast
 
@@ -33,6 +36,7 @@ __all__ = [
     "Item",
     "PartitionState",
     "build_request",
+    "bulk",
     "decode_response_frame",
     "encode_body",
     "encode_entity",
@@ -43,6 +47,8 @@ __all__ = [
 
 #: Kafka's LeaderAndIsr.LeaderDuringDelete: the leader UpdateMetadata names for a topic being deleted.
 LEADER_DURING_DELETE = -2
+#: from this many partitions on, a request is built without the cyclic collector (see `bulk`)
+BULK = 1000
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 _ZERO = uuid.UUID(int=0)
 
@@ -96,8 +102,33 @@ class Item:
         return len(self.partitions) + len(self.stop)
 
 
+#: merges of shared items, by the items merged: channels that fell behind by the same items (most
+#: of them, as the propagator queues the same UpdateMetadata for every broker) share one merged
+#: item, so it is encoded once (`encode_body`) instead of once per broker
+_MERGED: OrderedDict[tuple[int, ...], tuple[tuple[Item, ...], Item]] = OrderedDict()
+_MERGED_MAX = 16
+_merged_lock = threading.Lock()
+
+
 def merge(items: list[Item]) -> Item:
     """Consecutive items of one type as one request: later states win, a full item stays full."""
+    if not all(it.shared for it in items):
+        return _merge(items)
+    key = tuple(id(it) for it in items)
+    with _merged_lock:
+        hit = _MERGED.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], items, strict=True)):
+            return hit[1]
+    out = _merge(items)
+    out.shared = True
+    with _merged_lock:
+        _MERGED[key] = (tuple(items), out)  # the items held: their ids stay theirs while cached
+        while len(_MERGED) > _MERGED_MAX:
+            _MERGED.popitem(last=False)
+    return out
+
+
+def _merge(items: list[Item]) -> Item:
     out = Item(items[0].api_key)
     new: set[tuple[str, int]] = set()
     for it in items:
@@ -151,9 +182,11 @@ def _only(cls: type, **values: Any) -> Any:
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
-#: LeaderAndIsr partition states already encoded, keyed by class, controller epoch, state and IsNew:
-#: a partition's state is the same in the requests to each of its replicas (and in later full sends)
-_STATE_BYTES: dict[tuple[type, int, PartitionState, bool], bytes] = {}
+#: LeaderAndIsr partition states already encoded, keyed by class, controller epoch, IsNew and
+#: partition, with the state they encode: a partition's state is the same in the requests to each of
+#: its replicas (and in later full sends). Keyed by (topic, partition) and checked by identity first:
+#: hashing a whole PartitionState per lookup cost more than the lookup saved.
+_STATE_BYTES: dict[tuple[type, int, bool, tuple[str, int]], tuple[PartitionState, bytes]] = {}
 _STATE_BYTES_MAX = 250_000
 
 
@@ -195,14 +228,16 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
             return ps_cls(**kw)
 
         def lai_state_bytes(s: PartitionState) -> Any:
-            key = (ps_cls, ce, s, v1 and (s.topic, s.partition) in new)
+            tp = (s.topic, s.partition)
+            key = (ps_cls, ce, v1 and tp in new, tp)
             got = _STATE_BYTES.get(key)
-            if got is None:
-                got = encode_fast(ps_cls, lai_state(s))
-                if len(_STATE_BYTES) >= _STATE_BYTES_MAX:
-                    _STATE_BYTES.clear()
-                _STATE_BYTES[key] = got
-            return got
+            if got is not None and (got[0] is s or got[0] == s):
+                return got[1]
+            encoded = encode_fast(ps_cls, lai_state(s))
+            if len(_STATE_BYTES) >= _STATE_BYTES_MAX:
+                _STATE_BYTES.clear()
+            _STATE_BYTES[key] = (s, encoded)
+            return encoded
 
         leaders = tuple(
             cls.LiveLeader(broker_id=b, host_name=host, port=port)
@@ -302,15 +337,18 @@ def encode_request_frame(
 ) -> bytes:
     """Size, request header (v1, or v2 for flexible versions) and the encoded body, as Kafka's
     NetworkClient sends them."""
+    header = _header_bytes(api_key, version, client_id)
+    size = len(header) + len(body)
+    return b"".join((struct.pack(">ihhi", size, api_key, version, correlation_id), header[8:], body))
+
+
+@functools.lru_cache(maxsize=64)
+def _header_bytes(api_key: int, version: int, client_id: str) -> bytes:
+    """The request header with correlation id 0: it is the int32 after ApiKey and ApiVersion in every
+    header version, the only field that changes between requests."""
     hcls = Z.request_header_class(api_key, version)
-    header = hcls(
-        request_api_key=api_key,
-        request_api_version=version,
-        correlation_id=correlation_id,
-        client_id=client_id,
-    )
-    payload = encode_entity(hcls, header) + body
-    return len(payload).to_bytes(4, "big") + payload
+    header = hcls(request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=client_id)
+    return encode_entity(hcls, header)
 
 
 # An UpdateMetadata goes to every ZK-mode broker with the same content but each broker's own epoch.
@@ -340,14 +378,16 @@ def encode_body(item: Item, version: int, h: Header, shared: bool = False) -> by
     """The request body's bytes; a `shared` item (one object sent to many brokers) is encoded once."""
     cls = Z.request_class(item.api_key, version)
     if not shared:
-        return encode_fast(cls, build_request(item, version, h, encoded_states=True))
+        with bulk(item.size()):
+            return encode_fast(cls, build_request(item, version, h, encoded_states=True))
     key = (id(item), version, h.controller_id, h.controller_epoch)
     with _shared_lock:
         hit = _SHARED.get(key)
         if hit is not None and hit[0] is item:
             body = hit[1]
         else:
-            body = encode_fast(cls, build_request(item, version, dataclasses.replace(h, broker_epoch=-1)))
+            with bulk(item.size()):
+                body = encode_fast(cls, build_request(item, version, dataclasses.replace(h, broker_epoch=-1)))
             _SHARED[key] = (item, body)
             while len(_SHARED) > _SHARED_MAX:
                 _SHARED.popitem(last=False)
@@ -355,6 +395,14 @@ def encode_body(item: Item, version: int, h: Header, shared: bool = False) -> by
     if at is None:
         return body
     return body[:at] + struct.pack(">q", h.broker_epoch) + body[at + 8 :]
+
+
+def bulk(size: int) -> AbstractContextManager[None]:
+    """`migrator.bulk.without_gc` for a request of `size` partitions, if it is large: a full request
+    allocates an entity per partition and topic that lives until it is encoded, and the collector's
+    rescans of the heap they grow cost more than the build (measured: ~2/3 of a broker's apply of a
+    100,000-partition UpdateMetadata)."""
+    return without_gc() if size >= BULK else contextlib.nullcontext()
 
 
 def decode_response_frame(api_key: int, version: int, payload: bytes) -> tuple[int, Any]:

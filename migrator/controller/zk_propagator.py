@@ -41,6 +41,7 @@ from migrator.controller.zk_broker_requests import (
     Header,
     Item,
     PartitionState,
+    bulk,
 )
 from migrator.kraft.image import ImageChanges
 from migrator.kraft.records import kafka_to_uuid
@@ -134,6 +135,13 @@ def snapshot(
     snap.zk = {b.id: b for b in image.brokers.values() if b.is_migrating_zk_broker and not b.fenced}
     if prev is not None and changes is not None:
         return _by_changes(image, prev, changes, snap)
+    with bulk(sum(len(t.partitions) for t in image.topics.values())):
+        return _visit_all(image, prev, snap)
+
+
+def _visit_all(image: ClusterImage, prev: Snapshot | None, snap: Snapshot) -> Snapshot:
+    """`snapshot` visiting every partition (see there)."""
+    alive = snap.alive
     reuse = prev is not None and prev.alive == alive
     parts, marks = snap.parts, snap.marks
     old_parts = prev.parts if prev is not None else {}
@@ -230,8 +238,11 @@ class ZkPropagator:
         metadata_version: int | None = None,
         say: Callable[[str], None] | None = None,
         status_dir: str | None = None,
+        tick_ms: int = 20,
     ) -> None:
         self.service = service
+        self.tick_ms = tick_ms
+        self._last_propagation = 0.0
         self.status_dir = status_dir
         self._status_written: str | None = None
         self._status_at = 0.0
@@ -248,6 +259,7 @@ class ZkPropagator:
         self._snap: Snapshot | None = None
         self._builder: object = None  # the image builder whose changes we take
         self._full_um: tuple[Snapshot, Item] | None = None
+        self._by_replica: tuple[Snapshot, dict[int, dict[tuple[str, int], PartitionState]]] | None = None
         self._offset = -1
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -310,6 +322,7 @@ class ZkPropagator:
 
         while not self._stop.is_set():
             got.clear()
+            self.pace()
             svc.wait_for(changed, 0.5)  # type: ignore[attr-defined]
             if got:
                 self.propagate(*got[-1])
@@ -341,8 +354,20 @@ class ZkPropagator:
         except OSError:
             pass  # status is best effort: the log directory's own errors surface elsewhere
 
+    def pace(self) -> None:
+        """Wait until `tick_ms` after the last propagation began (at once if it is older).
+
+        The bounded delay that batches: commits arriving meanwhile accumulate as the builder's changed
+        keys and become one snapshot and one propagation, so 1,000 changes/s make a few requests per
+        broker per tick instead of one per commit (each request costs a round trip per broker, and
+        an UpdateMetadata goes to every broker). An isolated change waits for nothing."""
+        wait = self._last_propagation + self.tick_ms / 1000 - time.monotonic()
+        if wait > 0:
+            self._stop.wait(wait)
+
     def propagate(self, offset: int, snap: Snapshot) -> None:
         """Bring every channel from the last propagated snapshot to `snap` (committed at `offset`)."""
+        self._last_propagation = time.monotonic()
         with self._lock:
             prev, self._snap, self._offset = self._snap, snap, offset
             self._manage_channels(snap)
@@ -457,6 +482,21 @@ class ZkPropagator:
             self._full_um = (snap, item)
         return self._full_um[1]
 
+    def _replicas_of(self, snap: Snapshot) -> dict[int, dict[tuple[str, int], PartitionState]]:
+        """Each broker's partitions in `snap`, indexed once per snapshot: a fan-out to 50 brokers
+        would otherwise scan every partition 50 times (under our lock, one channel after another)."""
+        if self._by_replica is None or self._by_replica[0] is not snap:
+            index: dict[int, dict[tuple[str, int], PartitionState]] = {}
+            with bulk(len(snap.parts)):
+                for k, s in snap.parts.items():
+                    for r in s.replicas:
+                        mine = index.get(r)
+                        if mine is None:
+                            mine = index[r] = {}
+                        mine[k] = s
+            self._by_replica = (snap, index)
+        return self._by_replica[1]
+
     def _full_state(self, broker_id: int, install: Callable[[list[Item], int], None]) -> None:
         """Everything `broker_id` must know, installed on its channel under our lock (so no change
         propagated meanwhile is lost or applied before it)."""
@@ -464,7 +504,7 @@ class ZkPropagator:
             snap = self._snap
             if snap is None:
                 return
-            mine = {k: s for k, s in snap.parts.items() if broker_id in s.replicas}
+            mine = self._replicas_of(snap).get(broker_id, {})
             install(
                 [
                     self._full_update_metadata(snap),
