@@ -25,7 +25,7 @@ mismatch the differing partitions are counted and the run fails). The load avera
 every figure: the machine is shared.
 
     .venv/bin/python bench/zk_broker_rpcs.py [--brokers 50] [--partitions 100000] [--rate 1000] [--changes 2000]
-        [--tick-ms 20] [--per-process 10]
+        [--tick-ms 50] [--per-process 10]
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ sys.path.insert(0, str(ROOT))
 
 from migrator.controller import zk_broker_messages as Z  # noqa: E402
 from migrator.controller import zk_broker_requests  # noqa: E402
+from migrator.controller.zk_broker_codec import encode_fast  # noqa: E402
 from migrator.controller.zk_broker_requests import (  # noqa: E402
     Header,
     Item,
     build_request,
     encode_body,
-    encode_entity,
 )
 from migrator.controller.zk_propagator import Snapshot, ZkPropagator, snapshot  # noqa: E402
 from migrator.kraft.image import ImageChanges  # noqa: E402
@@ -89,30 +89,44 @@ def build(brokers: int, partitions: int, addresses: dict[int, tuple[str, int]]) 
     return img
 
 
-def encode_only(snap: Snapshot) -> float:
-    """The baseline: the fan-out's requests built and encoded, no I/O (UpdateMetadata once, as sent)."""
-    t0 = time.perf_counter()
-    um = Item(Z.UPDATE_METADATA, partitions=snap.parts, live_brokers=snap.live, full=True, shared=True)
-    for b, broker in snap.brokers.items():
-        h = Header(3000, 5, broker.broker_epoch)
-        encode_body(um, 8, h, shared=True)
-        mine = {k: s for k, s in snap.parts.items() if b in s.replicas}
-        encode_body(Item(Z.LEADER_AND_ISR, partitions=mine, full=True, is_new=frozenset(mine)), 7, h)
-    return time.perf_counter() - t0
+VERSIONS = {Z.LEADER_AND_ISR: 7, Z.UPDATE_METADATA: 8, Z.STOP_REPLICA: 4}
 
 
-def encode_with_kio(snap: Snapshot) -> float:
-    """The same requests encoded by kio's generic writer (what the channels used before
-    `zk_broker_codec`), for a side-by-side ratio."""
-    t0 = time.perf_counter()
-    um = Item(Z.UPDATE_METADATA, partitions=snap.parts, live_brokers=snap.live, full=True, shared=True)
-    encode_entity(Z.request_class(Z.UPDATE_METADATA, 8), build_request(um, 8, Header(3000, 5, -1)))
-    for b, broker in snap.brokers.items():
+def encode_fanout(snap: Snapshot) -> float:
+    """CPU seconds to build and encode the fan-out's requests as the channels do, without I/O: each
+    broker's full state from the propagator, UpdateMetadata FULL encoded once for all (the broker's
+    epoch patched in), LeaderAndIsr per broker from partition states encoded once."""
+    zk_broker_requests._STATE_BYTES.clear()
+    prop = ZkPropagator(None, 3000, 5)
+    prop._snap, prop._offset = snap, 0
+    got: list[Item] = []
+    c0 = time.process_time()
+    for b, broker in snap.zk.items():
+        prop._full_state(b, lambda items, _: got.extend(items))
         h = Header(3000, 5, broker.broker_epoch)
+        for it in got:
+            encode_body(it, VERSIONS[it.api_key], h, shared=it.shared)
+        got.clear()
+    spent = time.process_time() - c0
+    zk_broker_requests._STATE_BYTES.clear()  # the fan-out measured next starts with nothing encoded
+    return spent
+
+
+def encode_per_broker(snap: Snapshot, brokers: int) -> float:
+    """The baseline, the old per-broker path: for each broker its UpdateMetadata FULL and its
+    LeaderAndIsr FULL built and encoded for it alone (its partitions found by a scan, every state
+    encoded in each request, the cyclic GC running), on the first `brokers` brokers, CPU seconds
+    scaled to all of them."""
+    zk = list(snap.zk.items())
+    c0 = time.process_time()
+    for b, broker in zk[:brokers]:
+        h = Header(3000, 5, broker.broker_epoch)
+        um = Item(Z.UPDATE_METADATA, partitions=snap.parts, live_brokers=snap.live, full=True)
+        encode_fast(Z.request_class(Z.UPDATE_METADATA, 8), build_request(um, 8, h))
         mine = {k: s for k, s in snap.parts.items() if b in s.replicas}
-        item = Item(Z.LEADER_AND_ISR, partitions=mine, full=True, is_new=frozenset(mine))
-        encode_entity(Z.request_class(Z.LEADER_AND_ISR, 7), build_request(item, 7, h))
-    return time.perf_counter() - t0
+        lai = Item(Z.LEADER_AND_ISR, partitions=mine, full=True, is_new=frozenset(mine))
+        encode_fast(Z.request_class(Z.LEADER_AND_ISR, 7), build_request(lai, 7, h))
+    return (time.process_time() - c0) * len(zk) / min(brokers, len(zk))
 
 
 def load() -> str:
@@ -174,6 +188,8 @@ def broker_group(ids: list[int], conn: Connection) -> None:
                     live = {k: tuple((ln, h, p) for ln, h, p in v) for k, v in c.live_brokers.items()}
                     out[b] = cache_digest(c.partitions.items(), c.roles.items(), live.items())
             conn.send(out)
+        elif cmd == "cpu":  # this process's CPU seconds, once for its brokers
+            conn.send({ids[0]: time.process_time()})
         elif cmd == "cache":  # one broker's cache, to count the differences after a mismatch
             c = caches[arg]
             with c.lock:
@@ -302,6 +318,7 @@ def leader_changes(
 
     thread = threading.Thread(target=changer)
     load0 = load()
+    c0, b0 = time.process_time(), sum(brokers.ask("cpu").values())
     thread.start()
     rounds, seen, t1, held = 0, 0, time.perf_counter(), 0.0
     while True:
@@ -329,6 +346,7 @@ def leader_changes(
     while not prop.in_sync():
         time.sleep(0.005)
     elapsed = time.perf_counter() - t1
+    cpu, broker_cpu = time.process_time() - c0, sum(brokers.ask("cpu").values()) - b0
     thread.join()
     load1 = load()
     applied: dict[Key, list[list[tuple[int, float]]]] = {}
@@ -354,7 +372,8 @@ def leader_changes(
         f"leader changes ({f'tick {tick_ms} ms' if tick_ms else 'baseline: no tick, a propagation per change seen'}): "
         f"{len(lat)} at {args.rate:g}/s offered ({len(lat) / elapsed:.0f}/s done) to "
         f"{args.brokers} brokers: p50 {p50:.0f} ms, p99 {p99:.0f} ms (target 100 ms: {p99 / 100:.2f}x); "
-        f"{rounds} propagations, image lock held {held / max(rounds, 1) * 1000:.1f} ms per snapshot "
+        f"{rounds} propagations, image lock held {held / max(rounds, 1) * 1000:.1f} ms per snapshot; "
+        f"CPU {cpu:.2f} s here, {broker_cpu:.2f} s in the brokers' processes over {elapsed:.1f} s "
         f"[{load0} -> {load1}]"
     )
     if missing:
@@ -372,7 +391,8 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--changes", type=int, default=2000)
-    ap.add_argument("--tick-ms", type=int, default=20, help="the propagator's bounded delay")
+    ap.add_argument("--tick-ms", type=int, default=50, help="the propagator's bounded delay")
+    ap.add_argument("--baseline-brokers", type=int, default=5, help="brokers the old path is timed on")
     ap.add_argument("--per-process", type=int, default=10, help="simulated brokers per child process")
     args = ap.parse_args()
 
@@ -381,26 +401,29 @@ def main() -> int:
         img = build(args.brokers, args.partitions, brokers.addresses)
         snap = snapshot(img)
         load0 = load()
-        base = encode_only(snap)
-        zk_broker_requests._STATE_BYTES.clear()  # the fan-out below starts with no state encoded
-        with_kio = encode_with_kio(snap)
+        base = encode_per_broker(snap, args.baseline_brokers)
+        load1 = load()
+        fast = encode_fanout(snap)
         print(
-            f"build+encode of the fan-out's requests, no I/O: {base:.2f} s with zk_broker_codec, "
-            f"{with_kio:.2f} s with kio's writer (ratio {with_kio / base:.2f}) [{load0} -> {load()}]"
+            f"build+encode of the fan-out's requests, no I/O, CPU: {fast:.2f} s as the channels do it; "
+            f"baseline, the old per-broker path: {base:.2f} s (measured on {args.baseline_brokers} brokers, "
+            f"scaled); ratio {base / fast:.1f}x [{load0} -> {load1} -> {load()}]"
         )
 
         prop = ZkPropagator(None, 3000, 5)
         try:
             load0 = load()
-            t0 = time.perf_counter()
+            b0 = sum(brokers.ask("cpu").values())
+            t0, c0 = time.perf_counter(), time.process_time()
             prop.propagate(0, snap)
             while not prop.in_sync():
                 time.sleep(0.01)
-            fanout = time.perf_counter() - t0
+            fanout, cpu = time.perf_counter() - t0, time.process_time() - c0
+            broker_cpu = sum(brokers.ask("cpu").values()) - b0
             print(
                 f"full fan-out: {args.brokers} brokers x {args.partitions:,} partitions: {fanout:.2f} s "
-                f"(target 10 s: {fanout / 10:.2f}x); build+encode only {base:.2f} s; ratio {fanout / base:.2f} "
-                f"[{load0} -> {load()}]"
+                f"(target 10 s: {fanout / 10:.2f}x); CPU {cpu:.2f} s here (the controller), "
+                f"{broker_cpu:.2f} s in the brokers' processes [{load0} -> {load()}]"
             )
             print(f"  {verify(brokers, snap)}")
 

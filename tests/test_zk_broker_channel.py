@@ -250,3 +250,36 @@ def test_channels_behind_by_the_same_shared_items_share_one_merge():
     assert not plain.shared
     assert (once.partitions, once.live_brokers) == (plain.partitions, plain.live_brokers)
     assert once.partitions[("t", 0)].leader_epoch == 2
+
+
+def test_a_channel_behind_sends_leadership_first_then_metadata_never_across_a_stop_replica(broker):
+    """Rounds queued while a request is in flight go as if they were one round: every LeaderAndIsr
+    up to the next StopReplica, then the UpdateMetadatas; the StopReplica keeps its place."""
+    _, server = broker
+    ctl = Controller()
+    ch = channel(server, ctl)
+    ch.stop()  # its thread gone: the queue is read below, as the thread would
+    ch._needs_full = False
+    lai = [
+        Item(Z.LEADER_AND_ISR, partitions={("t", p): state(p, epoch=e)}) for e, p in ((2, 0), (3, 1), (4, 0))
+    ]
+    um = [
+        Item(Z.UPDATE_METADATA, partitions={("t", p): state(p, epoch=e)}, shared=True)
+        for e, p in ((2, 0), (3, 1))
+    ]
+    sr = Item(Z.STOP_REPLICA, stop={("t", 2): (-2, True)})
+    ch.enqueue([lai[0], um[0]], 11)
+    ch.enqueue([lai[1], um[1]], 12)
+    ch.enqueue([sr], 13)
+    ch.enqueue([lai[2]], 14)
+    ch._stop.clear()
+    got = []
+    while ch._queue:
+        item, offset = ch._next_batch()
+        got.append((item.api_key, sorted((k, s.leader_epoch) for k, s in item.partitions.items()), offset))
+    assert got == [
+        (Z.LEADER_AND_ISR, [(("t", 0), 2), (("t", 1), 3)], 12),
+        (Z.UPDATE_METADATA, [(("t", 0), 2), (("t", 1), 3)], 12),
+        (Z.STOP_REPLICA, [], 13),
+        (Z.LEADER_AND_ISR, [(("t", 0), 4)], 14),
+    ]

@@ -234,6 +234,8 @@ class BrokerChannel:
                     continue
                 first, offset = self._queue.popleft()
                 run = [first]
+                if first.api_key == Z.LEADER_AND_ISR:
+                    offset = self._take_leader_and_isr(run, offset)
                 while self._queue and self._queue[0][0].api_key == first.api_key:
                     it, offset = self._queue.popleft()
                     run.append(it)
@@ -241,6 +243,23 @@ class BrokerChannel:
                 self._busy = True
             return (merge(run) if len(run) > 1 else first), offset
         return None
+
+    def _take_leader_and_isr(self, run: list[Item], offset: int) -> int:
+        """Behind by several rounds ([LAI, UM, LAI, UM, ...]): every LeaderAndIsr queued before the
+        next StopReplica joins `run`, so they go as one request, then the UpdateMetadatas as one (as
+        if the rounds had been one). Later leadership is thereby sent before older metadata, never
+        metadata before its leadership (Kafka's order within a round), and never across a
+        StopReplica (a topic deleted and re-created). Returns the newest offset taken."""
+        keep: list[tuple[Item, int]] = []
+        while self._queue and self._queue[0][0].api_key != Z.STOP_REPLICA:
+            it, at = self._queue.popleft()
+            if it.api_key == Z.LEADER_AND_ISR:
+                run.append(it)
+                offset = at
+            else:
+                keep.append((it, at))
+        self._queue.extendleft(reversed(keep))
+        return offset
 
     def _send(self, item: Item, offset: int) -> None:
         sock = self._sock
@@ -277,8 +296,10 @@ class BrokerChannel:
                 self.status.partition_errors += len(failed)
                 self._failed(f"{name} v{version}: {len(failed)} partition errors, first {failed[0]}")
                 return
-            # Acknowledged up to `offset`; with nothing left queued, up to every offset handed to us.
-            done = offset if self._queue else max(offset, self._covered)
+            # Acknowledged up to `offset`, or to just before the oldest item still queued (a
+            # LeaderAndIsr may have been taken ahead of older UpdateMetadata); with nothing left
+            # queued, up to every offset handed to us.
+            done = min(offset, self._queue[0][1] - 1) if self._queue else max(offset, self._covered)
             self.status.acked_offset = max(self.status.acked_offset, done)
 
 

@@ -97,6 +97,11 @@ class Item:
     is_new: frozenset[tuple[str, int]] = frozenset()
     #: the same object is queued for many brokers (encoded once, see `encode_body`); never mutated
     shared: bool = False
+    #: a shared item's body per (version, controller id, controller epoch), BrokerEpoch -1: kept on
+    #: the item, so a channel that fell behind finds it as long as the item is queued anywhere
+    encoded: dict[tuple[int, int, int], bytes] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def size(self) -> int:
         return len(self.partitions) + len(self.stop)
@@ -192,7 +197,8 @@ _STATE_BYTES_MAX = 250_000
 
 def build_request(item: Item, version: int, h: Header, encoded_states: bool = False) -> Any:
     """The kio request entity for `item` in `version`; with `encoded_states`, LeaderAndIsr's
-    partition states are their bytes (`zk_broker_codec` writes them as they are), shared by requests."""
+    partition states and UpdateMetadata's live brokers are their bytes (`zk_broker_codec` writes them
+    as they are), shared by requests."""
     common = {
         "controller_id": h.controller_id,
         "is_k_raft_controller": h.is_kraft_controller,
@@ -254,6 +260,7 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
 
         ps_cls = cls.PartitionState
         named, ce = _names(ps_cls), h.controller_epoch
+        live = _live_broker_bytes if encoded_states else _live_broker
 
         def um_state(s: PartitionState) -> Any:
             kw: dict[str, Any] = {
@@ -271,34 +278,11 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
                 kw["offline_replicas"] = s.offline
             return ps_cls(**kw)
 
-        def broker(b: BrokerInfo) -> Any:
-            plain = (
-                next((e for e in b.endpoints if e[3] == "PLAINTEXT"), None)
-                or (b.endpoints or [("", "", -1, "")])[0]
-            )
-            return _only(
-                cls.Broker,
-                id=b.broker_id,
-                v0_host=plain[1],
-                v0_port=plain[2],
-                endpoints=tuple(
-                    _only(
-                        cls.Endpoint,
-                        port=port,
-                        host=host,
-                        listener=listener,
-                        security_protocol=SECURITY_PROTOCOLS.get(proto, 0),
-                    )
-                    for listener, host, port, proto in b.endpoints
-                ),
-                rack=b.rack,
-            )
-
         return _only(
             cls,
             **common,
             **_partition_fields(cls, item, um_state),
-            live_brokers=tuple(broker(b) for b in item.live_brokers),
+            live_brokers=tuple(live(cls, b) for b in item.live_brokers),
         )
     assert item.api_key == Z.STOP_REPLICA
     cls = Z.STOP_REPLICA_REQUEST[version]
@@ -323,6 +307,36 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
             )
             for t, ps in grouped.items()
         ),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _live_broker_bytes(cls: Any, b: BrokerInfo) -> bytes:
+    """A live broker as UpdateMetadata `cls` lists it, encoded (the same in every UpdateMetadata
+    until the broker changes: 50 brokers' entities were rebuilt for each request)."""
+    return encode_fast(cls.Broker, _live_broker(cls, b))
+
+
+def _live_broker(cls: Any, b: BrokerInfo) -> Any:
+    plain = (
+        next((e for e in b.endpoints if e[3] == "PLAINTEXT"), None) or (b.endpoints or [("", "", -1, "")])[0]
+    )
+    return _only(
+        cls.Broker,
+        id=b.broker_id,
+        v0_host=plain[1],
+        v0_port=plain[2],
+        endpoints=tuple(
+            _only(
+                cls.Endpoint,
+                port=port,
+                host=host,
+                listener=listener,
+                security_protocol=SECURITY_PROTOCOLS.get(proto, 0),
+            )
+            for listener, host, port, proto in b.endpoints
+        ),
+        rack=b.rack,
     )
 
 
@@ -353,10 +367,8 @@ def _header_bytes(api_key: int, version: int, client_id: str) -> bytes:
 
 # An UpdateMetadata goes to every ZK-mode broker with the same content but each broker's own epoch.
 # Its body is encoded once and the 8-byte BrokerEpoch patched per broker: a full UpdateMetadata of
-# 100,000 partitions costs ~1.5 s of CPU to build and encode, once instead of once per broker.
-_SHARED: OrderedDict[tuple[int, int, int, int], tuple[Item, bytes]] = OrderedDict()
+# 100,000 partitions costs ~0.3 s of CPU to build and encode, once instead of once per broker.
 _EPOCH_AT: dict[tuple[int, int], int | None] = {}
-_SHARED_MAX = 8
 _shared_lock = threading.Lock()
 
 
@@ -380,17 +392,18 @@ def encode_body(item: Item, version: int, h: Header, shared: bool = False) -> by
     if not shared:
         with bulk(item.size()):
             return encode_fast(cls, build_request(item, version, h, encoded_states=True))
-    key = (id(item), version, h.controller_id, h.controller_epoch)
-    with _shared_lock:
-        hit = _SHARED.get(key)
-        if hit is not None and hit[0] is item:
-            body = hit[1]
-        else:
+    key = (version, h.controller_id, h.controller_epoch)
+    with _shared_lock:  # one channel encodes, the others wait for its bytes
+        body = item.encoded.get(key)
+        if body is None:
             with bulk(item.size()):
-                body = encode_fast(cls, build_request(item, version, dataclasses.replace(h, broker_epoch=-1)))
-            _SHARED[key] = (item, body)
-            while len(_SHARED) > _SHARED_MAX:
-                _SHARED.popitem(last=False)
+                body = encode_fast(
+                    cls,
+                    build_request(
+                        item, version, dataclasses.replace(h, broker_epoch=-1), encoded_states=True
+                    ),
+                )
+            item.encoded[key] = body
     at = _epoch_offset(item.api_key, version)
     if at is None:
         return body

@@ -238,7 +238,7 @@ class ZkPropagator:
         metadata_version: int | None = None,
         say: Callable[[str], None] | None = None,
         status_dir: str | None = None,
-        tick_ms: int = 20,
+        tick_ms: int = 50,
     ) -> None:
         self.service = service
         self.tick_ms = tick_ms
@@ -355,15 +355,25 @@ class ZkPropagator:
             pass  # status is best effort: the log directory's own errors surface elsewhere
 
     def pace(self) -> None:
-        """Wait until `tick_ms` after the last propagation began (at once if it is older).
+        """Wait until every channel has delivered the last propagation, at most `tick_ms` after it
+        began.
 
         The bounded delay that batches: commits arriving meanwhile accumulate as the builder's changed
         keys and become one snapshot and one propagation, so 1,000 changes/s make a few requests per
-        broker per tick instead of one per commit (each request costs a round trip per broker, and
-        an UpdateMetadata goes to every broker). An isolated change waits for nothing."""
-        wait = self._last_propagation + self.tick_ms / 1000 - time.monotonic()
-        if wait > 0:
-            self._stop.wait(wait)
+        broker per round instead of one per commit (each request costs a round trip per broker, and
+        an UpdateMetadata goes to every broker). Batches grow with the brokers' pace; an isolated
+        change waits for nothing; a broker that is slow or gone holds the others back `tick_ms` at
+        most."""
+        deadline = self._last_propagation + self.tick_ms / 1000
+        while not self._stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0 or self._delivered():
+                return
+            self._stop.wait(min(left, 0.002))
+
+    def _delivered(self) -> bool:
+        with self._lock:
+            return all(ch.idle() for ch in self.channels.values())
 
     def propagate(self, offset: int, snap: Snapshot) -> None:
         """Bring every channel from the last propagated snapshot to `snap` (committed at `offset`)."""
