@@ -7,22 +7,27 @@ its channels over TCP) fed images of P partitions (replication factor 3) directl
 ZooKeeper. What is timed is the propagation.
 
 1. Full fan-out: from the first image to every broker having acknowledged UpdateMetadata FULL (every
-   partition) and LeaderAndIsr FULL (its partitions). Baselines, side by side: building and encoding
-   the same requests without I/O (the controller's CPU share of the fan-out), with the compiled
-   writer (`zk_broker_codec`) and with kio's generic one (before it).
+   partition) and LeaderAndIsr FULL (its partitions); CPU seconds of this process (the controller)
+   and of the brokers' processes beside it. Baseline, side by side: the CPU of building and encoding
+   the fan-out's requests without I/O as the channels do it (UpdateMetadata FULL encoded once for all
+   brokers, LeaderAndIsr from partition states encoded once) against the old per-broker path (each
+   broker's requests built and encoded for it alone; timed on `--baseline-brokers` brokers, scaled).
 2. Leader changes at a given rate: one thread changes a partition's leader (new leader epoch) in the
    working image at `--rate` per second; the propagation loop takes the image as it stands (as the
    service's committed image is taken after each commit, several commits coalescing, with
-   `zk_propagator.snapshot`, from the changed keys) and propagates it, at most once per
-   `--tick-ms` (`ZkPropagator.pace`, the service's loop does the same). Latency: from the change to
-   the moment the last broker's cache held it (each broker process stamps when it applied each
-   partition state, on the same monotonic clock), p50/p99. Run twice, side by side: without the tick
-   (the baseline: a propagation per change seen, as before) and with it.
+   `zk_propagator.snapshot`, from the changed keys) and propagates it, waiting between propagations
+   as the service's loop does (`ZkPropagator.pace`: until every channel delivered the last one,
+   `--tick-ms` at most). Latency: from the change to the moment the last broker's cache held it
+   (each broker process stamps when it applied each partition state, on the same monotonic clock),
+   p50/p99. Run twice, side by side: without pacing (the baseline: a propagation per change seen, as
+   before) and with it.
 
 After each phase every broker's metadata cache (partition states, live brokers) and replica roles
 are compared with the controller's image (a digest computed in the broker's process and here; on a
-mismatch the differing partitions are counted and the run fails). The load average is printed beside
-every figure: the machine is shared.
+mismatch the differing partitions are counted and the run fails). After the fan-out the brokers'
+processes freeze their heaps (`gc.freeze`: the 100,000-entry caches live on, and each later
+request's collections would rescan them, tripling a broker's cost per request). The load average is
+printed beside every figure: the machine is shared.
 
     .venv/bin/python bench/zk_broker_rpcs.py [--brokers 50] [--partitions 100000] [--rate 1000] [--changes 2000]
         [--tick-ms 50] [--per-process 10]
@@ -31,6 +36,7 @@ every figure: the machine is shared.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import multiprocessing as mp
 import os
@@ -188,6 +194,9 @@ def broker_group(ids: list[int], conn: Connection) -> None:
                     live = {k: tuple((ln, h, p) for ln, h, p in v) for k, v in c.live_brokers.items()}
                     out[b] = cache_digest(c.partitions.items(), c.roles.items(), live.items())
             conn.send(out)
+        elif cmd == "freeze":  # the caches live on: later requests' GCs need not rescan them
+            gc.freeze()
+            conn.send({ids[0]: gc.get_freeze_count()})
         elif cmd == "cpu":  # this process's CPU seconds, once for its brokers
             conn.send({ids[0]: time.process_time()})
         elif cmd == "cache":  # one broker's cache, to count the differences after a mismatch
@@ -426,6 +435,7 @@ def main() -> int:
                 f"{broker_cpu:.2f} s in the brokers' processes [{load0} -> {load()}]"
             )
             print(f"  {verify(brokers, snap)}")
+            brokers.ask("freeze")
 
             for tick in (0, args.tick_ms):
                 snap = leader_changes(args, img, snap, prop, brokers, tick)
