@@ -187,12 +187,27 @@ def _only(cls: type, **values: Any) -> Any:
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
-#: LeaderAndIsr partition states already encoded, keyed by class, controller epoch, IsNew and
+#: LeaderAndIsr and UpdateMetadata partition states already encoded, keyed by class, controller epoch, IsNew and
 #: partition, with the state they encode: a partition's state is the same in the requests to each of
 #: its replicas (and in later full sends). Keyed by (topic, partition) and checked by identity first:
 #: hashing a whole PartitionState per lookup cost more than the lookup saved.
 _STATE_BYTES: dict[tuple[type, int, bool, tuple[str, int]], tuple[PartitionState, bytes]] = {}
 _STATE_BYTES_MAX = 250_000
+
+
+def _state_bytes(
+    ps_cls: type, ce: int, flag: bool, s: PartitionState, build: Callable[[PartitionState], Any]
+) -> bytes:
+    """`s` as `ps_cls` encodes it (`build` makes the entity), from `_STATE_BYTES` if encoded before."""
+    key = (ps_cls, ce, flag, (s.topic, s.partition))
+    got = _STATE_BYTES.get(key)
+    if got is not None and (got[0] is s or got[0] == s):
+        return got[1]
+    encoded = encode_fast(ps_cls, build(s))
+    if len(_STATE_BYTES) >= _STATE_BYTES_MAX:
+        _STATE_BYTES.clear()
+    _STATE_BYTES[key] = (s, encoded)
+    return encoded
 
 
 def build_request(item: Item, version: int, h: Header, encoded_states: bool = False) -> Any:
@@ -234,16 +249,7 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
             return ps_cls(**kw)
 
         def lai_state_bytes(s: PartitionState) -> Any:
-            tp = (s.topic, s.partition)
-            key = (ps_cls, ce, v1 and tp in new, tp)
-            got = _STATE_BYTES.get(key)
-            if got is not None and (got[0] is s or got[0] == s):
-                return got[1]
-            encoded = encode_fast(ps_cls, lai_state(s))
-            if len(_STATE_BYTES) >= _STATE_BYTES_MAX:
-                _STATE_BYTES.clear()
-            _STATE_BYTES[key] = (s, encoded)
-            return encoded
+            return _state_bytes(ps_cls, ce, v1 and (s.topic, s.partition) in new, s, lai_state)
 
         leaders = tuple(
             cls.LiveLeader(broker_id=b, host_name=host, port=port)
@@ -278,10 +284,16 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
                 kw["offline_replicas"] = s.offline
             return ps_cls(**kw)
 
+        def um_state_bytes(s: PartitionState) -> Any:
+            return _state_bytes(ps_cls, ce, False, s, um_state)
+
+        # An incremental UpdateMetadata's states are the same in every merge of it that channels
+        # behind by different rounds send; a full one's are encoded once with it.
+        cached = encoded_states and not item.full
         return _only(
             cls,
             **common,
-            **_partition_fields(cls, item, um_state),
+            **_partition_fields(cls, item, um_state_bytes if cached else um_state),
             live_brokers=tuple(live(cls, b) for b in item.live_brokers),
         )
     assert item.api_key == Z.STOP_REPLICA
