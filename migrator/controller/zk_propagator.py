@@ -419,9 +419,24 @@ class ZkPropagator:
                     offline=s.offline,
                 )
             um = Item(Z.UPDATE_METADATA, partitions=um_parts, live_brokers=snap.live, shared=True)
+            # Each broker's share, found in one pass over the changes (not one per broker).
+            lai_of: dict[int, dict[tuple[str, int], PartitionState]] = {}
+            for k, s in led.items():
+                for r in s.replicas:
+                    lai_of.setdefault(r, {})[k] = s
+            stop_of: dict[int, dict[tuple[str, int], tuple[int, bool]]] = {}
+            for k, s in deleted.items():
+                for r in s.replicas:
+                    stop_of.setdefault(r, {})[k] = (EPOCH_DURING_DELETE, True)
+            for k, s in changed.items():
+                old = prev.parts.get(k)
+                if old is not None:
+                    for r in old.replicas:
+                        if r not in s.replicas:  # a reassignment removed it
+                            stop_of.setdefault(r, {})[k] = (EPOCH_DURING_DELETE, True)
             for bid, ch in self.channels.items():
                 items: list[Item] = []
-                lai = {k: s for k, s in led.items() if bid in s.replicas}
+                lai = lai_of.get(bid)
                 if lai:
                     new = frozenset(k for k in lai if k not in prev.parts)
                     items.append(
@@ -429,11 +444,7 @@ class ZkPropagator:
                     )
                 if um_parts or live_changed:
                     items.append(um)
-                stop = {k: (EPOCH_DURING_DELETE, True) for k, s in deleted.items() if bid in s.replicas}
-                for k, s in changed.items():
-                    old = prev.parts.get(k)
-                    if old is not None and bid in old.replicas and bid not in s.replicas:
-                        stop[k] = (EPOCH_DURING_DELETE, True)
+                stop = stop_of.get(bid)
                 if stop:
                     items.append(Item(Z.STOP_REPLICA, stop=stop))
                 ch.enqueue(items, offset)
