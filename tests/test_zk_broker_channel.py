@@ -254,7 +254,8 @@ def test_channels_behind_by_the_same_shared_items_share_one_merge():
 
 def test_a_channel_behind_sends_leadership_first_then_metadata_never_across_a_stop_replica(broker):
     """Rounds queued while a request is in flight go as if they were one round: every LeaderAndIsr
-    up to the next StopReplica, then the UpdateMetadatas; the StopReplica keeps its place."""
+    up to the next StopReplica, then the UpdateMetadatas (pipelined after it); the StopReplica keeps
+    its place."""
     _, server = broker
     ctl = Controller()
     ch = channel(server, ctl)
@@ -275,11 +276,22 @@ def test_a_channel_behind_sends_leadership_first_then_metadata_never_across_a_st
     ch._stop.clear()
     got = []
     while ch._queue:
-        item, offset = ch._next_batch()
-        got.append((item.api_key, sorted((k, s.leader_epoch) for k, s in item.partitions.items()), offset))
+        got.append(
+            [
+                (
+                    item.api_key,
+                    sorted((k, s.leader_epoch) for k, s in item.partitions.items()),
+                    oldest,
+                    offset,
+                )
+                for item, oldest, offset in ch._next_batches()
+            ]
+        )
     assert got == [
-        (Z.LEADER_AND_ISR, [(("t", 0), 2), (("t", 1), 3)], 12),
-        (Z.UPDATE_METADATA, [(("t", 0), 2), (("t", 1), 3)], 12),
-        (Z.STOP_REPLICA, [], 13),
-        (Z.LEADER_AND_ISR, [(("t", 0), 4)], 14),
+        [  # written together, answered in order
+            (Z.LEADER_AND_ISR, [(("t", 0), 2), (("t", 1), 3)], 11, 12),
+            (Z.UPDATE_METADATA, [(("t", 0), 2), (("t", 1), 3)], 11, 12),
+        ],
+        [(Z.STOP_REPLICA, [], 13, 13)],
+        [(Z.LEADER_AND_ISR, [(("t", 0), 4)], 14, 14)],
     ]
