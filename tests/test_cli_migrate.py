@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, cluster, log_replay, run_cli
 
 from cli.main import run
-from migrator.migration.admin import Inbox
+from migrator.migration.admin import follower_pid
 from zk_fixtures.server import free_port
 
 COMMANDS = ["migrate", "plan", "status", "finalize", "rollback", "admin"]
@@ -104,7 +104,7 @@ def test_follower_serves_admin_and_refuses_a_second_writer(
         )
         try:
             deadline = time.monotonic() + 60
-            while Inbox(log_dir).follower_pid() != follower.pid:
+            while follower_pid(log_dir) != follower.pid:
                 assert follower.poll() is None and time.monotonic() < deadline, "follower did not start"
                 time.sleep(0.05)
             r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
@@ -141,7 +141,7 @@ def test_follower_serves_admin_and_refuses_a_second_writer(
         assert follower.returncode == 0, err
         result = json.loads(out)
         assert result["changes_applied"] == 2 and result["followed_seconds"] > 0
-        assert Inbox(log_dir).follower_pid() is None
+        assert follower_pid(log_dir) is None
         # The secret and its keys show nowhere: not in replies, status, or the log's dump.
         dump = run_cli(["log", "dump", "-l", str(log_dir), "--json"])
         shown = r.stdout + r.stderr + status.stdout + out + err + dump.stdout
