@@ -94,8 +94,10 @@ def test_follower_serves_admin_and_refuses_a_second_writer(
     log_dir = tmp_path / "meta"
     where = ["-z", zk_connect, "-l", str(log_dir)]
     with cluster(zk, zk_connect) as generated:
+        port = free_port()
         follower = subprocess.Popen(
-            [*ZK2KRAFT, "migrate", "--yes", "--brokers-from-zk", "--follow", "--json", *where],
+            [*ZK2KRAFT, "migrate", "--yes", "--brokers-from-zk", "--follow", "--json", *where]
+            + ["--listen", f"127.0.0.1:{port}"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -117,12 +119,26 @@ def test_follower_serves_admin_and_refuses_a_second_writer(
             )
             r = run_cli(["rollback", "--yes", *where])
             assert r.returncode == 4 and f"pid {follower.pid}" in _one_line_error(r)
+            # The running controller gets the change over Kafka's protocol: its listener is found in
+            # the log directory's announcement, or named.
             r = run_cli(["admin", "create-topic", "via-follower", "-p", "3", "--json", *where])
             assert r.returncode == 0, r.stderr
             created = json.loads(r.stdout)
-            assert created["via"] == f"follower pid {follower.pid}" and created["records"] == 4
-            r = run_cli(["admin", "create-topic", "via-follower", *where])
-            assert r.returncode == 2 and "already exists" in _one_line_error(r)
+            assert created["path"] == "protocol" and f"127.0.0.1:{port}" in created["via"], created
+            assert "CreateTopics" in created["via"] and created["topic_id"]
+            assert sorted(zk.get_children("/brokers/topics/via-follower/partitions")) == ["0", "1", "2"]
+            r = run_cli(
+                [
+                    "admin",
+                    "create-topic",
+                    "via-follower",
+                    "--bootstrap-controller",
+                    f"127.0.0.1:{port}",
+                    *where,
+                ]
+            )
+            line = _one_line_error(r)
+            assert r.returncode == 2 and "TOPIC_ALREADY_EXISTS" in line and "already exists" in line
             secret_file = tmp_path / "pw"
             secret_file.write_text("correct horse battery staple\n")
             r = run_cli(
