@@ -73,6 +73,11 @@ def admin_many(
         try:
             client = AdminClient(endpoint, timeout)
         except ControllerUnreachable as e:
+            if not e.refused:  # a timeout, a TLS failure: something is there, never apply beside it
+                raise ControllerUnreachable(
+                    f"the controller's listener at {endpoint.describe()} ({endpoint.origin}) cannot be "
+                    f"reached: {str(e).split(': ', 1)[-1]}; nothing was applied"
+                ) from None
             unreachable = e
         else:
             with client:
