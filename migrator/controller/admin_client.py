@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode
 from migrator.controller.admin_api import build, kio_module
 from migrator.controller.admin_endpoint import Endpoint
 from migrator.controller.client import ControllerClient, ControllerUnreachable
-from migrator.errors import BadInputError, FencedError, FindingsError, ZkKraftError
+from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError, ZkKraftError
 from migrator.kraft.image import (
     ACL_OPERATIONS,
     ACL_PERMISSION_TYPES,
@@ -139,8 +139,10 @@ class AdminClient:
                 f"{text}: {where} takes no admin changes now (soft start: brokers are registering and the "
                 "copy is not committed yet, KIP-866; or it is not following in DualWriteMetadata)"
             )
-        if code == -1:  # the controller's own trouble (ZooKeeper unreachable, a refused write)
-            return FindingsError(f"{text} ({where})")
+        if code == -1:  # the controller's own trouble, e.g. ZooKeeper out of reach after the append
+            return UnreachableError(
+                f"{text} ({where}); whether it was applied shows in `zk2kraft status` and the log"
+            )
         return BadInputError(text)
 
 
