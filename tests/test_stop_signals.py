@@ -9,6 +9,7 @@ import pty
 import select
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,12 @@ from migrate_helpers import ROOT, ZK2KRAFT, assert_consistent, cluster, log_repl
 from migrator.migration.admin import follower_pid
 from migrator.zk.connection import close, connect
 from zk_fixtures.server import ZkServer, free_port
+
+QUOTA = ["admin", "set-quota", "--user", "outage", "--set", "producer_byte_rate=1024"]
+
+
+def _has_quota(log_dir: Path) -> bool:
+    return any(q.entity == {"user": "outage"} for q in log_replay(log_dir)[0].image.client_quotas)
 
 
 def _stop_line(stderr: str, signame: str) -> str:
@@ -61,7 +68,8 @@ def test_sigterm_ends_a_follower_whose_zookeeper_is_down_and_the_next_start_catc
     tmp_path: Path, serving: bool
 ) -> None:
     """`serving`: the controller protocol is up too (its session timer and write-behind sync
-    threads); its follow loop is then in ZooKeeper's retries."""
+    threads), and `zk2kraft admin` sends it a change during the outage (over the protocol, so the
+    command needs no ZooKeeper); its follow loop is then in ZooKeeper's retries."""
     server = ZkServer(tmp_path / "zk").start()
     client = connect(server.connect_string)
     log_dir = tmp_path / "meta"
@@ -86,11 +94,24 @@ def test_sigterm_ends_a_follower_whose_zookeeper_is_down_and_the_next_start_catc
                 time.sleep(0.05)
         close(client)
         server.stop()  # the outage: ZooKeeper is gone under a running follower
+        admin: list[subprocess.CompletedProcess[str]] = []
+        if serving:  # a change sent to the listener during the outage: it reaches the log, not ZooKeeper
+            worker = threading.Thread(target=lambda: admin.append(run_cli([*QUOTA, *where])), daemon=True)
+            worker.start()
+            deadline = time.monotonic() + 60
+            while not _has_quota(log_dir):
+                assert worker.is_alive() and time.monotonic() < deadline, admin and admin[0].stderr
+                time.sleep(0.1)
         time.sleep(0.5)  # let the loop run into the outage's retries
         sent = time.monotonic()
         follower.send_signal(signal.SIGTERM)
         out, err = follower.communicate(timeout=30)
         took = time.monotonic() - sent
+        if serving:
+            worker.join(timeout=60)
+            # answered exit 3 whichever came first (the sync's failure or the stop): maybe applied
+            assert admin and admin[0].returncode == 3, admin and admin[0].stderr
+            assert "whether it was applied shows in `zk2kraft status`" in admin[0].stderr
         assert follower.returncode == 0, err
         assert took < 5, f"SIGTERM took {took:.1f}s to stop the follower"
         line = _stop_line(err, "SIGTERM")
@@ -99,9 +120,13 @@ def test_sigterm_ends_a_follower_whose_zookeeper_is_down_and_the_next_start_catc
 
         server.start()  # same port and data: ZooKeeper is back
         client = connect(server.connect_string)
+        if serving:
+            assert client.exists("/config/users/outage") is None
         r = run_cli(["migrate", "--yes", "--brokers-from-zk", "--json", *where])
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["lag"] == 0
+        if serving:  # in the log before the stop: carried by the next start
+            assert client.exists("/config/users/outage") is not None
         assert_consistent(client, log_dir)
     finally:
         if follower is not None and follower.poll() is None:
