@@ -71,6 +71,7 @@ class DemoContext:
     cluster: GeneratedCluster | None = None
     brokers: BrokerSessions | None = None
     controller: commands.RunningController | None = None
+    admin_security: ClientSecurity | None = None  # how `admin` logs in to the listener (--secure)
     simulator: BrokerSimulator | None = None
     failures: list[str] = field(default_factory=list)
 
@@ -220,7 +221,7 @@ def run_migrate(ctx: DemoContext) -> None:
         session_timeout_ms=SESSION_TIMEOUT_MS,
         say=lambda line: ctx.console.print(f"  {line}"),
     )
-    ctx.controller = running
+    ctx.controller, ctx.admin_security = running, security
     service = running.service
     assert service is not None
     ctx.console.print(
@@ -368,12 +369,23 @@ def run_admin(ctx: DemoContext) -> None:
         ),
         AdminChange(kind="add-partitions", topic="demo-orders", partitions=12),
     ]
-    results = commands.admin_many(_target(ctx), changes)
+    if ctx.controller is None:
+        ctx.failures.append("admin: no controller is running")
+        return
+    # `zk2kraft admin --bootstrap-controller`: each change is a Kafka request to the listener
+    results = commands.admin_many(
+        _target(ctx), changes, bootstrap=ctx.controller.connect, security=ctx.admin_security
+    )
     for change, result in zip(changes, results, strict=True):
-        ctx.console.print(f"  {escape(change.describe())}: {escape(result.summary)}")
+        ctx.console.print(
+            f"  {escape(change.describe())}: {escape(result.summary)} [dim]via {escape(result.via)}[/dim]"
+        )
+    if any(r.path != "protocol" for r in results):
+        ctx.failures.append("admin changes did not go through the controller's listener")
     landed = commands.znode_exists(_target(ctx), "/brokers/topics/demo-orders/partitions/11/state")
     ctx.console.print(
-        "Each change was appended to the log and carried to ZooKeeper by the syncer"
+        "Each change went to the controller over Kafka's protocol, was appended to the log and carried "
+        "to ZooKeeper by the syncer before the answer"
         + (
             " — /brokers/topics/demo-orders/partitions/11/state exists, as ZK-mode brokers expect."
             if landed

@@ -34,7 +34,7 @@ from migrator import stop as stopping
     "--follow",
     is_flag=True,
     help="After reaching DualWriteMetadata keep running as the controller: sync new records, serve "
-    "`zk2kraft admin`, stop cleanly on SIGTERM/Ctrl-C.",
+    "`zk2kraft admin` and Kafka's admin clients (with --listen), stop cleanly on SIGTERM/Ctrl-C.",
 )
 @click.option(
     "--brokers-from-zk",

@@ -63,6 +63,8 @@ def test_demo_runs_and_cleans_up(tmp_path, flags, story):
     assert "every phase did what it should" in out
     assert "eligible for migration" in out
     assert "Copied " in out and "write-behind lag 0" in out
+    # the admin step is `zk2kraft admin` against the controller's listener, over Kafka's protocol
+    assert "went to the controller over Kafka's protocol" in out and "(CreateTopics v" in out
     # ZK-mode brokers learn leadership from the controller (issue 14): a fenced broker's partitions
     assert "have a new leader in the metadata cache of every one of the" in out
     for line in story:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from migrator.commands.target_arg import takes_target
+from migrator.controller.client_security import ClientSecurity
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
@@ -144,9 +145,19 @@ def rollback(
 
 
 @takes_target(log_dir_positional=True)
-def admin(target: Target, change: AdminChange, *, timeout: float = 60.0) -> AdminResult:
-    """One change in DualWriteMetadata: to a running `migrate --follow`, or appended and synced here."""
-    return driver.admin(driver_options(target), change, timeout=timeout)
+def admin(
+    target: Target,
+    change: AdminChange,
+    *,
+    timeout: float = 60.0,
+    bootstrap: str | None = None,
+    security: ClientSecurity | None = None,
+) -> AdminResult:
+    """One change in DualWriteMetadata: over Kafka's protocol to the running controller (`bootstrap`,
+    default from `--config` or the follower's announcement), or appended and synced here."""
+    return driver.admin(
+        driver_options(target), change, timeout=timeout, bootstrap=bootstrap, security=security
+    )
 
 
 @takes_target(log_dir_positional=True)
@@ -156,9 +167,18 @@ def admin_many(
     *,
     timeout: float = 60.0,
     on_result: Callable[[AdminResult], None] | None = None,
+    bootstrap: str | None = None,
+    security: ClientSecurity | None = None,
 ) -> list[AdminResult]:
-    """Changes in order, each appended and synced before the next; the first refused one raises."""
-    return driver.admin_many(driver_options(target), changes, timeout=timeout, on_result=on_result)
+    """Changes in order, each durable before the next; the first refused one raises."""
+    return driver.admin_many(
+        driver_options(target),
+        changes,
+        timeout=timeout,
+        on_result=on_result,
+        bootstrap=bootstrap,
+        security=security,
+    )
 
 
 @takes_target(log_dir_positional=True)

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from migrator.errors import BadInputError
+from migrator.errors import BadInputError, FindingsError
 from migrator.kraft import dirfiles
 from migrator.kraft.image import (
     ACL_OPERATIONS,
@@ -40,7 +40,16 @@ from migrator.migration.admin.rules import (
 from migrator.migration.admin.scram import SCRAM_HASH, ScramSpec, check_scram
 from migrator.model import Acl, ClusterImage
 
-__all__ = ["BIG_CHANGE_RECORDS", "AclSpec", "AdminChange", "Kind", "Planned", "plan_change"]
+__all__ = [
+    "BIG_CHANGE_RECORDS",
+    "AclSpec",
+    "AdminChange",
+    "AdminReply",
+    "Kind",
+    "Planned",
+    "plan_change",
+    "refused_state",
+]
 
 Kind = Literal[
     "create-topic",
@@ -110,6 +119,26 @@ class AdminChange(BaseModel):
         if self.scram is not None:
             return f"{k} {self.scram.user} {self.scram.mechanism}"
         return k
+
+
+class AdminReply(BaseModel):
+    """What applying a change did: what it appended and synced, or the refusal and its exit code."""
+
+    ok: bool
+    exit_code: int = 0
+    message: str = ""
+    first_offset: int | None = None
+    last_offset: int | None = None
+    records: int = 0
+    migration_offset: int | None = None  # what /migration covers after the sync
+    topic_id: str | None = None
+    follower_pid: int | None = None
+
+
+def refused_state(state_name: str) -> FindingsError:
+    return FindingsError(
+        f"admin changes go through the log only in DualWriteMetadata; the migration is in {state_name}"
+    )
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Following: the run stays the controller, serving admin changes and syncing until SIGTERM/SIGINT.
+"""Following: the run stays the controller, serving admin changes (the listener's admin APIs, which
+`zk2kraft admin` speaks too) and syncing until SIGTERM/SIGINT.
 
 A lost ZooKeeper is retried with backoff (the syncer resumes from /migration); being fenced by a
 newer controller ends the loop with FencedError. With a protocol service, its lock orders the admin
@@ -12,14 +13,14 @@ import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
 
-from migrator import stop as stopping
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, record
 from migrator.migration import health
-from migrator.migration.admin import BIG_CHANGE_RECORDS, AdminChange, AdminReply, Inbox, plan_change, reply_of
+from migrator.migration.admin import BIG_CHANGE_RECORDS, AdminChange, AdminReply, plan_change
+from migrator.migration.admin import follower as follower_file
 from migrator.migration.facts import Facts, gather_zk
 from migrator.migration.faults import crash_point
 from migrator.migration.steps.claim import GuardedSyncer
@@ -63,8 +64,8 @@ class Controller:
         return self.builder.image
 
     def apply(self, change: AdminChange, after_append: str, validate_only: bool = False) -> AdminReply:
-        """Validate, append, sync: the one way an admin change enters the migration (the inbox's and
-        the protocol's, `controller.admin_api`). `validate_only`: validate and stop there."""
+        """Validate, append, sync: the one way an admin change enters the migration (the protocol's,
+        `controller.admin_api`, and `zk2kraft admin`'s direct path). `validate_only`: validate and stop there."""
         needs_brokers = change.kind in ("create-topic", "add-partitions", "alter-broker-config")
         if self.service is not None and change.kind != "alter-broker-config":
             # The live ZooKeeper brokers (ids refreshed by the follow loop) and unfenced KRaft brokers,
@@ -112,7 +113,7 @@ class Controller:
 
 
 def follow(run: Run) -> None:
-    """Keep running as the controller: serve the admin inbox, sync what the log holds, until stopped."""
+    """Keep running as the controller: serve the admin APIs, sync what the log holds, until stopped."""
     log, syncer, opts, result = run.log, run.syncer, run.opts, run.result
     assert log is not None and syncer is not None and result.claim is not None
     service = run.runtime.service if run.runtime is not None else None
@@ -130,17 +131,28 @@ def follow(run: Run) -> None:
 
     if opts.metrics is not None:
         opts.metrics.track_lag(syncer.lag)  # read at each scrape, so a sync stuck on ZooKeeper shows
-    inbox = Inbox(opts.log_dir)
-    inbox.announce()
     if service is not None:
 
         def admin(change: AdminChange, validate_only: bool) -> AdminReply:
-            with exclusive():
-                reply = ctl.apply(change, "follow.appended", validate_only)
-                result.changes_applied += 0 if reply.records == 0 else 1
+            try:
+                with exclusive():
+                    reply = ctl.apply(change, "follow.appended", validate_only)
+                    result.changes_applied += 0 if reply.records == 0 else 1
+            except (BadInputError, FindingsError) as e:
+                if not validate_only:
+                    opts.note(
+                        health.admin_line(
+                            change.describe(), AdminReply(ok=False, exit_code=e.exit_code, message=str(e))
+                        )
+                    )
+                raise
+            if not validate_only:
+                opts.note(health.admin_line(change.describe(), reply))
             return reply
 
         service.admin = admin  # the protocol's admin APIs, until this loop ends
+    # once the admin APIs are served: `zk2kraft admin` finds the listener here
+    follower_file.announce(opts.log_dir, served_listeners(run.runtime.server if run.runtime else None))
     started = time.perf_counter()
     delay = poll_interval
     ids_read = time.monotonic()
@@ -153,30 +165,6 @@ def follow(run: Run) -> None:
                     "the controller was fenced by a newer one while serving brokers"
                 )
             try:
-                for path in inbox.pending():
-                    rid, change, error = inbox.take(path)
-                    if change is None:
-                        if error != "withdrawn":
-                            inbox.answer(rid, AdminReply(ok=False, exit_code=2, message=error))
-                        continue
-                    try:
-                        with exclusive():
-                            reply = ctl.apply(change, "follow.appended")
-                        result.changes_applied += 0 if reply.records == 0 else 1
-                    except FencedError:
-                        inbox.answer(
-                            rid, reply_of(FencedError("the follower was fenced by a newer controller"))
-                        )
-                        raise
-                    except (
-                        stopping.Stopped
-                    ) as e:  # the change may be in the log: ZooKeeper gets it next start
-                        inbox.answer(rid, reply_of(UnreachableError(f"the follower was {e}")))
-                        raise
-                    except (BadInputError, FindingsError) as e:
-                        reply = reply_of(e)
-                    inbox.answer(rid, reply)
-                    opts.note(health.admin_line(change.describe(), reply))
                 with exclusive():
                     if syncer.lag() > 0:
                         syncer.sync()
@@ -201,5 +189,16 @@ def follow(run: Run) -> None:
     finally:
         if service is not None:
             service.admin = None
-        inbox.retire()
+        follower_file.retire(opts.log_dir)
         result.followed_seconds = round(time.perf_counter() - started, 3)
+
+
+def served_listeners(server: object | None) -> list[tuple[str, str, str, int]]:
+    """(name, protocol, host, port) of each listener this controller serves, for `zk2kraft admin`."""
+    if server is None:
+        return []
+    many = getattr(server, "servers", None)
+    if many is not None:  # a Kafka `listeners` value, each with its security
+        return [(s.security.name, s.security.protocol, *s.address[:2]) for s in many]
+    host, port = server.address  # type: ignore[attr-defined]
+    return [] if port == 0 else [("CONTROLLER", "PLAINTEXT", host, port)]
