@@ -151,7 +151,11 @@ def read_zk_tree_image(
     client: KazooClient, progress: Callable[[int], None] | None = None
 ) -> tuple[LayoutResult, int, bool, ZkTree]:
     """`read_zk_image` and the tree it decoded, so the first sync reconciles from the same read."""
-    tree = read_tree(client, progress=progress)
+    return tree_image(read_tree(client, progress=progress))
+
+
+def tree_image(tree: ZkTree) -> tuple[LayoutResult, int, bool, ZkTree]:
+    """A tree read earlier decoded strictly, as `read_zk_tree_image` decodes a fresh one."""
     layout = image_from_tree(tree, strict=True)
     zxid = tree.read_zxid if tree.consistent else tree.max_zxid
     return layout, zxid, tree.consistent, tree

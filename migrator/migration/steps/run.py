@@ -25,7 +25,7 @@ from migrator.kraft.log import MetadataLog
 from migrator.metrics import MigrationMetrics
 from migrator.migration.facts import Facts, gather
 from migrator.model import MigrationZnode
-from migrator.zk.migration_client import Claim, MigrationClient, ZkSecurity, ZkTree
+from migrator.zk.migration_client import Claim, MigrationClient, OwnWrites, ZkSecurity, ZkTree
 from state_machine import (
     GuardFacts,
     KafkaMigrationCode,
@@ -100,6 +100,7 @@ class MigrateOptions:
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None
     recopy: bool = False
+    reconcile: bool = False  # --reconcile: a full reconcile from a fresh read once synced
 
 
 @contextmanager
@@ -128,6 +129,9 @@ class Run:
     claim: Claim | None = None
     migration: MigrationZnode | None = None
     tree: ZkTree | None = None  # the copy's consistent read, reused by the first sync
+    # the pre-flight's read and this session's writes since: the copy reuses it if nothing else changed
+    preflight_tree: ZkTree | None = None
+    own_writes: OwnWrites | None = None
     copied: bool = False
     synced: bool = False
     dark_started: float | None = None
