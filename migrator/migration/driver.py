@@ -227,7 +227,10 @@ def _record(run: Run, facts: Facts) -> None:
 def _serve_and_follow(run: Run, started: float) -> None:
     """At the goal: serve the protocol in full (with --listen), report, and follow (with --follow)."""
     opts, result = run.opts, run.result
-    facts = run.regather()
+    # A one-shot `migrate` reuses the first sync's image (the syncer took the log's over) instead of
+    # replaying the whole log once more; a controller that goes on serving replays its own.
+    one_shot = run.syncer is not None and not run.migrate.follow and run.migrate.listen is None
+    facts = run.regather(run.syncer.replay_at_log_end() if one_shot and run.syncer is not None else None)
     if run.migrate.listen is not None:
         serve(run)
     result.state_after = public(facts.derived.state)

@@ -92,8 +92,10 @@ def claim_and_copy(run: Run) -> None:
         f"copied {manifest.records} records ({manifest.topics} topics, {manifest.partitions} partitions) in "
         f"{manifest.batches} batches, offsets {manifest.first_offset}-{manifest.last_offset}"
     )
-    run.regather()
+    del layout, reused  # the decoded image goes before the log's replay is built (1.6 GB at 1M partitions)
     run.tree = tree if consistent else None
+    del tree
+    run.regather()
     run.copied = True
 
 

@@ -98,7 +98,13 @@ def first_sync(run: Run) -> None:
     log_binding.record_claim(run.client, claim, log_binding.identity_of(log, run.facts, claim.kraft_epoch))
     run.syncer = s = syncer(run.client, log, claim, migration, run.facts)
     s.metrics = run.opts.metrics
-    repairs = s.reconcile(run.replay(), run.tree)
+    # The syncer takes the log's image over instead of copying a whole cluster (the client's biggest
+    # object, twice); the log forgets it, and the facts are gathered again before anyone reads them.
+    replay = run.replay()
+    log.forget_image()
+    tree, run.tree = run.tree, None
+    repairs = s.reconcile(replay, tree, take=True)
+    del replay, tree
     crash_point("sync.after-reconcile")
     result.repairs = [jsonable(r) for r in repairs]
     run.timings["reconcile"] = round(time.perf_counter() - t0, 3)

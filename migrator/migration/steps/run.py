@@ -154,8 +154,8 @@ class Run:
     def note(self, text: str) -> None:
         self.opts.note(text)
 
-    def regather(self) -> Facts:
-        self.facts = gather(self.zk.zk, self.opts.log_dir, self.log)
+    def regather(self, replay: ReplayResult | None = None) -> Facts:
+        self.facts = gather(self.zk.zk, self.opts.log_dir, self.log, replay)
         return self.facts
 
     def guards(self, *, confirmed: bool | None = None) -> GuardFacts:
