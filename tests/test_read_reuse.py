@@ -93,7 +93,9 @@ def test_migrate_reuses_the_preflight_read_when_nothing_changed(
     log_dir = tmp_path / "meta"
     with cluster(zk, zk_connect):
         result = commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
-        assert any(a.startswith("reused the pre-flight read") for a in result.actions), result.actions
+        assert any(
+            a.startswith("reused the pre-flight read of ZooKeeper and its decode") for a in result.actions
+        ), result.actions
         assert result.manifest is not None and result.manifest.zk_consistent
         assert_consistent(zk, log_dir)
 

@@ -37,7 +37,7 @@ from migrator.kraft.retention import purge_aborted
 from migrator.kraft.schema import SCHEMAS
 from migrator.migration.faults import crash_point
 from migrator.model import ClusterImage
-from migrator.zk.migration_client import LayoutResult, ZkTree, image_from_tree, read_tree
+from migrator.zk.migration_client import LayoutResult, ZkTree, image_from_tree, read_tree, with_control_from
 from state_machine import KafkaMigrationCode
 
 __all__ = [
@@ -157,9 +157,10 @@ def read_zk_tree_image(
     return tree_image(read_tree(client, progress=progress))
 
 
-def tree_image(tree: ZkTree) -> tuple[LayoutResult, int, bool, ZkTree]:
-    """A tree read earlier decoded strictly, as `read_zk_tree_image` decodes a fresh one."""
-    layout = image_from_tree(tree, strict=True)
+def tree_image(tree: ZkTree, decoded: LayoutResult | None = None) -> tuple[LayoutResult, int, bool, ZkTree]:
+    """A tree read earlier decoded strictly, as `read_zk_tree_image` decodes a fresh one; `decoded`: its
+    image decoded already (without problems) before only its control znodes changed."""
+    layout = image_from_tree(tree, strict=True) if decoded is None else with_control_from(decoded, tree)
     zxid = tree.read_zxid if tree.consistent else tree.max_zxid
     return layout, zxid, tree.consistent, tree
 

@@ -26,7 +26,7 @@ from migrator.zk import codec, layout
 from migrator.zk import paths as P
 from migrator.zk.connection import ZkSecurity, close, connect, permission_denied
 from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, OversizedWriteError, ZkOp
-from migrator.zk.layout import LayoutResult, image_from_tree
+from migrator.zk.layout import LayoutResult, image_from_tree, with_control_from
 from migrator.zk.leadership import (
     Claim,
     claim_controller,
@@ -60,6 +60,7 @@ __all__ = [
     "read_migration",
     "read_tree",
     "retry_transient",
+    "with_control_from",
 ]
 
 

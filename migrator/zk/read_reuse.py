@@ -73,6 +73,7 @@ class OwnWrites:
     def __init__(self, client: KazooClient) -> None:
         self.client = client
         self.writes: list[tuple[int, tuple[str, ...]]] = []
+        self.patched: list[str] = []  # the paths `refresh` read again into the tree
         self._lock = threading.Lock()
         self._call: Any = None
 
@@ -156,6 +157,7 @@ def refresh(
         )
     if ops:
         _patch(tree, paths, reply.results)
+    own.patched = paths
     tree.read_zxid = zc
     return None
 

@@ -37,6 +37,7 @@ def _ask(run: Run) -> None:
     # From here every write of this session is recorded: the copy reuses this read if ZooKeeper saw
     # nothing else before the claim (zk.read_reuse), and reads again otherwise.
     run.preflight_tree = tree
+    run.preflight_layout = layout if not layout.problems else None  # else the copy's strict decode names them
     run.own_writes = run.zk.record_own_writes()
     findings = checks.sort_findings(checks.check_zk_view(layout.image, layout.control, tree, layout.problems))
     run.blockers = tuple(

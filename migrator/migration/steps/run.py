@@ -25,7 +25,14 @@ from migrator.kraft.log import MetadataLog
 from migrator.metrics import MigrationMetrics
 from migrator.migration.facts import Facts, gather
 from migrator.model import MigrationZnode
-from migrator.zk.migration_client import Claim, MigrationClient, OwnWrites, ZkSecurity, ZkTree
+from migrator.zk.migration_client import (
+    Claim,
+    LayoutResult,
+    MigrationClient,
+    OwnWrites,
+    ZkSecurity,
+    ZkTree,
+)
 from state_machine import (
     GuardFacts,
     KafkaMigrationCode,
@@ -131,6 +138,7 @@ class Run:
     tree: ZkTree | None = None  # the copy's consistent read, reused by the first sync
     # the pre-flight's read and this session's writes since: the copy reuses it if nothing else changed
     preflight_tree: ZkTree | None = None
+    preflight_layout: LayoutResult | None = None  # its decode, reused when only control znodes changed
     own_writes: OwnWrites | None = None
     copied: bool = False
     synced: bool = False
