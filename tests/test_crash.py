@@ -113,6 +113,7 @@ FIRST_RUN = [
     "claim.before",
     "claim.after",
     "claim.migration-written",
+    "copy.read-reused",
     "copy.bootstrap-written",
     "copy.after-begin",
     "copy.batch:1",

@@ -88,6 +88,7 @@ def migrate(
     metrics: MigrationMetrics | None = None,
     on_metrics: Callable[[str, int], None] | None = None,
     recopy: bool = False,
+    reconcile: bool = False,
 ) -> MigrateResult:
     """Run the migration from wherever it is to DualWriteMetadata; with `follow`, stay the controller
     until `stop` is set. With the Target's `listen` (HOST:PORT) the controller protocol is served there:
@@ -95,7 +96,7 @@ def migrate(
     and talk to the controller after it. With its `metrics_listen` (and no `metrics` given) Prometheus
     gauges are served there while this runs (`on_metrics` is told where). Refusals raise RefusedError
     (1), bad input 2, unreachable 3, fenced/locked 4; brokers that never registered raise
-    BrokersNotReadyError (1)."""
+    BrokersNotReadyError (1). `reconcile`: a full reconcile from a fresh read of ZooKeeper too."""
     with _metrics(target, metrics, on_metrics) as gauges:
         return driver.migrate(
             driver_options(target, say, gauges),
@@ -110,6 +111,7 @@ def migrate(
             session_timeout_ms=session_timeout_ms,
             on_listen=on_listen,
             recopy=recopy,
+            reconcile=reconcile,
         )
 
 

@@ -36,6 +36,8 @@ POINTS: dict[str, str] = {
     "claim.after": "the claim multi landed (/controller_epoch bumped, /controller ours); /migration not written",
     "claim.migration-written": "/migration was rewritten under the new claim; the log is unchanged",
     # copy
+    "copy.read-reused": "the claim is written and the pre-flight read proved current (only this run's "
+    "writes since); the log holds no copy yet",
     "copy.bootstrap-written": "a fresh log holds its bootstrap records (metadata.version, PRE_MIGRATION)",
     "copy.abort-written": "an interrupted copy was closed with AbortTransactionRecord; not redone yet",
     "copy.after-begin": "BeginTransactionRecord is durable; no data record yet",

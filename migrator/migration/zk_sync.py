@@ -182,6 +182,15 @@ class ZkSyncer:
         """The image at the offset ZooKeeper covers (None before the first reconcile)."""
         return None if self._builder is None else self._builder.image
 
+    def replay_at_log_end(self) -> ReplayResult | None:
+        """The syncer's image as the replay of the whole log, when it has read every record and holds no
+        open transaction (what `MetadataLog.load_image` would build again); else None. Live: it moves
+        with the next sync, so only a caller that syncs no more may keep it."""
+        with self._lock:
+            if self._builder is None or self._txn is not None or self._next_read < self.log.end_offset:
+                return None
+            return self._builder.finish()
+
     @property
     def migration(self) -> MigrationZnode:
         return self.writer.migration
@@ -230,11 +239,11 @@ class ZkSyncer:
             if t.topic_id is not None
         }
 
-    def _adopt(self, result: ReplayResult) -> None:
+    def _adopt(self, result: ReplayResult, take: bool = False) -> None:
         if result.open_transaction is not None:
             raise ValueError("reconcile needs an image without an open transaction (pass None to load it)")
         self._reset()
-        self._builder = ImageBuilder(result)
+        self._builder = ImageBuilder(result, copy=not take)
         image = self._builder.image
         self._topic_ids = {
             kafka_to_uuid(t.topic_id): n for n, t in image.topics.items() if t.topic_id is not None
@@ -463,26 +472,29 @@ class ZkSyncer:
 
     # -- reconcile --------------------------------------------------------------------------------
 
-    def reconcile(self, image: ReplayResult | None = None, tree: ZkTree | None = None) -> list[Repair]:
+    def reconcile(
+        self, image: ReplayResult | None = None, tree: ZkTree | None = None, *, take: bool = False
+    ) -> list[Repair]:
         """Make ZooKeeper match the image (default: the log's committed end) and list each repair.
 
         Reads every Kafka znode with the bulk reader (or uses `tree`), writes the differences at the
         owned paths as fenced multis with notifications, and sets /migration to the image's offset.
         Drift of every kind is repaired: missing or extra topics and partitions, changed partition
         states, configs, quotas, SCRAM credentials, ACLs, tokens, the producer id block, and pending
-        deletions left in /admin/delete_topics.
+        deletions left in /admin/delete_topics. `take`: the syncer takes `image` (and `tree`) over
+        instead of copying it (its giver never uses them again).
         """
         with without_gc():  # whole-cluster images and diffs: see migrator.bulk
-            return self._reconcile(image, tree)
+            return self._reconcile(image, tree, take)
 
-    def _reconcile(self, image: ReplayResult | None, tree: ZkTree | None) -> list[Repair]:
+    def _reconcile(self, image: ReplayResult | None, tree: ZkTree | None, take: bool = False) -> list[Repair]:
         with self._lock:
             started = time.perf_counter()
             try:
                 if image is None:
                     self._load()
                 else:
-                    self._adopt(image)
+                    self._adopt(image, take)
                 assert self._builder is not None
                 offset, epoch = self._covered
                 # What /migration says now (a write that stopped with multis in flight may have
@@ -497,6 +509,9 @@ class ZkSyncer:
                 if tree is None:
                     tree = read_tree(self.client)
                 actual = {p: n.data for p, n in tree.nodes.items() if owned(p) or structural(p)}
+                if take:  # the caller gave the tree away too: its znodes go before the image's are built
+                    tree.nodes.clear()
+                    tree.children.clear()
                 cache = ZkCache.of(actual)
                 want: dict[str, bytes | None] = {
                     p: d
