@@ -245,6 +245,29 @@ def test_a_takeover_reconcile_brings_state_versions_up_to_the_partition_epoch(mi
     assert ZkSyncer(zk, migrated.log, migrated.writer).reconcile() == []
 
 
+def test_state_versions_are_counted_when_the_first_sync_takes_the_tree(migrated: Migrated) -> None:
+    """migrate's first sync hands its one read over (`take=True`) and the tree is emptied early: the
+    versions must have been taken from it first, or coalesced changes leave them behind again."""
+    zk = migrated.zk
+    migrated.syncer.reconcile(None, read_tree(zk), take=True)
+    image = migrated.syncer.image
+    assert image is not None
+    name = sorted(image.topics)[0]
+    part = image.topics[name].partitions[0]
+    epoch = part.partition_epoch
+    state = P.partition_state_path(name, 0)
+    other = next(b for b in part.isr if b != part.leader)
+    tid = migrated.topic_id(name)
+    migrated.append(
+        record("PartitionChangeRecord", PartitionId=0, TopicId=tid, Leader=other),
+        record("PartitionChangeRecord", PartitionId=0, TopicId=tid, Isr=[other]),
+    )
+    migrated.syncer.sync()
+    synced = migrated.syncer.image
+    assert synced is not None
+    assert zk.exists(state).version == synced.topics[name].partitions[0].partition_epoch == epoch + 2
+
+
 def test_reconcile_repairs_every_kind_of_drift(migrated: Migrated) -> None:
     zk = migrated.zk
     syncer = migrated.syncer

@@ -509,6 +509,7 @@ class ZkSyncer:
                 if tree is None:
                     tree = read_tree(self.client)
                 actual = {p: n.data for p, n in tree.nodes.items() if owned(p) or structural(p)}
+                versions = {p: n.version for p, n in tree.nodes.items() if _is_state_path(p)}
                 if take:  # the caller gave the tree away too: its znodes go before the image's are built
                     tree.nodes.clear()
                     tree.children.clear()
@@ -524,7 +525,7 @@ class ZkSyncer:
                 ops, changes = plan(want, cache)
                 cache.apply(ops)
                 self._cache = cache
-                self._state_versions = {p: n.version for p, n in tree.nodes.items() if _is_state_path(p)}
+                self._state_versions = versions
                 _count_versions(self._state_versions, ops)
                 image_topics = self._builder.image.topics
                 behind = self._align_epochs(
