@@ -29,6 +29,9 @@ Starts its own ZooKeeper (zk_fixtures.server), writes a generated ZK-mode cluste
    in alternating rounds on each (``--rounds``); medians are compared.
 4. New SASL_SSL connections per second: TCP, TLS handshake, ApiVersions, SCRAM-SHA-512 (4096
    iterations), one at a time from one child process.
+
+With ``--observers N`` (issue 15), after 1: rounds of the same AlterPartition load without and with N
+Raft observers (bench/raft_fetch.py's, in a child process) long-polling the controller's metadata log.
 """
 
 from __future__ import annotations
@@ -398,6 +401,40 @@ def _leaders(image: Any) -> dict[int, list[tuple[Any, ...]]]:
     return out
 
 
+def _observed_rounds(
+    drivers: Drivers, address: tuple[str, int], args: Any, service: Any
+) -> list[tuple[AlterRun, AlterRun]]:
+    """Issue 15: dual-write on, rounds without and with ``--observers`` Raft observers (a child process
+    of bench/raft_fetch.py) long-polling the metadata log, alternating so the machine's load hits both."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from raft_fetch import attached_observers
+
+    out = []
+    for _ in range(args.rounds):
+        bare = _run_alter(drivers, "dual-write on, no observers", address, args.batch, args.seconds)
+        bare.extra = _flush(service)
+        with attached_observers(address, args.observers, args.observers_nice) as obs:
+            att = _run_alter(
+                drivers, f"dual-write on, {args.observers} observers", address, args.batch, args.seconds
+            )
+        att.extra = f", {obs.fetches} observer fetches" + _flush(service)
+        out.append((bare, att))
+    return out
+
+
+def _print_observed(observed: list[tuple[AlterRun, AlterRun]], n: int) -> None:
+    if not observed:
+        return
+    print(f"AlterPartition with {n} Raft observers long-polling the log (issue 15), alternating rounds:")
+    for bare, att in observed:
+        print(bare.line())
+        print(att.line())
+    ratios = sorted(att.rate / bare.rate for bare, att in observed)
+    print(
+        f"  with / without observers, per round {[round(r, 2) for r in ratios]}, median {ratios[len(ratios) // 2]:.2f}"
+    )
+
+
 def main() -> None:  # noqa: PLR0915 - one run, in order
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--brokers", type=int, default=100)
@@ -413,6 +450,10 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
     ap.add_argument(
         "--batched", type=int, default=50, help="topics a request in the second CreateTopics run (0: skip)"
     )
+    ap.add_argument(
+        "--observers", type=int, default=0, help="also: AlterPartition with N Raft observers long-polling"
+    )
+    ap.add_argument("--observers-nice", type=int, default=0, help="the observers' process niceness")
     args = ap.parse_args()
 
     from kazoo.client import KazooClient
@@ -515,6 +556,7 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
         # 1. dual-write on, the controller as it runs (propagating every change to ZK-mode brokers)
         on = _run_alter(drivers, "dual-write on, PLAINTEXT", running.address, args.batch, args.seconds)
         on.extra = _flush(service)
+        observed = _observed_rounds(drivers, running.address, args, service) if args.observers else []
 
         # 2. CreateTopics, one client
         names = [f"bench-new-{i:05d}" for i in range(args.create)]
@@ -620,6 +662,7 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
             f"  dual-write on / off {on.rate / off.rate:.2f}; SASL_SSL + ACLs / PLAINTEXT {sec.rate / off.rate:.2f}"
         )
         print(f"new SASL_SSL/SCRAM-SHA-512 connections: {conns:.1f} /s")
+        _print_observed(observed, args.observers)
         print(f"CreateTopics v7, one client, {args.per_request} topic(s) a request, RF 3, dual-write on:")
         print(f"  with ZK-broker propagation     {create}")
         if create_batched:

@@ -5,9 +5,11 @@
 
 Starts its own ZooKeeper (zk_fixtures.server.ZkServer) in a temporary directory, writes a Kafka cluster
 with zk_fixtures.generator.load_cluster and registers its brokers (live sessions), then runs
-`zk2kraft migrate --json` in its own process (its peak RSS is the client's): pre-flight check, claim, copy, first
-sync. It prints the claim + copy time the target is about and its phases (ZooKeeper read, record
-build, encode, append), then the rest of the run (pre-flight, reconcile, sync).
+`zk2kraft migrate --json` in its own process (its peak RSS is the client's, from wait4): pre-flight
+check, claim, copy, first sync. Then, in the same run after a `rollback`, the baseline: the same
+command with the pre-flight read never reused (the copy reads ZooKeeper again after the claim). One
+table gives both side by side: the whole command, the dark window (claim -> DualWriteMetadata), the
+client's peak RSS and every phase, with the ratio baseline / ours.
 
 Side by side in the same run, on the same records: the append as zk2kraft does it (batches of 10,000
 records, one fsync each, as the QuorumController cuts them) and as Kafka's migration driver commits
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import signal
 import statistics
 import subprocess
@@ -61,12 +62,95 @@ def append_in(log_dir: Path, cluster_id: str, records: list, per_commit: int) ->
         return time.perf_counter() - t0, commits + 1
 
 
+# The baseline's one difference: the copy never reuses the pre-flight read and reads ZooKeeper again.
+REREAD = (
+    "import migrator.zk.migration_client as m; "
+    "m.MigrationClient.refresh = lambda self, tree, own: (own.stop(), 'bench baseline: not reused')[1]"
+)
+VARIANTS = [("one read", None), ("re-read (baseline)", REREAD)]
+# A loaded 2-core machine starves the sessions' pings while 2M znodes are parsed: the server's maximum
+# (20 ticks of 2 s) keeps them alive
+ZK_TIMEOUT = ["--zk-timeout", "40"]
+
+
+def migrate_in_process(zk: str, log_dir: Path, patch: str | None) -> tuple[results.MigrateResult, float]:
+    """`zk2kraft migrate --json` in a process of its own; (its result, its peak RSS in GB)."""
+    code = (patch + "; " if patch else "") + "from cli.main import entry; entry()"
+    args = ["migrate", "--yes", "--brokers-from-zk", "-z", zk, "-l", str(log_dir), "--json", *ZK_TIMEOUT]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=out, stderr=err, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(
+                f"migrate failed (exit {proc.returncode}): {err.read().decode().strip()[-2000:]}"
+            )
+        result = results.MigrateResult.model_validate_json(out.read())
+    assert result.state_after == "DualWriteMetadata" and result.manifest is not None
+    return result, usage.ru_maxrss / 1024 / 1024
+
+
+def rollback(zk: str, log_dir: Path) -> bool:
+    run = subprocess.run(
+        [sys.executable, "-c", "from cli.main import entry; entry()", "rollback", "--yes", "-z", zk, "-l", str(log_dir), *ZK_TIMEOUT],
+        capture_output=True, text=True, cwd=ROOT, check=False,
+    )  # fmt: skip
+    if run.returncode != 0:
+        print(f"rollback failed (exit {run.returncode}), no baseline this run: {run.stderr.strip()[-600:]}")
+    return run.returncode == 0
+
+
+def phases(result: results.MigrateResult) -> list[tuple[str, float]]:
+    """The run's phases in order, and "other": what no phase accounts for (facts between phases)."""
+    t, m = result.timings, result.manifest
+    assert m is not None
+    rows = [
+        ("pre-flight (read + checks)", t.get("preflight", 0.0)),
+        ("claim", t["claim"]),
+        ("copy: read again, or reuse check; decode", m.read_seconds),
+        ("copy: build records", m.build_seconds),
+        ("copy: append (thread, overlaps build)", m.append_seconds),
+        ("first sync: reconcile", t.get("reconcile", 0.0)),
+        ("first sync: records", t.get("sync", 0.0)),
+    ]
+    # the append runs on its own thread while records are built: the copy's wall time counts once
+    accounted = sum(v for n, v in rows if not n.startswith("copy:")) + t.get("copy", m.duration_seconds)
+    return [*rows, ("other", t["total"] - accounted)]
+
+
+def print_phases(runs: list[tuple[str, results.MigrateResult, float]]) -> None:
+    """One table: each variant's whole command, dark window, peak RSS and phases; baseline / ours."""
+    width = 42
+    print(
+        f"  {'':<{width}} "
+        + " ".join(f"{n:>19}" for n, _, _ in runs)
+        + f" {'baseline/ours':>14}"[: 15 * (len(runs) > 1)]
+    )
+    table = [
+        ("whole `migrate` (s)", [r.timings["total"] for _, r, _ in runs]),
+        ("dark window (s)", [r.timings["dark_window"] for _, r, _ in runs]),
+        ("client peak RSS (GB)", [rss for _, _, rss in runs]),
+    ]
+    per_run = [phases(r) for _, r, _ in runs]
+    table += [(name, [p[i][1] for p in per_run]) for i, (name, _) in enumerate(per_run[0])]
+    for name, values in table:
+        ratio = f"{values[-1] / values[0]:.2f}x" if values[0] > 0.005 and len(values) > 1 else "-"
+        print(f"  {name:<{width}} " + " ".join(f"{v:>19.2f}" for v in values) + f" {ratio:>14}")
+
+
 def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # so the finally below stops the server
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=200_000)
     parser.add_argument("--per-topic", type=int, default=100, help="partitions per topic")
     parser.add_argument("--runs", type=int, default=3, help="runs of the side-by-side append")
+    parser.add_argument(
+        "--baseline-first",
+        action="store_true",
+        help="run the baseline first (the first run after loading meets a busier ZooKeeper: swap to see it)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="zk2kraft-bench-") as tmp:
@@ -90,72 +174,47 @@ def main() -> None:
                 f"in {time.perf_counter() - t0:.1f}s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus"
             )
             sessions = BrokerSessions(server.connect_string, generated.image, generated.control).start()
+            runs: list[tuple[str, results.MigrateResult, float]] = []
             try:
-                log_dir = Path(tmp) / "meta"
                 # The command as operators run it, in its own process: its peak RSS is the client's alone
-                # (this process also holds the generator's image of the cluster).
-                run = subprocess.run(
-                    [sys.executable, "-c", "from cli.main import entry; entry()", "migrate", "--yes",
-                     "--brokers-from-zk", "-z", server.connect_string, "-l", str(log_dir), "--json"],
-                    capture_output=True, text=True, cwd=ROOT, check=False,
-                )  # fmt: skip
-                if run.returncode != 0:
-                    raise SystemExit(f"migrate failed (exit {run.returncode}): {run.stderr.strip()}")
-                result = results.MigrateResult.model_validate_json(run.stdout)
-                client_rss_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 / 1024
+                # (this process also holds the generator's image of the cluster). Then the baseline in
+                # the same run: the same command with the pre-flight read never reused (the copy reads
+                # ZooKeeper again after the claim), after a rollback gives ZooKeeper back.
+                variants = VARIANTS[::-1] if args.baseline_first else VARIANTS
+                for i, (name, patch) in enumerate(variants):
+                    log_dir = Path(tmp) / f"meta-{i}"
+                    result, rss_gb = migrate_in_process(server.connect_string, log_dir, patch)
+                    runs.append((name, result, rss_gb))
+                    print(
+                        f"{name}: whole {result.timings['total']:.2f}s, dark window "
+                        f"{result.timings['dark_window']:.2f}s, peak RSS {rss_gb:.2f} GB; load average "
+                        f"{os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
+                    print_phases(runs[-1:])
+                    if i < len(variants) - 1 and not rollback(server.connect_string, log_dir):
+                        break
             finally:
                 sessions.close()
-            m = result.manifest
-            assert m is not None and result.state_after == "DualWriteMetadata"
-            t = result.timings
-            # Encode alone, on the same records and as append encodes them (encode_record_batches), to
-            # split the append into encode and write + fsync.
+            if len(runs) > 1:
+                print_phases(sorted(runs, key=lambda r: r[0] != VARIANTS[0][0]))  # ours first, baseline last
+            m = runs[0][1].manifest
+            assert m is not None
+            # Encode alone, on the same records and as append encodes them (encode_record_batches).
             layout, _, _ = read_zk_image(client)
             records = migration_records(layout.image)
             t1 = time.perf_counter()
             encode_record_batches(records, 1, 0, DEFAULT_MAX_BATCH_RECORDS, MAX_BATCH_BYTES)
             encode_s = time.perf_counter() - t1
-            claim_copy = t["claim"] + m.duration_seconds
             print(
-                f"claim + copy: {claim_copy:.2f}s for {m.records:,} records ({m.topics:,} topics, "
-                f"{m.partitions:,} partitions, {m.bytes / 1e6:.1f} MB, {m.batches} batches)"
+                f"copy: {m.records:,} records ({m.topics:,} topics, {m.partitions:,} partitions, "
+                f"{m.bytes / 1e6:.1f} MB, {m.batches} batches); encode alone {encode_s:.2f}s"
             )
-            print(
-                f"  claim {t['claim']:.2f}s | ZooKeeper read {m.read_seconds:.2f}s | build records "
-                f"{m.build_seconds:.2f}s | append {m.append_seconds:.2f}s (encode {encode_s:.2f}s, "
-                f"write + fsync {max(0.0, m.append_seconds - encode_s):.2f}s)"
-            )
-            print(
-                f"rest of `migrate`: pre-flight check {t.get('preflight', 0):.2f}s, reconcile "
-                f"{t.get('reconcile', 0):.2f}s ({len(result.repairs)} repairs), sync {t.get('sync', 0):.2f}s; "
-                f"whole command {t['total']:.2f}s"
-            )
-            # One table, one run: the whole command, the dark window (claim -> DualWriteMetadata: the
-            # controller answers only registrations and heartbeats) and every phase; "other" is what no
-            # phase accounts for (reading the log's and ZooKeeper's state between phases, formatting).
-            phases = [
-                ("pre-flight (read + checks)", t.get("preflight", 0.0)),
-                ("claim", t["claim"]),
-                ("copy: ZooKeeper read", m.read_seconds),
-                ("copy: build records", m.build_seconds),
-                ("copy: append", m.append_seconds),
-                ("first sync: reconcile", t.get("reconcile", 0.0)),
-                ("first sync: records", t.get("sync", 0.0)),
-            ]
-            other = t["total"] - sum(v for _, v in phases)
-            width = max(len(n) for n, _ in phases)
-            print(f"  {'whole `migrate`':<{width}} {t['total']:7.2f}s")
-            print(f"  {'client peak RSS':<{width}} {client_rss_gb:7.2f} GB  (the migrate process)")
-            print(
-                f"  {'dark window':<{width}} {t['dark_window']:7.2f}s  ({t['dark_window'] / t['total']:.0%} of the whole)"
-            )
-            for name, v in [*phases, ("other", other)]:
-                print(f"  {name:<{width}} {v:7.2f}s  ({v / t['total']:.0%})")
-            # The read the first sync no longer makes (it diffs against the copy's read), timed here.
+            # The read the first sync and the copy no longer make (they use the pre-flight's), timed here.
             t2 = time.perf_counter()
             read_tree(client)
             print(
-                f"  (a fresh ZooKeeper read, which the first sync now skips: {time.perf_counter() - t2:.2f}s)"
+                f"  (a fresh ZooKeeper read, which `migrate` now makes once: {time.perf_counter() - t2:.2f}s)"
             )
             ours: list[float] = []
             kafka: list[float] = []

@@ -17,7 +17,10 @@ Each measurement runs twice, side by side: the leader reading with Kafka's offse
 (`migrator.kraft.offset_index`, what the controller uses) and with the old scan of the fetch offset's
 segment from its first batch (``LogView(indexed=False)``, the baseline).
 
-Usage: .venv/bin/python bench/raft_fetch.py [--records N] [--observers K] [--rounds R]
+First, the long poll by log size: the same long-poll rounds against a leader of --records records and
+one of a tenth of that, alternating round by round (what grows with the log shows as the ratio).
+
+Usage: .venv/bin/python bench/raft_fetch.py [--records N] [--observers K] [--rounds R] [--long-poll-only]
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import io
+import os
+import selectors
 import socket
 import statistics
 import struct
@@ -112,15 +117,17 @@ def serve(path: str, indexed: bool) -> None:
         t0 = time.monotonic()
         log.append([record("ConfigRecord", 0, ResourceType=2, ResourceName="x", Name=f"n{i}", Value="v")], 1)
         i += 1
-        print(f"{t0:.9f}", flush=True)
+        print(f"{t0:.9f} {time.monotonic():.9f}", flush=True)  # before the append, after its fsync
     server.close()
     log.close()
 
 
-def fetch_request(cid: int, offset: int, epoch: int, max_wait_ms: int, replica: int) -> bytes:
+def fetch_request(
+    cid: int, offset: int, epoch: int, max_wait_ms: int, replica: int, leader_epoch: int = 1
+) -> bytes:
     part = FR.FetchPartition(
         partition=0,
-        current_leader_epoch=1,
+        current_leader_epoch=leader_epoch,
         fetch_offset=offset,
         last_fetched_epoch=epoch,
         log_start_offset=-1,
@@ -154,11 +161,12 @@ def _recv(sock: socket.socket, n: int) -> bytes:
 
 
 class Observer:
-    def __init__(self, port: int, replica: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
+    def __init__(self, port: int, replica: int, host: str = "127.0.0.1") -> None:
+        self.sock = socket.create_connection((host, port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.replica = replica
         self.offset, self.epoch, self.cid = 0, 0, 0
+        self.leader_epoch, self.hw = 1, -1  # learnt from FENCED/UNKNOWN_LEADER_EPOCH answers
         self.loaded = 0  # records loaded from snapshots
 
     def _round_trip(self, payload: bytes) -> bytes:
@@ -174,7 +182,7 @@ class Observer:
             self.cid += 1
             ps = SR.PartitionSnapshot(
                 partition=0,
-                current_leader_epoch=1,
+                current_leader_epoch=self.leader_epoch,
                 snapshot_id=SR.SnapshotId(end_offset=end_offset, epoch=epoch),
                 position=len(data),
                 replica_directory_id=uuid.UUID(int=self.replica + 7),
@@ -212,7 +220,9 @@ class Observer:
 
     def send_fetch(self, max_wait_ms: int) -> None:
         self.cid += 1
-        self.sock.sendall(fetch_request(self.cid, self.offset, self.epoch, max_wait_ms, self.replica))
+        self.sock.sendall(
+            fetch_request(self.cid, self.offset, self.epoch, max_wait_ms, self.replica, self.leader_epoch)
+        )
 
     def receive(self) -> bytes:
         (size,) = struct.unpack(">i", _recv(self.sock, 4))
@@ -228,6 +238,12 @@ class Observer:
         _head, pos = _READ_HEADER(body, 0)
         resp, _ = _READ_FETCH(body, pos)
         part = resp.responses[0].partitions[0]
+        if part.error_code in (74, 75):  # FENCED / UNKNOWN_LEADER_EPOCH: the leader names its epoch
+            self.leader_epoch = int(part.current_leader.leader_epoch)
+            return 0
+        if part.error_code:
+            raise RuntimeError(f"Fetch error {int(part.error_code)}")
+        self.hw = int(part.high_watermark)
         sid = part.snapshot_id
         if sid is not None and sid.end_offset >= 0:  # below the log start: load the snapshot first
             self.loaded += self.load_snapshot(sid.end_offset, sid.epoch)
@@ -257,7 +273,114 @@ def catch_up(observers: list[Observer], end: int) -> float:
     return time.perf_counter() - t
 
 
-def measure(d: str, end: int, observers: int, rounds: int, indexed: bool) -> tuple[float, float, list[float]]:
+def long_poll_round(
+    child: subprocess.Popen[str], many: list[Observer], durable: list[float] | None = None
+) -> list[float]:
+    """Every observer parks in a long poll at the end; the leader child appends one record; the time
+    from before the append (fsync included) to each observer's response, in seconds.
+
+    One selector thread reads all the responses and stamps each when its last byte is in, before any
+    decoding: with a thread per observer, this process's own 100 threads queueing for its GIL were
+    timed as the leader's latency (brokers are separate machines). Responses are checked afterwards.
+    """
+    assert child.stdin is not None and child.stdout is not None
+    sel = selectors.DefaultSelector()
+    bufs: dict[int, bytearray] = {}
+    got: list[float] = []
+    bodies: list[tuple[Observer, bytes]] = []
+    for i, o in enumerate(many):
+        o.send_fetch(10_000)
+        o.sock.setblocking(False)
+        bufs[i] = bytearray()
+        sel.register(o.sock, selectors.EVENT_READ, i)
+
+    def receive() -> None:
+        left = len(many)
+        while left:
+            events = sel.select(timeout=30)
+            if not events:
+                raise TimeoutError("a long poll was not answered within 30 s")
+            for key, _mask in events:
+                i = key.data
+                chunk = many[i].sock.recv(1 << 16)
+                if not chunk:
+                    raise ConnectionError("the leader closed a connection")
+                buf = bufs[i]
+                buf += chunk
+                if len(buf) >= 4 and len(buf) >= 4 + struct.unpack_from(">i", buf)[0]:
+                    got.append(time.monotonic())
+                    bodies.append((many[i], bytes(buf[4:])))
+                    sel.unregister(many[i].sock)
+                    left -= 1
+
+    reader = threading.Thread(target=receive)
+    reader.start()
+    time.sleep(0.3)  # let every observer park in its long poll
+    child.stdin.write("append\n")
+    child.stdin.flush()
+    t0, t1 = map(float, child.stdout.readline().split())
+    reader.join()
+    sel.close()
+    for o in many:
+        o.sock.setblocking(True)
+    if len(bodies) != len(many):
+        raise RuntimeError("not every long poll was answered")
+    for o, body in bodies:
+        if o.apply(body) != 1:
+            raise RuntimeError("a long poll ended without the new record")
+    if durable is not None:  # from the durable append (the high watermark moved): the wake-up path alone
+        durable += [x - t1 for x in got]
+    return [x - t0 for x in got]
+
+
+def _leader_child(d: str, mode: str = "index") -> tuple[subprocess.Popen[str], int]:
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", d, "--mode", mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    return child, int(child.stdout.readline())
+
+
+def long_poll_by_size(
+    dirs: dict[str, str], observers: int, rounds: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Long-poll lags against leaders of logs of different sizes, one round on each in turn (so the
+    machine's load falls on all alike). Observers start at the log end (a Fetch at the end is the path
+    measured; how they got there does not change what the leader does on the next append)."""
+    children = {label: _leader_child(d) for label, d in dirs.items()}
+    lags: dict[str, list[float]] = {label: [] for label in dirs}
+    durable: dict[str, list[float]] = {label: [] for label in dirs}
+    try:
+        parked: dict[str, list[Observer]] = {}
+        for label, d in dirs.items():
+            ro = MetadataLog.open(d)
+            end, epoch = ro.end_offset, ro.latest_epoch
+            ro.close()
+            parked[label] = [Observer(children[label][1], 10 + i) for i in range(observers)]
+            for o in parked[label]:
+                o.offset, o.epoch = end, epoch
+        for label in dirs:  # a first append after the open is not what is measured
+            long_poll_round(children[label][0], parked[label])
+        for _ in range(rounds):
+            for label in dirs:
+                lags[label] += long_poll_round(children[label][0], parked[label], durable[label])
+        for many in parked.values():
+            for o in many:
+                o.sock.close()
+    finally:
+        for child, _port in children.values():
+            assert child.stdin is not None
+            child.stdin.close()
+            child.wait(60)
+    return {label: (sorted(x), sorted(durable[label])) for label, x in lags.items()}
+
+
+def measure(
+    d: str, end: int, observers: int, rounds: int, indexed: bool
+) -> tuple[float, float, list[float], list[float]]:
     """(1-observer records/s, aggregate records/s, long-poll lags in s) against one leader child."""
     mode = "index" if indexed else "scan"
     child = subprocess.Popen(
@@ -269,49 +392,20 @@ def measure(d: str, end: int, observers: int, rounds: int, indexed: bool) -> tup
     assert child.stdout is not None and child.stdin is not None
     port = int(child.stdout.readline())
     lags: list[float] = []
+    durable: list[float] = []
     try:
         one = end / catch_up([Observer(port, 1)], end)
         many = [Observer(port, 10 + i) for i in range(observers)]
         agg = end * len(many) / catch_up(many, end)
+        long_poll_round(child, many)  # warm-up: the first append after the open is not what is measured
         for _ in range(rounds):
-            got: list[float] = []
-            bodies: list[tuple[Observer, bytes]] = []
-            lock = threading.Lock()
-
-            def poll(
-                o: Observer,
-                got: list[float] = got,
-                bodies: list[tuple[Observer, bytes]] = bodies,
-                lock: threading.Lock = lock,
-            ) -> None:
-                # the arrival is stamped before any decoding: 100 kio decodes in this process would
-                # otherwise be timed as the leader's latency. The response is checked after the round.
-                o.send_fetch(10_000)
-                body = o.receive()
-                t = time.monotonic()
-                with lock:
-                    got.append(t)
-                    bodies.append((o, body))
-
-            threads = [threading.Thread(target=poll, args=(o,)) for o in many]
-            for th in threads:
-                th.start()
-            time.sleep(0.3)  # let every observer park in its long poll
-            child.stdin.write("append\n")
-            child.stdin.flush()
-            t0 = float(child.stdout.readline())
-            for th in threads:
-                th.join()
-            for o, body in bodies:
-                if o.apply(body) != 1:
-                    raise RuntimeError("a long poll ended without the new record")
-            lags += [x - t0 for x in got]
+            lags += long_poll_round(child, many, durable)
         for o in many:
             o.sock.close()
     finally:
         child.stdin.close()
         child.wait(60)
-    return one, agg, sorted(lags)
+    return one, agg, sorted(lags), sorted(durable)
 
 
 def through_snapshot(d: str, observers: int) -> tuple[int, int, float]:
@@ -340,6 +434,87 @@ def through_snapshot(d: str, observers: int) -> tuple[int, int, float]:
     return loaded, end - start, (loaded + end - start) * observers / elapsed
 
 
+def observe(address: str, observers: int, max_wait_ms: int = 500, nice: int = 0) -> None:
+    """The child of `attached_observers`: ``observers`` observers catch up on the log at ``address``,
+    print ``ready``, then long-poll (fetch, wait for the next append, fetch again) until stdin closes;
+    print how many fetches they made."""
+    if nice:
+        os.nice(nice)
+    host, _, port = address.rpartition(":")
+    many = [Observer(int(port), 1000 + i, host) for i in range(observers)]
+    stop = threading.Event()
+    fetches = [0] * observers
+
+    def run(i: int, o: Observer) -> None:
+        while o.fetch(0) > 0 or o.hw < 0 or o.offset < o.hw:  # catch up (a snapshot first if told)
+            pass
+        caught_up.wait()
+        while not stop.is_set():
+            try:
+                o.fetch(max_wait_ms)
+            except (OSError, ConnectionError):
+                return
+            fetches[i] += 1
+
+    caught_up = threading.Barrier(observers + 1)
+    threads = [threading.Thread(target=run, args=(i, o), daemon=True) for i, o in enumerate(many)]
+    for th in threads:
+        th.start()
+    caught_up.wait()
+    print("ready", flush=True)
+    sys.stdin.read()
+    stop.set()
+    print(sum(fetches), flush=True)
+    for o in many:
+        o.sock.close()
+
+
+class attached_observers:  # noqa: N801 - used as a context manager, like open()
+    """``observers`` Raft observers of the controller at ``address`` in a child process (their work
+    must not share the controller's GIL, as brokers run elsewhere), fetching while the block runs;
+    ``fetches`` is how many long polls they made (set on exit). bench/controller.py --observers uses it."""
+
+    def __init__(self, address: tuple[str, int], observers: int, nice: int = 0) -> None:
+        self.address, self.observers, self.fetches, self.nice = address, observers, 0, nice
+        self.child: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> attached_observers:
+        host, port = self.address
+        self.child = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--observe",
+                f"{host}:{port}",
+                "--observers",
+                str(self.observers),
+                "--nice",
+                str(self.nice),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.child.stdout is not None
+        if self.child.stdout.readline().strip() != "ready":
+            raise RuntimeError("the observers did not catch up")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        child = self.child
+        assert child is not None and child.stdin is not None and child.stdout is not None
+        child.stdin.close()
+        self.fetches = int(child.stdout.readline() or 0)
+        child.wait(60)
+
+
+def _lag_line(lags: list[float]) -> str:
+    return (
+        f"p50 {statistics.median(lags) * 1000:7.1f} ms   p99 {_pct(lags, 0.99):7.1f} ms"
+        f"   max {lags[-1] * 1000:7.1f} ms"
+    )
+
+
 def _pct(lags: list[float], q: float) -> float:
     return lags[min(len(lags) - 1, int(len(lags) * q))] * 1000
 
@@ -349,9 +524,15 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=2_000_000)
     ap.add_argument("--observers", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--nice", type=int, default=0, help="with --observe: the observers' niceness")
+    ap.add_argument("--long-poll-only", action="store_true", help="only the long poll by log size")
     ap.add_argument("--serve")
+    ap.add_argument("--observe", help="HOST:PORT: run observers against a controller (attached_observers)")
     ap.add_argument("--mode", choices=("index", "scan"), default="index")
     args = ap.parse_args()
+    if args.observe:
+        observe(args.observe, args.observers, nice=args.nice)
+        return 0
     if args.serve:
         serve(args.serve, args.mode == "index")
         return 0
@@ -359,6 +540,23 @@ def main() -> int:
         t = time.perf_counter()
         build_log(d, args.records)
         print(f"log of {args.records:,} records built in {time.perf_counter() - t:.1f}s")
+        small = max(20_000, args.records // 10 // 20_000 * 20_000)
+        with tempfile.TemporaryDirectory() as d_small:
+            build_log(d_small, small)
+            by_size = long_poll_by_size(
+                {f"{args.records:,} records": d, f"{small:,} records": d_small}, args.observers, args.rounds
+            )
+        print(f"long poll by log size, {args.observers} observers x {args.rounds} rounds, alternating:")
+        for label, (lags, durable) in by_size.items():
+            print(f"  {label:26} {_lag_line(lags)}")
+            print(f"  {'  after the fsync':26} {_lag_line(durable)}")
+        (big, big_d), (base, base_d) = by_size.values()
+        print(
+            f"  p99 ratio {args.records:,} / {small:,} records: {_pct(big, 0.99) / _pct(base, 0.99):.2f}x, "
+            f"after the fsync {_pct(big_d, 0.99) / _pct(base_d, 0.99):.2f}x"
+        )
+        if args.long_poll_only:
+            return 0
         ro = MetadataLog.open(d)
         end = ro.end_offset
         t = time.perf_counter()
@@ -378,7 +576,7 @@ def main() -> int:
             f"{'direct read (baseline)':34}{direct:>14,.0f}{1.0:>10.2f}x   ({nbytes / end:.1f} bytes/record)"
         )
         for mode, label in (("scan", "no index (segment scan)"), ("index", "offset index")):
-            one, agg, _ = results[mode]
+            one, agg, _, _ = results[mode]
             print(f"{f'1 observer, {label}':34}{one:>14,.0f}{one / direct:>10.2f}x")
             print(f"{f'{k} observers total, {label}':34}{agg:>14,.0f}{agg / direct:>10.2f}x")
         print(
@@ -389,11 +587,8 @@ def main() -> int:
             f"long poll, {k} observers x {args.rounds} rounds (from before the append's fsync to each response):"
         )
         for mode, label in (("scan", "no index (segment scan)"), ("index", "offset index")):
-            lags = results[mode][2]
-            print(
-                f"  {label:26} p50 {statistics.median(lags) * 1000:7.1f} ms   p99 {_pct(lags, 0.99):7.1f} ms"
-                f"   max {lags[-1] * 1000:7.1f} ms"
-            )
+            print(f"  {label:26} {_lag_line(results[mode][2])}")
+            print(f"  {'  after the fsync':26} {_lag_line(results[mode][3])}")
         base, new = results["scan"][2], results["index"][2]
         print(f"  p99 ratio scan / index: {_pct(base, 0.99) / max(_pct(new, 0.99), 1e-3):.1f}x")
     return 0

@@ -1,48 +1,67 @@
 """ZK broker RPCs: the full fan-out after activation and the latency of one leader change to every broker.
 
 N simulated ZooKeeper-mode brokers (zk_fixtures.zk_broker_server: an inter-broker listener on a
-loopback port and a ZK broker's metadata cache each) and a propagator (controller.zk_propagator, its
-channels over TCP) fed images of P partitions (replication factor 3) directly, without the log or
-ZooKeeper: what is timed is the propagation.
+loopback port and a ZK broker's metadata cache each) run in child processes (`--per-process` brokers
+each), so that this process holds only the controller's side: a propagator (controller.zk_propagator,
+its channels over TCP) fed images of P partitions (replication factor 3) directly, without the log or
+ZooKeeper. What is timed is the propagation.
 
 1. Full fan-out: from the first image to every broker having acknowledged UpdateMetadata FULL (every
-   partition) and LeaderAndIsr FULL (its partitions). Baselines, side by side: building and encoding
-   the same requests without I/O (the controller's CPU share of the fan-out), with the compiled
-   writer (`zk_broker_codec`) and with kio's generic one (before it).
+   partition) and LeaderAndIsr FULL (its partitions); CPU seconds of this process (the controller)
+   and of the brokers' processes beside it. Baseline, side by side: the CPU of building and encoding
+   the fan-out's requests without I/O as the channels do it (UpdateMetadata FULL encoded once for all
+   brokers, LeaderAndIsr from partition states encoded once) against the old per-broker path (each
+   broker's requests built and encoded for it alone; timed on `--baseline-brokers` brokers, scaled).
 2. Leader changes at a given rate: one thread changes a partition's leader (new leader epoch) in the
    working image at `--rate` per second; the propagation loop takes the image as it stands (as the
    service's committed image is taken after each commit, several commits coalescing, with
-   `zk_propagator.snapshot`) and propagates it. Latency: from the change to every broker's cache
-   holding it, p50/p99. Run twice, side by side: snapshots visiting every partition (the baseline,
-   before changed keys) and snapshots from the changed keys (as the image builder hands them over).
+   `zk_propagator.snapshot`, from the changed keys) and propagates it, waiting between propagations
+   as the service's loop does (`ZkPropagator.pace`: until every channel delivered the last one,
+   `--tick-ms` at most). Latency: from the change to the moment the last broker's cache held it
+   (each broker process stamps when it applied each partition state, on the same monotonic clock),
+   p50/p99. Run twice, side by side: without pacing (the baseline: a propagation per change seen, as
+   before) and with it.
 
-The simulated brokers run in this process and share its interpreter with the controller, so the
-figures include their decoding and bookkeeping.
+After each phase every broker's metadata cache (partition states, live brokers) and replica roles
+are compared with the controller's image (a digest computed in the broker's process and here; on a
+mismatch the differing partitions are counted and the run fails). After the fan-out the brokers'
+processes freeze their heaps (`gc.freeze`: the 100,000-entry caches live on, and each later
+request's collections would rescan them, tripling a broker's cost per request). The load average is
+printed beside every figure: the machine is shared.
 
     .venv/bin/python bench/zk_broker_rpcs.py [--brokers 50] [--partitions 100000] [--rate 1000] [--changes 2000]
+        [--tick-ms 50] [--per-process 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import hashlib
+import multiprocessing as mp
+import os
 import statistics
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from migrator.controller import zk_broker_messages as Z  # noqa: E402
 from migrator.controller import zk_broker_requests  # noqa: E402
+from migrator.controller.zk_broker_codec import encode_fast  # noqa: E402
 from migrator.controller.zk_broker_requests import (  # noqa: E402
     Header,
     Item,
     build_request,
     encode_body,
-    encode_entity,
 )
 from migrator.controller.zk_propagator import Snapshot, ZkPropagator, snapshot  # noqa: E402
 from migrator.kraft.image import ImageChanges  # noqa: E402
@@ -50,13 +69,15 @@ from migrator.kraft.records import uuid_to_kafka  # noqa: E402
 from migrator.model import Broker, ClusterImage, Endpoint, FeatureRange, Partition, Topic  # noqa: E402
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer  # noqa: E402
 
+Key = tuple[str, int]
+
 PER_TOPIC = 50
 
 
-def build(brokers: int, partitions: int, servers: dict[int, ZkBrokerServer]) -> ClusterImage:
+def build(brokers: int, partitions: int, addresses: dict[int, tuple[str, int]]) -> ClusterImage:
     img = ClusterImage()
     for b in range(1, brokers + 1):
-        host, port = servers[b].address
+        host, port = addresses[b]
         img.brokers[b] = Broker(
             id=b,
             endpoints=[Endpoint(listener="PLAINTEXT", host=host, port=port, security_protocol="PLAINTEXT")],
@@ -74,30 +95,197 @@ def build(brokers: int, partitions: int, servers: dict[int, ZkBrokerServer]) -> 
     return img
 
 
-def encode_only(snap: Snapshot) -> float:
-    """The baseline: the fan-out's requests built and encoded, no I/O (UpdateMetadata once, as sent)."""
-    t0 = time.perf_counter()
-    um = Item(Z.UPDATE_METADATA, partitions=snap.parts, live_brokers=snap.live, full=True, shared=True)
-    for b, broker in snap.brokers.items():
-        h = Header(3000, 5, broker.broker_epoch)
-        encode_body(um, 8, h, shared=True)
-        mine = {k: s for k, s in snap.parts.items() if b in s.replicas}
-        encode_body(Item(Z.LEADER_AND_ISR, partitions=mine, full=True, is_new=frozenset(mine)), 7, h)
-    return time.perf_counter() - t0
+VERSIONS = {Z.LEADER_AND_ISR: 7, Z.UPDATE_METADATA: 8, Z.STOP_REPLICA: 4}
 
 
-def encode_with_kio(snap: Snapshot) -> float:
-    """The same requests encoded by kio's generic writer (what the channels used before
-    `zk_broker_codec`), for a side-by-side ratio."""
-    t0 = time.perf_counter()
-    um = Item(Z.UPDATE_METADATA, partitions=snap.parts, live_brokers=snap.live, full=True, shared=True)
-    encode_entity(Z.request_class(Z.UPDATE_METADATA, 8), build_request(um, 8, Header(3000, 5, -1)))
-    for b, broker in snap.brokers.items():
+def encode_fanout(snap: Snapshot) -> float:
+    """CPU seconds to build and encode the fan-out's requests as the channels do, without I/O: each
+    broker's full state from the propagator, UpdateMetadata FULL encoded once for all (the broker's
+    epoch patched in), LeaderAndIsr per broker from partition states encoded once."""
+    zk_broker_requests._STATE_BYTES.clear()
+    prop = ZkPropagator(None, 3000, 5)
+    prop._snap, prop._offset = snap, 0
+    got: list[Item] = []
+    c0 = time.process_time()
+    for b, broker in snap.zk.items():
+        prop._full_state(b, lambda items, _: got.extend(items))
         h = Header(3000, 5, broker.broker_epoch)
+        for it in got:
+            encode_body(it, VERSIONS[it.api_key], h, shared=it.shared)
+        got.clear()
+    spent = time.process_time() - c0
+    zk_broker_requests._STATE_BYTES.clear()  # the fan-out measured next starts with nothing encoded
+    return spent
+
+
+def encode_per_broker(snap: Snapshot, brokers: int) -> float:
+    """The baseline, the old per-broker path: for each broker its UpdateMetadata FULL and its
+    LeaderAndIsr FULL built and encoded for it alone (its partitions found by a scan, every state
+    encoded in each request, the cyclic GC running), on the first `brokers` brokers, CPU seconds
+    scaled to all of them."""
+    zk = list(snap.zk.items())
+    c0 = time.process_time()
+    for b, broker in zk[:brokers]:
+        h = Header(3000, 5, broker.broker_epoch)
+        um = Item(Z.UPDATE_METADATA, partitions=snap.parts, live_brokers=snap.live, full=True)
+        encode_fast(Z.request_class(Z.UPDATE_METADATA, 8), build_request(um, 8, h))
         mine = {k: s for k, s in snap.parts.items() if b in s.replicas}
-        item = Item(Z.LEADER_AND_ISR, partitions=mine, full=True, is_new=frozenset(mine))
-        encode_entity(Z.request_class(Z.LEADER_AND_ISR, 7), build_request(item, 7, h))
-    return time.perf_counter() - t0
+        lai = Item(Z.LEADER_AND_ISR, partitions=mine, full=True, is_new=frozenset(mine))
+        encode_fast(Z.request_class(Z.LEADER_AND_ISR, 7), build_request(lai, 7, h))
+    return (time.process_time() - c0) * len(zk) / min(brokers, len(zk))
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+# -- the simulated brokers, in their own processes -------------------------------------------------
+
+
+class StampingCache(ZkBrokerCache):
+    """A broker's cache that notes when each partition state reached it (for the latency figures)."""
+
+    def __init__(self, broker_id: int) -> None:
+        super().__init__(broker_id, lambda: 100 + broker_id)
+        self.seen: list[tuple[str, int, int, float]] = []  # (topic, partition, leader epoch, when)
+
+    def update_metadata(self, version: int, req: Any) -> Any:
+        resp = super().update_metadata(version, req)
+        now = time.monotonic()
+        if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
+            return resp
+        with self.lock:  # the parent swaps `seen` for an empty list under it
+            seen = self.seen
+            for t in req.topic_states:
+                seen += [(t.topic_name, s.partition_index, s.leader_epoch, now) for s in t.partition_states]
+        return resp
+
+
+def cache_digest(
+    parts: Iterable[tuple[Key, tuple[Any, ...]]],
+    roles: Iterable[tuple[Key, tuple[bool, int, int]]],
+    live: Iterable[tuple[int, tuple[tuple[str, str, int], ...]]],
+) -> str:
+    """One hash of a broker's partition states, replica roles and live brokers (sorted, as plain tuples)."""
+    h = hashlib.sha256()
+    h.update(repr(sorted((k, tuple(v)) for k, v in parts)).encode())
+    h.update(repr(sorted(roles)).encode())
+    h.update(repr(sorted(live)).encode())
+    return h.hexdigest()
+
+
+def broker_group(ids: list[int], conn: Connection) -> None:
+    """A child process: brokers `ids`, serving until told to stop; answers the parent's questions."""
+    caches = {b: StampingCache(b) for b in ids}
+    servers = {b: ZkBrokerServer(c).start() for b, c in caches.items()}
+    conn.send({b: s.address for b, s in servers.items()})
+    while True:
+        cmd, arg = conn.recv()
+        if cmd == "seen":  # what each broker applied since the last call
+            out = {}
+            for b, c in caches.items():
+                with c.lock:
+                    out[b], c.seen = c.seen, []
+            conn.send(out)
+        elif cmd == "digest":
+            out = {}
+            for b, c in caches.items():
+                with c.lock:
+                    live = {k: tuple((ln, h, p) for ln, h, p in v) for k, v in c.live_brokers.items()}
+                    out[b] = cache_digest(c.partitions.items(), c.roles.items(), live.items())
+            conn.send(out)
+        elif cmd == "freeze":  # the caches live on: later requests' GCs need not rescan them
+            gc.freeze()
+            conn.send({ids[0]: gc.get_freeze_count()})
+        elif cmd == "cpu":  # this process's CPU seconds, once for its brokers
+            conn.send({ids[0]: time.process_time()})
+        elif cmd == "cache":  # one broker's cache, to count the differences after a mismatch
+            c = caches[arg]
+            with c.lock:
+                conn.send(({k: tuple(v) for k, v in c.partitions.items()}, dict(c.roles)))
+        else:
+            break
+    for s in servers.values():
+        s.stop()
+    conn.send("stopped")
+
+
+class Brokers:
+    """The child processes holding the simulated brokers, `per_process` each."""
+
+    def __init__(self, count: int, per_process: int) -> None:
+        ctx = mp.get_context("spawn")
+        ids = list(range(1, count + 1))
+        self.procs: list[tuple[BaseProcess, Connection, list[int]]] = []
+        for i in range(0, count, per_process):
+            mine = ids[i : i + per_process]
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=broker_group, args=(mine, child), daemon=True)
+            proc.start()
+            self.procs.append((proc, parent, mine))
+        self.addresses: dict[int, tuple[str, int]] = {}
+        for _, conn, _ in self.procs:
+            self.addresses.update(conn.recv())
+
+    def ask(self, cmd: str) -> dict[int, Any]:
+        for _, conn, _ in self.procs:
+            conn.send((cmd, None))
+        out: dict[int, Any] = {}
+        for _, conn, _ in self.procs:
+            out.update(conn.recv())
+        return out
+
+    def cache(self, broker: int) -> tuple[dict[Key, tuple[Any, ...]], dict[Key, Any]]:
+        conn = next(c for _, c, mine in self.procs if broker in mine)
+        conn.send(("cache", broker))
+        return conn.recv()  # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        for _, conn, _ in self.procs:
+            try:
+                conn.send(("stop", None))
+                conn.recv()
+            except (OSError, EOFError):
+                pass
+        for proc, _, _ in self.procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+
+
+def expected(
+    snap: Snapshot,
+) -> tuple[dict[Key, tuple[Any, ...]], dict[int, dict[Key, tuple[bool, int, int]]]]:
+    """What every broker's cache and each broker's roles must hold for `snap`."""
+    parts = {
+        k: (s.leader, s.leader_epoch, s.isr, s.partition_epoch, s.replicas) for k, s in snap.parts.items()
+    }
+    roles: dict[int, dict[Key, tuple[bool, int, int]]] = {b: {} for b in snap.zk}
+    for k, s in snap.parts.items():
+        for r in s.replicas:
+            if r in roles:
+                roles[r][k] = (s.leader == r, s.leader_epoch, s.partition_epoch)
+    return parts, roles
+
+
+def verify(brokers: Brokers, snap: Snapshot) -> str:
+    """Every broker's cache, roles and live brokers equal `snap`'s; raises on any difference."""
+    parts, roles = expected(snap)
+    live = {b.broker_id: tuple((e[0], e[1], e[2]) for e in b.endpoints) for b in snap.live}
+    got = brokers.ask("digest")
+    wrong = []
+    for b in sorted(snap.zk):
+        if got.get(b) != cache_digest(parts.items(), roles[b].items(), live.items()):
+            cparts, croles = brokers.cache(b)
+            bad = sum(1 for k in parts.keys() | cparts.keys() if parts.get(k) != cparts.get(k))
+            bad_roles = sum(1 for k in roles[b].keys() | croles.keys() if roles[b].get(k) != croles.get(k))
+            wrong.append(f"broker {b}: {bad} partition states and {bad_roles} roles differ (or live brokers)")
+    if wrong:
+        raise SystemExit("caches differ from the controller's image: " + "; ".join(wrong))
+    return f"all {len(got)} brokers' caches and roles equal the image ({len(parts):,} partitions)"
+
+
+# -- the measurements ---------------------------------------------------------------------------------
 
 
 def leader_changes(
@@ -105,19 +293,20 @@ def leader_changes(
     img: ClusterImage,
     snap: Snapshot,
     prop: ZkPropagator,
-    caches: dict[int, ZkBrokerCache],
-    by_keys: bool,
+    brokers: Brokers,
+    tick_ms: int,
 ) -> Snapshot:
-    """Phase 2 (see the module docstring); `by_keys`: each snapshot reads only the changed keys (as the
-    image builder reports them), else every partition (the baseline, as before changed keys)."""
+    """Phase 2 (see the module docstring), with the propagator's bounded delay `tick_ms` (0: the
+    baseline, a propagation per change seen, as before the tick)."""
+    prop.tick_ms = tick_ms
     lock = threading.Lock()
-    sent: dict[tuple[str, int], tuple[int, float]] = {}  # key -> (leader epoch, when)
-    latencies: list[float] = []
+    sent: list[tuple[Key, int, float]] = []  # (key, leader epoch, when)
     done = threading.Event()
     keys = list(snap.parts)
     version = [0]  # changes made so far: the loop propagates only a changed image, as the service
     changes = ImageChanges()  # what the changer touched since the last snapshot (ImageBuilder's part)
     first = version_offset[0]
+    brokers.ask("seen")  # forget what the fan-out applied
 
     def changer() -> None:
         period = 1.0 / args.rate
@@ -130,33 +319,20 @@ def leader_changes(
                 d["leader_epoch"] += 1
                 d["partition_epoch"] += 1
                 changes.partitions.add((topic, p))
-                sent[(topic, p)] = (d["leader_epoch"], time.perf_counter())
+                sent.append(((topic, p), d["leader_epoch"], time.monotonic()))
                 version[0] += 1
             nxt += period
             time.sleep(max(0.0, nxt - time.perf_counter()))
         done.set()
 
-    def checker() -> None:
-        while not (done.is_set() and not sent):
-            with lock:
-                pending = list(sent.items())
-            for key, (epoch, when) in pending:
-                if all(
-                    (p := c.partitions.get(key)) is not None and p.leader_epoch >= epoch
-                    for c in caches.values()
-                ):
-                    now = time.perf_counter()
-                    with lock:
-                        if sent.get(key, (None,))[0] == epoch:
-                            del sent[key]
-                            latencies.append(now - when)
-            time.sleep(0.005)  # every cache is scanned per pending change: not too often (the GIL)
-
-    threads = [threading.Thread(target=changer), threading.Thread(target=checker)]
-    for t in threads:
-        t.start()
+    thread = threading.Thread(target=changer)
+    load0 = load()
+    c0, b0 = time.process_time(), sum(brokers.ask("cpu").values())
+    thread.start()
     rounds, seen, t1, held = 0, 0, time.perf_counter(), 0.0
-    while not (done.is_set() and not sent):
+    while True:
+        prop.pace()  # as the service's propagation loop: at most one propagation per tick
+        finished = done.is_set()
         with lock:
             t2 = time.perf_counter()
             changed = version[0] != seen
@@ -165,27 +341,53 @@ def leader_changes(
             if changed:
                 taken = ImageChanges(partitions=set(changes.partitions))
                 changes.partitions.clear()
-                now = snapshot(img, snap, taken if by_keys else None)
+                now = snapshot(img, snap, taken)
             held += time.perf_counter() - t2
         if now is None:
+            if finished:
+                break
             time.sleep(0.001)
             continue
         version_offset[0] += 1
         rounds += 1
         snap = now
         prop.propagate(version_offset[0], snap)
+    while not prop.in_sync():
+        time.sleep(0.005)
     elapsed = time.perf_counter() - t1
-    for t in threads:
-        t.join()
-    lat = sorted(latencies)
+    cpu, broker_cpu = time.process_time() - c0, sum(brokers.ask("cpu").values()) - b0
+    thread.join()
+    load1 = load()
+    applied: dict[Key, list[list[tuple[int, float]]]] = {}
+    for _, log in sorted(brokers.ask("seen").items()):
+        per: dict[Key, list[tuple[int, float]]] = {}
+        for t, p, e, when in log:
+            per.setdefault((t, p), []).append((e, when))
+        for k, v in per.items():
+            applied.setdefault(k, []).append(v)
+    lat: list[float] = []
+    missing = 0
+    for key, epoch, when in sent:
+        per_broker = applied.get(key, [])
+        firsts = [next((w for e, w in v if e >= epoch), None) for v in per_broker]
+        if len(per_broker) < args.brokers or None in firsts:
+            missing += 1
+            continue
+        lat.append(max(firsts) - when)  # type: ignore[type-var]
+    lat.sort()
     p50 = statistics.median(lat) * 1000
     p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000
     print(
-        f"leader changes ({'changed keys' if by_keys else 'baseline: every partition per snapshot'}): "
+        f"leader changes ({f'tick {tick_ms} ms' if tick_ms else 'baseline: no tick, a propagation per change seen'}): "
         f"{len(lat)} at {args.rate:g}/s offered ({len(lat) / elapsed:.0f}/s done) to "
         f"{args.brokers} brokers: p50 {p50:.0f} ms, p99 {p99:.0f} ms (target 100 ms: {p99 / 100:.2f}x); "
-        f"{rounds} propagations, image lock held {held / max(rounds, 1) * 1000:.1f} ms per snapshot"
+        f"{rounds} propagations, image lock held {held / max(rounds, 1) * 1000:.1f} ms per snapshot; "
+        f"CPU {cpu:.2f} s here, {broker_cpu:.2f} s in the brokers' processes over {elapsed:.1f} s "
+        f"[{load0} -> {load1}]"
     )
+    if missing:
+        raise SystemExit(f"{missing} changes never reached every broker's cache")
+    print(f"  {verify(brokers, snap)}")
     return snap
 
 
@@ -198,39 +400,49 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--rate", type=float, default=1000.0)
     ap.add_argument("--changes", type=int, default=2000)
+    ap.add_argument("--tick-ms", type=int, default=50, help="the propagator's bounded delay")
+    ap.add_argument("--baseline-brokers", type=int, default=5, help="brokers the old path is timed on")
+    ap.add_argument("--per-process", type=int, default=10, help="simulated brokers per child process")
     args = ap.parse_args()
 
-    caches = {b: ZkBrokerCache(b, lambda b=b: 100 + b) for b in range(1, args.brokers + 1)}
-    servers = {b: ZkBrokerServer(c).start() for b, c in caches.items()}
-    img = build(args.brokers, args.partitions, servers)
-    snap = snapshot(img)
-    base = encode_only(snap)
-    zk_broker_requests._STATE_BYTES.clear()  # the fan-out below starts with no state encoded
-    with_kio = encode_with_kio(snap)
-    print(
-        f"build+encode of the fan-out's requests, no I/O: {base:.2f} s with zk_broker_codec, "
-        f"{with_kio:.2f} s with kio's writer (ratio {with_kio / base:.2f})"
-    )
-
-    prop = ZkPropagator(None, 3000, 5)
+    brokers = Brokers(args.brokers, args.per_process)
     try:
-        t0 = time.perf_counter()
-        prop.propagate(0, snap)
-        while not prop.in_sync():
-            time.sleep(0.01)
-        fanout = time.perf_counter() - t0
-        assert all(len(c.partitions) == args.partitions for c in caches.values())
+        img = build(args.brokers, args.partitions, brokers.addresses)
+        snap = snapshot(img)
+        load0 = load()
+        base = encode_per_broker(snap, args.baseline_brokers)
+        load1 = load()
+        fast = encode_fanout(snap)
         print(
-            f"full fan-out: {args.brokers} brokers x {args.partitions:,} partitions: {fanout:.2f} s "
-            f"(target 10 s: {fanout / 10:.2f}x); build+encode only {base:.2f} s; ratio {fanout / base:.2f}"
+            f"build+encode of the fan-out's requests, no I/O, CPU: {fast:.2f} s as the channels do it; "
+            f"baseline, the old per-broker path: {base:.2f} s (measured on {args.baseline_brokers} brokers, "
+            f"scaled); ratio {base / fast:.1f}x [{load0} -> {load1} -> {load()}]"
         )
 
-        for by_keys in (False, True):
-            snap = leader_changes(args, img, snap, prop, caches, by_keys)
+        prop = ZkPropagator(None, 3000, 5)
+        try:
+            load0 = load()
+            b0 = sum(brokers.ask("cpu").values())
+            t0, c0 = time.perf_counter(), time.process_time()
+            prop.propagate(0, snap)
+            while not prop.in_sync():
+                time.sleep(0.01)
+            fanout, cpu = time.perf_counter() - t0, time.process_time() - c0
+            broker_cpu = sum(brokers.ask("cpu").values()) - b0
+            print(
+                f"full fan-out: {args.brokers} brokers x {args.partitions:,} partitions: {fanout:.2f} s "
+                f"(target 10 s: {fanout / 10:.2f}x); CPU {cpu:.2f} s here (the controller), "
+                f"{broker_cpu:.2f} s in the brokers' processes [{load0} -> {load()}]"
+            )
+            print(f"  {verify(brokers, snap)}")
+            brokers.ask("freeze")
+
+            for tick in (0, args.tick_ms):
+                snap = leader_changes(args, img, snap, prop, brokers, tick)
+        finally:
+            prop.stop()
     finally:
-        prop.stop()
-        for s in servers.values():
-            s.stop()
+        brokers.stop()
     return 0
 
 

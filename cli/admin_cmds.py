@@ -1,7 +1,8 @@
 """`zk2kraft admin ...`: metadata changes during DualWriteMetadata, one subcommand per kind of change.
 
-Each builds one `commands.AdminChange` from its options and renders `commands.admin`'s result; `apply`
-reads them from a file of JSON lines.
+Each builds one `commands.AdminChange` from its options and renders `commands.admin`'s result (sent
+over Kafka's protocol to the running controller, or applied directly when none runs); `apply` reads
+them from a file of JSON lines.
 """
 
 from __future__ import annotations
@@ -43,15 +44,40 @@ def _admin_options(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.FloatRange(min=1),
         default=60.0,
         show_default=True,
-        help="Seconds to wait for a running `migrate --follow` to apply the change.",
+        help="Seconds to wait for the controller's answer (it answers once the change is in ZooKeeper).",
+    )(f)
+    f = click.option(
+        "--command-config",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        metavar="FILE",
+        help="Kafka client properties to reach the controller with (security.protocol, ssl.truststore.location, "
+        "sasl.mechanism, sasl.jaas.config), as kafka-*.sh take them; default: the listener's settings in --config.",
+    )(f)
+    f = click.option(
+        "--bootstrap-controller",
+        "bootstrap_controller",
+        envvar="ZK2KRAFT_BOOTSTRAP_CONTROLLER",
+        default=None,
+        metavar="HOST:PORT",
+        help="The running controller's listener (KIP-919); default: the listeners of --config, else the "
+        "one the controller announced in --log-dir. With none listening and the log free, the change is "
+        "applied directly.",
     )(f)
     f = node_id_option(f)
     f = log_dir_option()(f)
     return zookeeper_options(f)
 
 
+def _client(p: dict[str, Any]) -> dict[str, Any]:
+    """How to reach the controller: its address and the client security of --command-config."""
+    path = p.get("command_config")
+    security = commands.client_security_from_file(path) if path else None
+    return {"bootstrap": p.get("bootstrap_controller"), "security": security}
+
+
 def _run_admin(target: commands.Target, ctx_params: dict[str, Any], change: commands.AdminChange) -> None:
-    result = commands.admin(target, change, timeout=ctx_params["timeout"])
+    result = commands.admin(target, change, timeout=ctx_params["timeout"], **_client(ctx_params))
     if ctx_params["as_json"]:
         render.emit_json(result)
         return
@@ -67,12 +93,16 @@ def _run_admin(target: commands.Target, ctx_params: dict[str, Any], change: comm
 def admin() -> None:
     """Metadata changes during DualWriteMetadata: appended to the log, carried to ZooKeeper.
 
-    With `migrate --follow` running, the change is handed to it; otherwise this command takes the log
-    itself, appends and syncs once. Refused in any other state.
+    With the controller running, each change is sent to its listener as the Kafka request an admin
+    client sends (CreateTopics, IncrementalAlterConfigs, CreateAcls, ...); the answer comes once the
+    change is in ZooKeeper. With no controller running (nothing listening, the log's lock free) this
+    command takes the log itself, appends and syncs once; the output says which path was taken. A
+    held log whose listener cannot be reached is refused (exit 3). Refused outside DualWriteMetadata.
 
     \b
     Example:
-      zk2kraft admin create-topic orders -p 12 -r 3 --config retention.ms=86400000 -z zk:2181/kafka -l /var/lib/kraft
+      zk2kraft --config controller.properties admin create-topic orders -p 12 -r 3 --config retention.ms=86400000
+      zk2kraft admin delete-topic orders --bootstrap-controller ctl1:9093 --command-config admin.properties -z zk:2181/kafka -l /var/lib/kraft
     """
 
 
@@ -467,4 +497,4 @@ def apply_changes(ctx: click.Context, changes_file: str, target: commands.Target
     changes = list(_read_changes(changes_file))
     if any(c.kind in ("upsert-scram",) for c in changes):
         raise BadInputError("upsert-scram is not accepted from a file: use `zk2kraft admin upsert-scram`")
-    commands.admin_many(target, changes, timeout=p["timeout"], on_result=show)
+    commands.admin_many(target, changes, timeout=p["timeout"], on_result=show, **_client(p))

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from cli import render
+from cli.demo_kraft import run_kraft_restarts
 from migrator import commands
 from migrator.commands import ClientSecurity
 from migrator.errors import ZkKraftError
@@ -70,6 +71,7 @@ class DemoContext:
     cluster: GeneratedCluster | None = None
     brokers: BrokerSessions | None = None
     controller: commands.RunningController | None = None
+    admin_security: ClientSecurity | None = None  # how `admin` logs in to the listener (--secure)
     simulator: BrokerSimulator | None = None
     failures: list[str] = field(default_factory=list)
 
@@ -219,7 +221,7 @@ def run_migrate(ctx: DemoContext) -> None:
         session_timeout_ms=SESSION_TIMEOUT_MS,
         say=lambda line: ctx.console.print(f"  {line}"),
     )
-    ctx.controller = running
+    ctx.controller, ctx.admin_security = running, security
     service = running.service
     assert service is not None
     ctx.console.print(
@@ -367,12 +369,23 @@ def run_admin(ctx: DemoContext) -> None:
         ),
         AdminChange(kind="add-partitions", topic="demo-orders", partitions=12),
     ]
-    results = commands.admin_many(_target(ctx), changes)
+    if ctx.controller is None:
+        ctx.failures.append("admin: no controller is running")
+        return
+    # `zk2kraft admin --bootstrap-controller`: each change is a Kafka request to the listener
+    results = commands.admin_many(
+        _target(ctx), changes, bootstrap=ctx.controller.connect, security=ctx.admin_security
+    )
     for change, result in zip(changes, results, strict=True):
-        ctx.console.print(f"  {escape(change.describe())}: {escape(result.summary)}")
+        ctx.console.print(
+            f"  {escape(change.describe())}: {escape(result.summary)} [dim]via {escape(result.via)}[/dim]"
+        )
+    if any(r.path != "protocol" for r in results):
+        ctx.failures.append("admin changes did not go through the controller's listener")
     landed = commands.znode_exists(_target(ctx), "/brokers/topics/demo-orders/partitions/11/state")
     ctx.console.print(
-        "Each change was appended to the log and carried to ZooKeeper by the syncer"
+        "Each change went to the controller over Kafka's protocol, was appended to the log and carried "
+        "to ZooKeeper by the syncer before the answer"
         + (
             " — /brokers/topics/demo-orders/partitions/11/state exists, as ZK-mode brokers expect."
             if landed
@@ -411,13 +424,21 @@ def run_audit(ctx: DemoContext) -> None:
 
 
 def run_finalize(ctx: DemoContext) -> None:
+    service = ctx.controller.service if ctx.controller is not None else None
+    all_kraft = service is not None and not any(
+        b.is_migrating_zk_broker for b in service.image.brokers.values()
+    )
     stop_controller(ctx)
     if ctx.brokers is not None:
         ctx.brokers.close()
         ctx.brokers = None
-    ctx.console.print("The brokers were rolled to KRaft mode: their ZooKeeper registrations are gone.")
-    # The simulated brokers never come back as KRaft brokers: this is a rehearsal.
-    result = commands.finalize(_target(ctx), yes=True, rehearsal=True)
+    if (
+        all_kraft
+    ):  # finalize itself checks, in the log, that every broker of the copy registered in KRaft mode
+        ctx.console.print("Every broker runs in KRaft mode and none is registered in ZooKeeper: finalize.")
+    else:
+        ctx.console.print("The brokers were rolled to KRaft mode: their ZooKeeper registrations are gone.")
+    result = commands.finalize(_target(ctx), yes=True, rehearsal=not all_kraft)
     ctx.console.print(f"{result.state_before} → [bold]{result.state_after}[/bold]: {escape(result.message)}")
     if result.state_after != "MigrationFinalized":
         ctx.failures.append(f"finalize ended in {result.state_after}")
@@ -484,6 +505,7 @@ COMMON: list[tuple[str, Callable[[DemoContext], None]]] = [
     ("Audit: ZooKeeper against the log", run_audit),
 ]
 FINALIZE: list[tuple[str, Callable[[DemoContext], None]]] = [
+    ("Restart the brokers one by one in KRaft mode (runbook phase 3)", run_kraft_restarts),
     ("Finalize", run_finalize),
     ("Audit after finalize", run_audit),
 ]
@@ -513,7 +535,8 @@ def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, secure: bool, wo
     """Run the whole story on an embedded default: local ZooKeeper, generated cluster, migration.
 
     check → plan → migrate (brokers simulated over Kafka's protocol) → broker traffic and admin changes
-    in dual-write → status → audit → finalize → audit;
+    in dual-write → status → audit → brokers restarted one by one in KRaft mode (each one's metadata
+    cache fetched over Raft and equal to the controller's) → finalize → audit;
     with --rollback: … → audit → rollback → ZooKeeper verified intact. Exits 0 when every phase did
     what it should.
 

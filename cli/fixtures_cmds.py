@@ -231,10 +231,19 @@ def brokers(target: commands.Target, session_timeout: float, as_json: bool, **sp
     help="Kafka client properties for the controller listener: security.protocol, ssl.truststore.location "
     "(PEM), sasl.mechanism, sasl.jaas.config (PLAIN or SCRAM username/password).",
 )
+@click.option(
+    "--kraft-brokers",
+    "kraft_ids",
+    default=None,
+    metavar="IDS",
+    help="Comma-separated ids to run as KRaft brokers (runbook phase 3): they register without the "
+    "migration flag and follow the metadata log over Raft; stop their ZooKeeper-mode instance first.",
+)
 def simulate_brokers(
     target: commands.Target,
     controller: str,
     broker_ids: str | None,
+    kraft_ids: str | None,
     interval: float,
     own_timeout: float,
     controller_wait: float,
@@ -245,6 +254,8 @@ def simulate_brokers(
     They hold the cluster's replicas as leaders and followers: followers fetch with their broker
     epochs, leaders grow and shrink ISRs with AlterPartition v3 (docs/controller-protocol.md). Each
     registers the endpoints and rack of its /brokers/ids entry. Prints `ready` once all registered.
+    With --kraft-brokers, those run in KRaft mode; restart the simulator with one more id each time to
+    roll the brokers one by one, and a line per KRaft broker says what its metadata cache holds.
 
     \b
     Example:
@@ -265,4 +276,5 @@ def simulate_brokers(
         controller_wait=controller_wait,
         security=security,
         zk_security=target.security,
+        kraft_ids=[int(b) for b in kraft_ids.split(",") if b.strip()] if kraft_ids else (),
     )

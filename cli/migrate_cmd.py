@@ -34,7 +34,7 @@ from migrator import stop as stopping
     "--follow",
     is_flag=True,
     help="After reaching DualWriteMetadata keep running as the controller: sync new records, serve "
-    "`zk2kraft admin`, stop cleanly on SIGTERM/Ctrl-C.",
+    "`zk2kraft admin` and Kafka's admin clients (with --listen), stop cleanly on SIGTERM/Ctrl-C.",
 )
 @click.option(
     "--brokers-from-zk",
@@ -51,6 +51,13 @@ from migrator import stop as stopping
     "Records of the lost log that ZooKeeper never received are abandoned. Refused while another "
     "writer is alive.",
 )
+@click.option(
+    "--reconcile",
+    is_flag=True,
+    help="Once ZooKeeper is synced, read it again and reconcile all of it with the log (a separate, "
+    "separately timed step). The first sync after the copy reconciles from the copy's read and a "
+    "restart or takeover always reconciles from a fresh read; this is for drift suspected since.",
+)
 @listen_options
 @node_id_option
 @json_option
@@ -63,6 +70,7 @@ def migrate(
     session_timeout_ms: int,
     as_json: bool,
     recopy: bool,
+    reconcile: bool,
 ) -> None:
     """Migrate from wherever the migration is: check, claim ZooKeeper, copy, first sync.
 
@@ -85,6 +93,7 @@ def migrate(
         session_timeout_ms=session_timeout_ms,
         as_json=as_json,
         recopy=recopy,
+        reconcile=reconcile,
     )
 
 
@@ -98,6 +107,7 @@ def run_migrate(
     session_timeout_ms: int,
     as_json: bool,
     recopy: bool = False,
+    reconcile: bool = False,
 ) -> None:
     """`migrate` and `controller`: run the driver, then render its result."""
     interactive = render.interactive(as_json)
@@ -146,6 +156,7 @@ def run_migrate(
             say=say,
             broker_wait_timeout=broker_wait_timeout,
             recopy=recopy,
+            reconcile=reconcile,
             session_timeout_ms=session_timeout_ms,
             on_metrics=on_metrics,
         )

@@ -5,7 +5,7 @@ One room for them so `cli` needs the models, not the code that fills them (issue
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -143,7 +143,8 @@ class RollbackResult(BaseModel):
 class AdminResult(BaseModel):
     change: str
     summary: str
-    via: str  # "direct" or "follower pid N"
+    via: str  # the controller's address and the request, or why this command applied it itself
+    path: Literal["protocol", "direct"] = "direct"  # over Kafka's protocol, or under the log lock here
     records: int = 0
     first_offset: int | None = None
     last_offset: int | None = None

@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, cluster, log_replay, run_cli
 
 from cli.main import run
-from migrator.migration.admin import Inbox
+from migrator.migration.admin import follower_pid
 from zk_fixtures.server import free_port
 
 COMMANDS = ["migrate", "plan", "status", "finalize", "rollback", "admin"]
@@ -94,8 +94,10 @@ def test_follower_serves_admin_and_refuses_a_second_writer(
     log_dir = tmp_path / "meta"
     where = ["-z", zk_connect, "-l", str(log_dir)]
     with cluster(zk, zk_connect) as generated:
+        port = free_port()
         follower = subprocess.Popen(
-            [*ZK2KRAFT, "migrate", "--yes", "--brokers-from-zk", "--follow", "--json", *where],
+            [*ZK2KRAFT, "migrate", "--yes", "--brokers-from-zk", "--follow", "--json", *where]
+            + ["--listen", f"127.0.0.1:{port}"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -104,7 +106,7 @@ def test_follower_serves_admin_and_refuses_a_second_writer(
         )
         try:
             deadline = time.monotonic() + 60
-            while Inbox(log_dir).follower_pid() != follower.pid:
+            while follower_pid(log_dir) != follower.pid:
                 assert follower.poll() is None and time.monotonic() < deadline, "follower did not start"
                 time.sleep(0.05)
             r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
@@ -117,12 +119,26 @@ def test_follower_serves_admin_and_refuses_a_second_writer(
             )
             r = run_cli(["rollback", "--yes", *where])
             assert r.returncode == 4 and f"pid {follower.pid}" in _one_line_error(r)
+            # The running controller gets the change over Kafka's protocol: its listener is found in
+            # the log directory's announcement, or named.
             r = run_cli(["admin", "create-topic", "via-follower", "-p", "3", "--json", *where])
             assert r.returncode == 0, r.stderr
             created = json.loads(r.stdout)
-            assert created["via"] == f"follower pid {follower.pid}" and created["records"] == 4
-            r = run_cli(["admin", "create-topic", "via-follower", *where])
-            assert r.returncode == 2 and "already exists" in _one_line_error(r)
+            assert created["path"] == "protocol" and f"127.0.0.1:{port}" in created["via"], created
+            assert "CreateTopics" in created["via"] and created["topic_id"]
+            assert sorted(zk.get_children("/brokers/topics/via-follower/partitions")) == ["0", "1", "2"]
+            r = run_cli(
+                [
+                    "admin",
+                    "create-topic",
+                    "via-follower",
+                    "--bootstrap-controller",
+                    f"127.0.0.1:{port}",
+                    *where,
+                ]
+            )
+            line = _one_line_error(r)
+            assert r.returncode == 2 and "TOPIC_ALREADY_EXISTS" in line and "already exists" in line
             secret_file = tmp_path / "pw"
             secret_file.write_text("correct horse battery staple\n")
             r = run_cli(
@@ -141,7 +157,7 @@ def test_follower_serves_admin_and_refuses_a_second_writer(
         assert follower.returncode == 0, err
         result = json.loads(out)
         assert result["changes_applied"] == 2 and result["followed_seconds"] > 0
-        assert Inbox(log_dir).follower_pid() is None
+        assert follower_pid(log_dir) is None
         # The secret and its keys show nowhere: not in replies, status, or the log's dump.
         dump = run_cli(["log", "dump", "-l", str(log_dir), "--json"])
         shown = r.stdout + r.stderr + status.stdout + out + err + dump.stdout

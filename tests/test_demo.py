@@ -18,14 +18,26 @@ from zk_fixtures.generator import ClusterSpec, generate
 @pytest.mark.parametrize(
     ("flags", "story"),
     [
-        ([], ["DualWriteMetadata → MigrationFinalized", "finalized: ZooKeeper still equals the log"]),
+        (
+            [],
+            [
+                "DualWriteMetadata → MigrationFinalized",
+                "finalized: ZooKeeper still equals the log",
+                "Every broker is a KRaft broker following the metadata log (6 of 6)",
+                "Every broker runs in KRaft mode and none is registered in ZooKeeper: finalize.",
+            ],
+        ),
         (
             ["--rollback", "--no-audit"],
             ["DualWriteMetadata → MigrationIneligible", "/controller absent, /migration absent"],
         ),
         (
             ["--secure", "--no-audit"],
-            ["The listener is SASL_SSL with ACLs", "refused CLUSTER_AUTHORIZATION_FAILED"],
+            [
+                "The listener is SASL_SSL with ACLs",
+                "refused CLUSTER_AUTHORIZATION_FAILED",
+                "Every broker is a KRaft broker following the metadata log (6 of 6)",
+            ],
         ),
     ],
 )
@@ -51,10 +63,16 @@ def test_demo_runs_and_cleans_up(tmp_path, flags, story):
     assert "every phase did what it should" in out
     assert "eligible for migration" in out
     assert "Copied " in out and "write-behind lag 0" in out
+    # the admin step is `zk2kraft admin` against the controller's listener, over Kafka's protocol
+    assert "went to the controller over Kafka's protocol" in out and "(CreateTopics v" in out
     # ZK-mode brokers learn leadership from the controller (issue 14): a fenced broker's partitions
     assert "have a new leader in the metadata cache of every one of the" in out
     for line in story:
         assert line in out
+    # runbook phase 3 (issue 15): one line per broker restarted in KRaft mode, each checked equal
+    restarted = [ln for ln in out.splitlines() if "restarted in KRaft mode" in ln]
+    assert len(restarted) == (0 if "--rollback" in flags else 6), restarted
+    assert all("its cache equals the controller's image at offset" in ln for ln in restarted)
     assert "Traceback" not in out
     assert not workdir.exists(), "the demo must remove its files"
     secrets = generate(ClusterSpec(seed=1, **DEMO_SPEC)).secrets

@@ -298,7 +298,12 @@ def test_admin_changes_direct(zk: KazooClient, zk_connect: str, tmp_path: Path) 
                 configs={"retention.ms": "1000"},
             ),
         )
-        assert a.via == "direct" and a.records == 1 + 1 + 6 and a.topic_id
+        assert (
+            a.path == "direct"
+            and "no controller is running" in a.via
+            and a.records == 1 + 1 + 6
+            and a.topic_id
+        )
         zk_image, _ = assert_consistent(zk, log_dir)
         orders = zk_image.topics["orders"]
         assert orders.topic_id == a.topic_id and len(orders.partitions) == 6

@@ -4,50 +4,59 @@ broker is a KRaft broker, finalize succeeds."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import time
 
 import pytest
+from migrate_helpers import ZK2KRAFT
 from test_broker_sim import migrated
 
 from migrator import commands
 from migrator.kraft import handover
-from zk_fixtures.kraft_broker import KraftSimBroker
+from zk_fixtures.kraft_broker import controlled_shutdown, equal_to_controller, restart_in_kraft_mode
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
 
 
-def comparable(image) -> dict:
-    # cluster id: from meta.properties, not the log; broker registrations change with every fence
-    return image.model_dump(exclude={"cluster_id", "brokers"})
-
-
 def test_brokers_restarted_in_kraft_mode_follow_the_log_then_finalize(zk, zk_connect, tmp_path) -> None:
+    """At every step (after each restart) every KRaft broker's cache equals the controller's whole image,
+    broker registrations included, at one committed offset; ZooKeeper-mode brokers stay registered."""
     with migrated(zk, zk_connect, tmp_path) as (running, sim, ids, _):
         service = running.service
         assert service is not None
         followers = []
         for n, broker_id in enumerate(ids):
-            zk.delete(
-                f"/brokers/ids/{broker_id}"
-            )  # the ZooKeeper-mode broker stops: its ephemeral znode goes
-            with sim._lock:
-                kraft = KraftSimBroker.restarted_from(sim.brokers[broker_id])
-                sim.brokers[broker_id] = kraft  # the simulator's heartbeat loop registers it again
-            assert running.wait_until(lambda r, k=kraft: k.epoch >= 0, 60), (kraft.register(), kraft.errors)
-            followers.append(kraft.follow(max_wait_ms=500))
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                want = (service.log.end_offset, comparable(service.image))
-                if all((f.fetch_offset, comparable(f.cache())) == want for f in followers):
-                    break
-                time.sleep(0.05)
-            for f in followers:
-                assert comparable(f.cache()) == comparable(service.image), f.errors
-                assert set(f.cache().brokers) == set(service.image.brokers)
+            zk.delete(f"/brokers/ids/{broker_id}")  # the ZooKeeper-mode broker's session goes
+            kraft = restart_in_kraft_mode(sim, broker_id)  # controlled shutdown, KRaft, unfenced
+            assert kraft.follower is not None and kraft.epoch >= 0 and not kraft.fenced_by_controller
+            followers.append(kraft.follower)
+            at = equal_to_controller(service, followers)
+            assert at is not None, [f.errors for f in followers]
+            assert all(f.applied_offset == at - 1 for f in followers)
             image = service.image
             assert not image.brokers[broker_id].is_migrating_zk_broker
             migrating = {b for b, reg in image.brokers.items() if reg.is_migrating_zk_broker}
-            assert migrating <= set(ids[n + 1 :])  # the ones not yet restarted may still be ZK-mode
+            assert migrating == set(ids[n + 1 :])  # ZooKeeper-mode and KRaft brokers side by side
+        # the same roll with `zk2kraft fixtures simulate-brokers --kraft-brokers` (a real process): the
+        # last broker restarts once more, now run by the command, and says what its cache holds
+        last = sim.brokers[ids[-1]]
+        controlled_shutdown(last, time.monotonic() + 30)
+        last.close()
+        proc = subprocess.Popen(
+            [*ZK2KRAFT, "fixtures", "simulate-brokers", "-z", zk_connect, "--controller", running.connect,
+             "--brokers", str(ids[-1]), "--kraft-brokers", str(ids[-1])],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
+            line = proc.stdout.readline()
+            assert line.startswith(f"broker {ids[-1]} (KRaft): unfenced") and "topics" in line, line
+            assert running.wait_until(lambda _r: not service.image.brokers[ids[-1]].fenced, 30)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
         sim.stop()
         running.stop()
         result = commands.finalize(zk_connect, str(tmp_path / "meta"), yes=True)

@@ -505,28 +505,6 @@ def test_temporaries_a_crash_left_are_removed_by_the_next_writer_only(tmp_path):
     assert (tmp_path / "meta.properties").exists()
 
 
-def test_inbox_temporaries_of_crashed_followers_and_requesters_do_not_outlive_the_next_follower(tmp_path):
-    from migrator.migration.admin import INBOX_DIR, Inbox
-
-    inbox = tmp_path / INBOX_DIR
-    inbox.mkdir()
-    reply_tmp = inbox / "00000000000000000001-abcdef01.reply.json.tmp"  # follower killed answering
-    old_submit = inbox / ".00000000000000000002-abcdef02.tmp"  # requester killed submitting
-    fresh_submit = inbox / ".00000000000000000003-abcdef03.tmp"  # a requester writing right now
-    for p in (reply_tmp, old_submit, fresh_submit):
-        p.write_bytes(b"{")
-    long_ago = os.stat(old_submit).st_mtime - 3600
-    os.utime(old_submit, (long_ago, long_ago))
-    box = Inbox(tmp_path)
-    box.announce()
-    assert not reply_tmp.exists() and not old_submit.exists()
-    assert fresh_submit.exists()
-    # ...and the follower's loop sweeps it once it has aged (its requester died after the start).
-    os.utime(fresh_submit, (long_ago, long_ago))
-    assert box.pending() == []
-    assert not fresh_submit.exists()
-
-
 # -- the kept image ----------------------------------------------------------------------------------
 
 

@@ -19,8 +19,11 @@ import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAuthorizationFailedError
 from kazoo.client import KazooClient
+from kio.schema.allocate_producer_ids.v0 import request as ap0
+from kio.schema.alter_partition_reassignments.v0 import request as apr0
 from kio.schema.delete_topics.v6 import request as dt6
 from kio.schema.metadata.v12 import request as md12
+from kio.schema.update_features.v1 import request as uf1
 from migrate_helpers import cluster
 from prometheus_client import generate_latest
 from test_admin_protocol import _register_all
@@ -247,6 +250,26 @@ def test_sasl_ssl_scram_admin_clients_are_authorized_per_topic(
                     (None, other_id, 29),  # by id, not describable: not even its name is told
                     ("sec16.absent", NO_ID, 3),  # describable: the caller may learn it is absent
                 }
+                # cluster-wide APIs: ALTER for reassignments and features, CLUSTER_ACTION for producer
+                # ids; refused whole with Kafka's error responses, nothing appended
+                end = service.log.end_offset
+                move = apr0.AlterPartitionReassignmentsRequest(
+                    topics=(
+                        apr0.ReassignableTopic(
+                            name=other,
+                            partitions=(apr0.ReassignablePartition(partition_index=0, replicas=None),),
+                        ),
+                    )
+                )
+                moved = c.call(45, 0, move)
+                assert int(moved.error_code) == 31
+                assert [int(p.error_code) for t in moved.responses for p in t.partitions] == [31]
+                feature = uf1.FeatureUpdateKey(feature="metadata.version", max_version_level=1)
+                features = c.call(57, 1, uf1.UpdateFeaturesRequest(feature_updates=(feature,)))
+                assert (int(features.error_code), features.results) == (31, ())
+                ids = c.call(67, 0, ap0.AllocateProducerIdsRequest(broker_id=1, broker_epoch=1))
+                assert (int(ids.error_code), ids.producer_id_len) == (31, 0)
+                assert service.log.end_offset == end
             assert other in _topics(zk) and other in service.image.topics
 
             # kafka-python over SASL_SSL as eve, who has no ACL at all

@@ -23,7 +23,7 @@ from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli
 
 from migrator import commands
 from migrator.migration import log_binding
-from migrator.migration.admin import Inbox
+from migrator.migration.admin import follower_pid
 from migrator.zk import paths as P
 
 pytestmark = pytest.mark.zk
@@ -55,7 +55,7 @@ def follower(zk_connect: str, log_dir: Path) -> Iterator[subprocess.Popen[str]]:
     )
     try:
         deadline = time.monotonic() + 90
-        while Inbox(log_dir).follower_pid() != proc.pid:
+        while follower_pid(log_dir) != proc.pid:
             assert proc.poll() is None, f"follower exited {proc.returncode}: {proc.stderr.read()}"  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the follower did not start"
             time.sleep(0.05)

@@ -91,6 +91,8 @@ def test_migrate_follow_serves_kafkas_migration_metrics(
                 *where,
                 "--metrics-listen",
                 f"127.0.0.1:{port}",
+                "--listen",
+                f"127.0.0.1:{free_port()}",
             ],  # fmt: skip
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -110,10 +112,11 @@ def test_migrate_follow_serves_kafkas_migration_metrics(
             deltas = m[K + "ZkWriteDeltaTimeMs_count"]
             written = m.get("zk2kraft_dual_write_records_total", 0.0)
 
-            # An admin change goes through the follower: records written behind, one more delta timed.
+            # An admin change goes to the follower's listener: records written behind, one more delta timed.
             r = run_cli(["admin", "create-topic", "metered", "-p", "3", "--json", *where])
             assert r.returncode == 0, r.stderr
-            records = json.loads(r.stdout)["records"]
+            assert json.loads(r.stdout)["path"] == "protocol"
+            records = 1 + 3  # TopicRecord, a PartitionRecord each
             m = wait_for(port, proc, lambda m: m[K + "ZkWriteDeltaTimeMs_count"] > deltas)
             assert m["zk2kraft_dual_write_records_total"] == written + records
             assert m[K + "ZkWriteBehindLag"] == 0

@@ -14,7 +14,7 @@ import pytest
 from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli
 
-from migrator.migration.admin import Inbox
+from migrator.migration.admin import follower_pid
 from zk_fixtures.server import free_port
 
 
@@ -47,7 +47,7 @@ def test_check_reports_health_during_dual_write_and_flags_a_dead_writer(
         )
         try:
             deadline = time.monotonic() + 60
-            while Inbox(log_dir).follower_pid() != follower.pid:
+            while follower_pid(log_dir) != follower.pid:
                 assert follower.poll() is None and time.monotonic() < deadline, "follower did not start"
                 time.sleep(0.05)
             alive = json.loads(run_cli(["status", "--json", *where]).stdout)["writer_info"]

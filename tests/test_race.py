@@ -94,7 +94,7 @@ def test_two_drivers_race_over_1000_topics(tmp_path: Path) -> None:
         try:
             assert driver_a.stdout is not None
             applied = [json.loads(driver_a.stdout.readline()) for _ in range(150)]
-            assert all(a["via"] == "direct" for a in applied)
+            assert all(a["path"] == "direct" for a in applied)
             stale = run_cli(["migrate", "--yes", "--json", "-z", zk_connect, "-l", str(log_b)])
             assert stale.returncode == 4 and "before /migration" in stale.stderr, stale.stderr
             # B's log: a copy of A's holding exactly what ZooKeeper covers (A paused between changes)

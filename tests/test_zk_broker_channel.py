@@ -8,6 +8,7 @@ channel to a healthy broker is served meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import struct
 import threading
@@ -215,3 +216,82 @@ def test_a_shared_update_metadata_is_encoded_once_with_each_brokers_epoch(versio
         h = Header(3000, 5, epoch)
         alone = Item(Z.UPDATE_METADATA, partitions=item.partitions, live_brokers=LIVE)
         assert encode_body(item, version, h, shared=True) == encode_body(alone, version, h)
+
+
+@pytest.mark.parametrize("api_key", [Z.LEADER_AND_ISR, Z.STOP_REPLICA, Z.UPDATE_METADATA])
+def test_request_frames_are_kio_headers_and_the_body(api_key):
+    """The frame's header is encoded once per (apiKey, version, client id) and the correlation id
+    patched in: the bytes stay what kio's writer makes of the whole header, in every version."""
+    from migrator.controller.zk_broker_requests import encode_entity, encode_request_frame
+
+    lo, hi, _ = Z.VERSIONS[api_key]
+    for version in range(lo, hi + 1):
+        hcls = Z.request_header_class(api_key, version)
+        for cid, client in ((1, "zk2kraft-controller-3000"), (2**31 - 1, "c"), (7, "é")):
+            header = hcls(
+                request_api_key=api_key, request_api_version=version, correlation_id=cid, client_id=client
+            )
+            payload = encode_entity(hcls, header) + b"body"
+            want = struct.pack(">i", len(payload)) + payload
+            assert encode_request_frame(api_key, version, cid, client, b"body") == want
+
+
+def test_channels_behind_by_the_same_shared_items_share_one_merge():
+    """Each broker's channel merges what queued while its request was in flight; shared items merged
+    alike are merged once (so encoded once), and the merge is what merging them apart would give."""
+    from migrator.controller.zk_broker_requests import merge
+
+    a = Item(Z.UPDATE_METADATA, partitions={("t", 0): state(0)}, live_brokers=LIVE, shared=True)
+    b = Item(Z.UPDATE_METADATA, partitions={("t", 0): state(0, epoch=2), ("t", 1): state(1)}, shared=True)
+    once = merge([a, b])
+    assert merge([a, b]) is once and once.shared
+    assert merge([b, a]) is not once
+    plain = merge([dataclasses.replace(a, shared=False), dataclasses.replace(b, shared=False)])
+    assert not plain.shared
+    assert (once.partitions, once.live_brokers) == (plain.partitions, plain.live_brokers)
+    assert once.partitions[("t", 0)].leader_epoch == 2
+
+
+def test_a_channel_behind_sends_leadership_first_then_metadata_never_across_a_stop_replica(broker):
+    """Rounds queued while a request is in flight go as if they were one round: every LeaderAndIsr
+    up to the next StopReplica, then the UpdateMetadatas (pipelined after it); the StopReplica keeps
+    its place."""
+    _, server = broker
+    ctl = Controller()
+    ch = channel(server, ctl)
+    ch.stop()  # its thread gone: the queue is read below, as the thread would
+    ch._needs_full = False
+    lai = [
+        Item(Z.LEADER_AND_ISR, partitions={("t", p): state(p, epoch=e)}) for e, p in ((2, 0), (3, 1), (4, 0))
+    ]
+    um = [
+        Item(Z.UPDATE_METADATA, partitions={("t", p): state(p, epoch=e)}, shared=True)
+        for e, p in ((2, 0), (3, 1))
+    ]
+    sr = Item(Z.STOP_REPLICA, stop={("t", 2): (-2, True)})
+    ch.enqueue([lai[0], um[0]], 11)
+    ch.enqueue([lai[1], um[1]], 12)
+    ch.enqueue([sr], 13)
+    ch.enqueue([lai[2]], 14)
+    ch._stop.clear()
+    got = []
+    while ch._queue:
+        got.append(
+            [
+                (
+                    item.api_key,
+                    sorted((k, s.leader_epoch) for k, s in item.partitions.items()),
+                    oldest,
+                    offset,
+                )
+                for item, oldest, offset in ch._next_batches()
+            ]
+        )
+    assert got == [
+        [  # written together, answered in order
+            (Z.LEADER_AND_ISR, [(("t", 0), 2), (("t", 1), 3)], 11, 12),
+            (Z.UPDATE_METADATA, [(("t", 0), 2), (("t", 1), 3)], 11, 12),
+        ],
+        [(Z.STOP_REPLICA, [], 13, 13)],
+        [(Z.LEADER_AND_ISR, [(("t", 0), 4)], 14, 14)],
+    ]

@@ -493,3 +493,31 @@ def test_leader_and_isr_with_shared_partition_states_encodes_as_kio(version: int
         want = encode_entity(cls, build_request(item, version, h))
         assert encode_body(item, version, h) == want
         assert encode_body(item, version, h) == want  # from the shared states
+
+
+@pytest.mark.parametrize("version", range(9))
+def test_update_metadata_with_encoded_live_brokers_encodes_as_kio(version: int) -> None:
+    """encode_body writes each live broker's bytes, encoded once per broker and version; the request
+    is still what kio's writer makes of it, shared (epoch patched) or not."""
+    from migrator.controller.zk_broker_requests import (
+        BrokerInfo,
+        Header,
+        Item,
+        PartitionState,
+        build_request,
+        encode_body,
+        encode_entity,
+    )
+
+    parts = {("t", p): PartitionState("t", p, uuid.UUID(int=7), 1, 3, (1, 2), 5, (1, 2, 3)) for p in range(3)}
+    live = (
+        BrokerInfo(1, (("PLAINTEXT", "h1", 9092, "PLAINTEXT"), ("SSL", "h1", 9093, "SSL")), "r1"),
+        BrokerInfo(2, (("INTERNAL", "h2", 9094, "SASL_PLAINTEXT"),)),
+    )
+    cls = Z.request_class(Z.UPDATE_METADATA, version)
+    h = Header(3000, 4, 99)
+    for _ in range(2):  # the second time from the cached brokers
+        item = Item(Z.UPDATE_METADATA, partitions=parts, live_brokers=live)
+        want = encode_entity(cls, build_request(item, version, h))
+        assert encode_body(item, version, h) == want
+        assert encode_body(dataclasses.replace(item, shared=True), version, h, shared=True) == want

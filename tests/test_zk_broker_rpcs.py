@@ -21,9 +21,8 @@ from migrate_helpers import cluster
 from prometheus_client import generate_latest
 
 from migrator import commands
-from migrator.controller import core
+from migrator.controller.client import ControllerClient
 from migrator.controller.zk_broker_channel import wait_until
-from migrator.kraft.records import kafka_to_uuid, record
 from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AdminChange
 from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
@@ -197,7 +196,7 @@ def test_zk_brokers_follow_fencing_alter_partition_restart_create_and_delete(zk,
         # then, once the added replica is in the ISR, the target alone with a new leader) reach every
         # broker; the removed replica gets StopReplica(delete) and leads nothing it lost.
         stops_before = {b: c.requests.get("StopReplica", 0) for b, c in sim.caches.items()}
-        key, moved_from, added = reassign(service, sim)
+        key, moved_from, added = reassign(service, sim, running.address)
         converged(running, sim)
         assert not sim.caches[moved_from].replicates(key)
         assert key not in sim.caches[moved_from].leads()
@@ -227,10 +226,14 @@ def test_zk_brokers_follow_fencing_alter_partition_restart_create_and_delete(zk,
         assert "kafka_controller_ControllerChannelManager_TotalQueueSize 0.0" in metrics
 
 
-def reassign(service: Any, sim: BrokerSimulator) -> tuple[tuple[str, int], int, int]:
-    """Moves a partition off its leader `a` to a broker `c` that held none of it, committing the two
-    PartitionChangeRecords Kafka's controller writes for a reassignment through the service's own
-    commit path (the AlterPartitionReassignments API is another issue's); returns (partition, a, c)."""
+def reassign(
+    service: Any, sim: BrokerSimulator, address: tuple[str, int]
+) -> tuple[tuple[str, int], int, int]:
+    """Moves a partition off its leader `a` to a broker `c` that held none of it with
+    AlterPartitionReassignments over the listener; the leader's AlterPartition completes the move once
+    `c` is in the ISR (Kafka's two PartitionChangeRecords). Returns (partition, a, c)."""
+    from kio.schema.alter_partition_reassignments.v0 import request as apr
+
     with service.lock:
         image = service.image
         live = sorted(b.id for b in image.brokers.values() if not b.fenced)
@@ -243,46 +246,31 @@ def reassign(service: Any, sim: BrokerSimulator) -> tuple[tuple[str, int], int, 
         a = part.leader
         c = min(set(live) - set(part.replicas))
         target = [c, *(r for r in part.replicas if r != a)]
-        tid = kafka_to_uuid(topic.topic_id)
 
-    def start() -> core.Decision:
-        rec = record(
-            "PartitionChangeRecord",
-            TopicId=tid,
-            PartitionId=p,
-            Replicas=[*target, a],
-            AddingReplicas=[c],
-            RemovingReplicas=[a],
+    move = apr.AlterPartitionReassignmentsRequest(
+        topics=(
+            apr.ReassignableTopic(
+                name=topic.name,
+                partitions=(apr.ReassignablePartition(partition_index=p, replicas=tuple(target)),),
+            ),
         )
-        return core.Decision([rec], None)
-
-    def complete() -> core.Decision:
-        now = service.image.topics[topic.name].partitions[p]
-        isr = [r for r in now.isr if r in target]
-        return core.Decision(
-            [
-                record(
-                    "PartitionChangeRecord",
-                    TopicId=tid,
-                    PartitionId=p,
-                    Replicas=target,
-                    Isr=isr,
-                    Leader=c if c in isr else isr[0],
-                    AddingReplicas=[],
-                    RemovingReplicas=[],
-                )
-            ],
-            None,
-        )
-
-    service._decide("AlterPartitionReassignments", start, None)
-    # The added replica learns it from LeaderAndIsr, fetches, and its leader adds it to the ISR.
-    assert service.wait_for(lambda img: c in img.topics[topic.name].partitions[p].isr, 30), (
+    )
+    with ControllerClient(*address, timeout_s=30) as client:
+        answer = client.call(45, 0, move)
+    assert [int(x.error_code) for t in answer.responses for x in t.partitions] == [0], answer
+    # The added replica learns it from LeaderAndIsr, fetches, and its leader adds it to the ISR: that
+    # AlterPartition completes the move (replicas = target, the removed leader replaced).
+    assert service.wait_for(
+        lambda img: (
+            img.topics[topic.name].partitions[p].replicas == target
+            and not img.topics[topic.name].partitions[p].adding_replicas
+        ),
+        30,
+    ), (
         sim.refusals,
         sim.partitions.get((topic.name, p)),
         service.image.topics[topic.name].partitions[p],
         sim.caches[c].roles.get((topic.name, p)),
         sim.caches[a].roles.get((topic.name, p)),
     )
-    service._decide("AlterPartitionReassignments", complete, None)
     return (topic.name, p), a, c

@@ -9,6 +9,7 @@ full state again.
 from __future__ import annotations
 
 import dataclasses
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -195,3 +196,26 @@ def test_snapshot_by_changed_keys_equals_a_full_one() -> None:
     differs = {k for k in prev.parts.keys() | full.parts.keys() if prev.parts.get(k) != full.parts.get(k)}
     assert differs and differs <= by_changes.touched
     assert full.parts[("a", 0)].offline == (3,) and ("b", 0) not in full.parts
+
+
+def test_pace_waits_for_delivery_but_never_past_the_tick(brokers):
+    """Between propagations the loop waits until every channel delivered the last one, at most
+    tick_ms: a broker that cannot be reached holds the others back no longer than that."""
+    prop = ZkPropagator(None, 3000, 7, tick_ms=300)
+    try:
+        img = image(brokers, set(), [1, 2])
+        prop.propagate(1, snapshot(img))
+        assert wait_until(prop.in_sync, 10)
+        t0 = time.monotonic()
+        prop.pace()  # all delivered: no wait
+        assert time.monotonic() - t0 < 0.25
+        brokers[4][1].stop()  # broker 4 gone: its channel cannot deliver
+        img.brokers[4].broker_epoch = 99  # a re-registration: a full resend it will never get
+        img.topics["t"].partitions[0].leader_epoch = 2
+        prop.propagate(2, snapshot(img))
+        t0 = time.monotonic()
+        prop.pace()
+        assert 0.2 <= time.monotonic() - t0 < 5
+        assert wait_until(lambda: brokers[1][0].partitions[("t", 0)].leader_epoch == 2, 10)
+    finally:
+        prop.stop()

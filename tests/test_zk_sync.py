@@ -216,6 +216,58 @@ def test_first_reconcile_clears_pending_deletions_and_keeps_states(migrated: Mig
     assert read_migration(zk).zk_version == version  # type: ignore[union-attr]
 
 
+def test_a_takeover_reconcile_brings_state_versions_up_to_the_partition_epoch(migrated: Migrated) -> None:
+    """A syncer that did not write the last changes (a takeover, an older zk2kraft) still leaves each
+    state znode's version equal to the log's PartitionEpoch, which a ZooKeeper controller reads back."""
+    zk = migrated.zk
+    migrated.syncer.reconcile()
+    image = migrated.syncer.image
+    assert image is not None
+    name = sorted(image.topics)[0]
+    state = P.partition_state_path(name, 0)
+    version = zk.exists(state).version
+    part = image.topics[name].partitions[0]
+    assert part.partition_epoch == version  # the copy took the version as the epoch
+    replicas = [*part.replicas, 99]
+    tid = migrated.topic_id(name)
+    migrated.append(
+        record("PartitionChangeRecord", PartitionId=0, TopicId=tid, Replicas=replicas, AddingReplicas=[99]),
+        record(
+            "PartitionChangeRecord", PartitionId=0, TopicId=tid, Replicas=part.replicas, AddingReplicas=[]
+        ),
+    )
+    before = zk.get(state)[0]
+    repairs = ZkSyncer(zk, migrated.log, migrated.writer).reconcile()
+    assert [(r.kind, r.entity, r.znodes) for r in repairs] == [("update", f"partition {name}-0", 1)]
+    assert zk.get(state)[0] == before  # the same bytes, written twice
+    assert zk.exists(state).version == version + 2
+    # nothing left behind: a second takeover repairs nothing
+    assert ZkSyncer(zk, migrated.log, migrated.writer).reconcile() == []
+
+
+def test_state_versions_are_counted_when_the_first_sync_takes_the_tree(migrated: Migrated) -> None:
+    """migrate's first sync hands its one read over (`take=True`) and the tree is emptied early: the
+    versions must have been taken from it first, or coalesced changes leave them behind again."""
+    zk = migrated.zk
+    migrated.syncer.reconcile(None, read_tree(zk), take=True)
+    image = migrated.syncer.image
+    assert image is not None
+    name = sorted(image.topics)[0]
+    part = image.topics[name].partitions[0]
+    epoch = part.partition_epoch
+    state = P.partition_state_path(name, 0)
+    other = next(b for b in part.isr if b != part.leader)
+    tid = migrated.topic_id(name)
+    migrated.append(
+        record("PartitionChangeRecord", PartitionId=0, TopicId=tid, Leader=other),
+        record("PartitionChangeRecord", PartitionId=0, TopicId=tid, Isr=[other]),
+    )
+    migrated.syncer.sync()
+    synced = migrated.syncer.image
+    assert synced is not None
+    assert zk.exists(state).version == synced.topics[name].partitions[0].partition_epoch == epoch + 2
+
+
 def test_reconcile_repairs_every_kind_of_drift(migrated: Migrated) -> None:
     zk = migrated.zk
     syncer = migrated.syncer
@@ -313,6 +365,8 @@ def test_sync_writes_every_record_type_in_kafkas_layout(migrated: Migrated) -> N
     literal_changes_before = len(zk.get_children(P.LITERAL_ACL_CHANGES))
     state0 = P.partition_state_path(t0, 0)
     version0 = zk.exists(state0).version
+    state1 = P.partition_state_path(t1, 1)
+    version1 = zk.exists(state1).version
     epoch0 = image.topics[t0].partitions[0].leader_epoch
     migrated.append(
         record("TopicRecord", Name="fresh", TopicId=new_id),
@@ -406,7 +460,14 @@ def test_sync_writes_every_record_type_in_kafkas_layout(migrated: Migrated) -> N
     assert (st.leader, st.isr) == (2, [2])
     assert st.leader_epoch == epoch0 + 1  # one leader change
     assert st.controller_epoch == migrated.claim.kraft_epoch  # the KRaft controller's epoch, as Kafka writes
-    assert zk.exists(state0).version == version0 + 1  # two changes coalesced into one write
+    # Two changes coalesced into one write still move the version by two: Kafka's ZooKeeper
+    # controller reads the version as the partition epoch (after a rollback it must equal the
+    # epoch the brokers got from this controller).
+    synced = syncer.image
+    assert synced is not None
+    assert zk.exists(state0).version == version0 + 2 == synced.topics[t0].partitions[0].partition_epoch
+    # a reassignment step leaves the state's bytes alone but moves the epoch: the version follows
+    assert zk.exists(state1).version == version1 + 1 == synced.topics[t1].partitions[1].partition_epoch
     # a reassignment updates the topic znode
     assignment = codec.decode_topic(P.topic_path(t1), zk.get(P.topic_path(t1))[0])
     assert assignment.partitions[1] == [1, 2, 3, 4] and assignment.adding_replicas == {1: [4]}

@@ -223,13 +223,18 @@ class SimBroker:
             self.epoch = resp.broker_epoch
         return resp.error_code
 
+    def metadata_offset(self) -> int:
+        """The metadata offset its heartbeats report: a ZooKeeper-mode broker has replayed no log, so
+        its own registration's (it counts as caught up); a KRaft broker reports what it replayed."""
+        return self.epoch
+
     def heartbeat(self, want_shut_down: bool = False) -> M.BrokerHeartbeatResponse | None:
         if not self.alive or self.epoch < 0:
             return None
         req = M.BrokerHeartbeatRequest(
             self.broker_id,
             self.epoch,
-            current_metadata_offset=self.epoch,  # replayed at least up to its own registration
+            current_metadata_offset=self.metadata_offset(),
             want_fence=False,
             want_shut_down=want_shut_down,
             offline_log_dirs=[self.dir_ids[i] for i in sorted(self.offline_dirs)],
@@ -673,9 +678,12 @@ def run_simulator(
     controller_wait: float = 120.0,
     security: ClientSecurity | None = None,
     zk_security: ZkSecurity | None = None,
+    kraft_ids: Sequence[int] = (),
 ) -> None:
     """Register ``broker_ids`` (default: every broker ZooKeeper knows) with the controller at
     ``controller`` (HOST:PORT) and drive them until SIGTERM/SIGINT; prints ``ready`` once registered.
+    ``kraft_ids`` run as KRaft brokers (zk_fixtures.kraft_broker: no migration flag, they follow the
+    metadata log over Raft), the others as ZooKeeper-mode brokers.
 
     Each registers the endpoints and rack of its ZooKeeper registration. Raises BadInputError (exit
     2) for a bad address, no brokers, or a refused registration; UnreachableError (3) when the
@@ -707,6 +715,10 @@ def run_simulator(
         security=security,
         zk_security=zk_security,
     )
+    if kraft_ids:
+        from zk_fixtures.kraft_broker import as_kraft_brokers
+
+        as_kraft_brokers(sim, kraft_ids)
     done = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -730,6 +742,10 @@ def run_simulator(
             raise BadInputError(f"the controller refused registrations: {bad}")
         sim.start()
         print(READY, flush=True)
+        if kraft_ids:
+            from zk_fixtures.kraft_broker import report_kraft_brokers
+
+            report_kraft_brokers(sim, kraft_ids, done)
         done.wait()
     finally:
         sim.stop()

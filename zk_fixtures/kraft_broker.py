@@ -22,6 +22,7 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,13 +31,25 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.serial import entity_reader, entity_writer
 
 from migrator.controller import messages as M
+from migrator.controller.client_security import ClientSecurity, sasl_authenticate
+from migrator.controller.service import ControllerService
+from migrator.errors import BadInputError
 from migrator.kraft.batch import decode_batch_records, iter_batches
 from migrator.kraft.image import ImageBuilder, ReplayResult
 from migrator.kraft.records import MetadataRecord, OpaqueRecord
 from migrator.model import ClusterImage
-from zk_fixtures.broker_sim import SimBroker
+from zk_fixtures.broker_sim import BrokerSimulator, SimBroker
+from zk_fixtures.brokers import BrokerSessions
 
-__all__ = ["KraftSimBroker", "MetadataFollower"]
+__all__ = [
+    "KraftSimBroker",
+    "MetadataFollower",
+    "as_kraft_brokers",
+    "controlled_shutdown",
+    "equal_to_controller",
+    "report_kraft_brokers",
+    "restart_in_kraft_mode",
+]
 
 log = logging.getLogger("zk2kraft.kraft_broker")
 
@@ -55,10 +68,30 @@ Rec = tuple[int, int, MetadataRecord | OpaqueRecord]  # (offset, epoch, record)
 class _Conn:
     """One connection to the leader, kio encoding, one request at a time."""
 
-    def __init__(self, address: tuple[str, int], client_id: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        client_id: str,
+        timeout_s: float,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.sock = socket.create_connection(address, timeout=timeout_s)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.client_id = client_id
         self.cid = 0
+        if security is not None and security.tls:
+            self.sock = security.ssl_context().wrap_socket(self.sock, server_hostname=address[0])
+        if security is not None and security.sasl:  # a broker's controller listener settings
+            sasl_authenticate(self._round_trip, self._next_id, client_id, security)
+
+    def _next_id(self) -> int:
+        self.cid += 1
+        return self.cid
+
+    def _round_trip(self, frame: bytes) -> bytes:
+        self.sock.sendall(frame)
+        (size,) = struct.unpack(">i", self._recv(4))
+        return self._recv(size)
 
     def call(self, req: Any, resp_cls: type) -> Any:
         self.cid += 1
@@ -103,6 +136,7 @@ class MetadataFollower:
     max_wait_ms: int = 500
     max_bytes: int = 8 << 20
     directory_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    security: ClientSecurity | None = None
     leader_epoch: int = 0
     high_watermark: int = 0
     #: the loaded snapshot (end offset, epoch, cache at it), then the fetched records after it
@@ -130,10 +164,24 @@ class MetadataFollower:
     def last_fetched_epoch(self) -> int:
         return self._end[1]
 
+    @property
+    def applied_offset(self) -> int:
+        """The last offset replayed into the cache (what a KRaft broker's heartbeat reports), -1 for none."""
+        with self._lock:
+            last = min(self._end[0], self.high_watermark) - 1
+            return max(last, self.snapshot[0] - 1 if self.snapshot else -1)
+
     def cache(self) -> ClusterImage:
         """The broker's metadata cache: everything committed it has fetched."""
         with self._lock:
             return self._cache().finish().image.model_copy(deep=True)
+
+    def cache_equals(self, image: ClusterImage) -> bool:
+        """Whether the cache equals `image` but for the cluster id (a broker has that from its own
+        meta.properties, not from the log); no copy, so it is cheap enough to ask at every step."""
+        with self._lock:
+            mine = self._cache().finish().image
+            return mine.model_copy(update={"cluster_id": image.cluster_id}) == image
 
     def _cache(self) -> ImageBuilder:
         if self._builder is None:
@@ -149,7 +197,9 @@ class MetadataFollower:
 
     def _call(self, req: Any, resp_cls: type) -> Any:
         if self._conn is None:
-            self._conn = _Conn(self.leader, f"kraft-broker-{self.replica_id}", timeout_s=30)
+            self._conn = _Conn(
+                self.leader, f"kraft-broker-{self.replica_id}", timeout_s=30, security=self.security
+            )
         try:
             return self._conn.call(req, resp_cls)
         except (OSError, ConnectionError, struct.error):
@@ -327,9 +377,17 @@ class KraftSimBroker(SimBroker):
     def follow(self, max_wait_ms: int = 500) -> MetadataFollower:
         if self.follower is None:
             self.follower = MetadataFollower(
-                self.controller, self.broker_id, self.cluster_id, max_wait_ms=max_wait_ms
+                self.controller,
+                self.broker_id,
+                self.cluster_id,
+                max_wait_ms=max_wait_ms,
+                security=self.security,
             ).start()
         return self.follower
+
+    def metadata_offset(self) -> int:
+        """What it replayed: the controller unfences it once that reaches its own registration."""
+        return -1 if self.follower is None else self.follower.applied_offset
 
     def close(self) -> None:
         if self.follower is not None:
@@ -351,4 +409,109 @@ class KraftSimBroker(SimBroker):
             clock=zk_broker.clock,
             dir_ids=list(zk_broker.dir_ids),
             listeners=list(zk_broker.listeners),
+            security=zk_broker.security,
         )
+
+
+def equal_to_controller(
+    service: ControllerService, followers: list[MetadataFollower], timeout_s: float = 60.0
+) -> int | None:
+    """The committed offset at which every follower's cache equalled the controller's image (waiting up
+    to `timeout_s` for a moment when all had fetched exactly that far), or None."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with service.lock:  # the image cannot move while it is compared
+            at = service.committed_offset
+            if at is not None and all(f.fetch_offset == at == f.high_watermark for f in followers):
+                if all(f.cache_equals(service.image) for f in followers):
+                    return at
+        time.sleep(0.02)
+    return None
+
+
+def controlled_shutdown(broker: SimBroker, deadline: float) -> None:
+    """Kafka's controlled shutdown over heartbeats: want_shut_down until the controller says stop (it
+    moves leadership away first). `alive` is cleared first so the simulator's own loops leave it alone."""
+    broker.alive = False
+    req = M.BrokerHeartbeatRequest(
+        broker.broker_id,
+        broker.epoch,
+        current_metadata_offset=broker.metadata_offset(),
+        want_fence=False,
+        want_shut_down=True,
+    )
+    while broker.epoch >= 0:
+        resp = broker._call(lambda c: c.heartbeat(req), lifecycle=True)
+        if isinstance(resp, M.BrokerHeartbeatResponse) and resp.error_code == 0 and resp.should_shut_down:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"broker {broker.broker_id}: no controlled shutdown ({broker.errors[-1:]})")
+        time.sleep(0.05)
+
+
+def restart_in_kraft_mode(
+    sim: BrokerSimulator,
+    broker_id: int,
+    sessions: BrokerSessions | None = None,
+    timeout_s: float = 60.0,
+) -> KraftSimBroker:
+    """The runbook's phase 3 for one broker: controlled shutdown of the ZooKeeper-mode broker (its
+    /brokers/ids znode goes with its session), then the same broker in KRaft mode: it starts fetching the
+    metadata log, registers without the migration flag and heartbeats until the controller unfences it
+    (its replayed offset has reached its registration). Returns once it is unfenced."""
+    deadline = time.monotonic() + timeout_s
+    old = sim.brokers[broker_id]
+    if old.epoch >= 0:
+        controlled_shutdown(old, deadline)
+    if sessions is not None and broker_id in sessions.sessions:
+        sessions.stop_broker(broker_id)
+    kraft = KraftSimBroker.restarted_from(old)
+    kraft.follow()  # as Kafka's BrokerServer, the Raft client runs before the broker registers
+    # one assignment: a simulator round sees the stopped broker (not serving) or the new one
+    sim.brokers[broker_id] = kraft
+    while kraft.epoch < 0 or kraft.fenced_by_controller:
+        if kraft.epoch < 0:
+            kraft.register()
+        kraft.heartbeat()
+        if kraft.epoch >= 0 and not kraft.fenced_by_controller:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"broker {broker_id} in KRaft mode: not unfenced within {timeout_s:g}s "
+                f"(epoch {kraft.epoch}, replayed {kraft.metadata_offset()}, {kraft.errors[-1:]}, fetching: "
+                f"{kraft.follower.errors[-1:] if kraft.follower else None})"
+            )
+        time.sleep(0.05)
+    return kraft
+
+
+def as_kraft_brokers(sim: BrokerSimulator, ids: Sequence[int]) -> None:
+    """Make ``ids`` of a simulator not yet started KRaft brokers (phase 3 for brokers already rolled):
+    each starts its fetch loop now, so that it can catch up and be unfenced after registering."""
+    unknown = sorted(set(ids) - set(sim.brokers))
+    if unknown:
+        raise BadInputError(f"--kraft-brokers {unknown}: not among the simulated brokers")
+    for b in ids:
+        kraft = KraftSimBroker.restarted_from(sim.brokers[b])
+        kraft.follow()
+        sim.brokers[b] = kraft
+
+
+def report_kraft_brokers(sim: BrokerSimulator, ids: Sequence[int], stop: threading.Event) -> None:
+    """Print one line per KRaft broker once the controller has unfenced it: what its cache holds."""
+    waiting = set(ids)
+    while waiting and not stop.wait(0.1):
+        for b in sorted(waiting):
+            kraft = sim.brokers[b]
+            if kraft.epoch < 0 or kraft.fenced_by_controller or not isinstance(kraft, KraftSimBroker):
+                continue
+            f = kraft.follower
+            assert f is not None
+            image = f.cache()
+            print(
+                f"broker {b} (KRaft): unfenced at broker epoch {kraft.epoch}; its metadata cache, fetched "
+                f"over Raft, is at offset {f.applied_offset}: {len(image.topics)} topics, "
+                f"{image.partition_count()} partitions, {len(image.brokers)} brokers",
+                flush=True,
+            )
+            waiting.discard(b)

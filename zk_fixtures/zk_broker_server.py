@@ -24,7 +24,7 @@ from kio.serial import entity_reader
 
 from migrator.controller import zk_broker_messages as Z
 from migrator.controller.zk_broker_codec import encode_fast
-from migrator.controller.zk_broker_requests import LEADER_DURING_DELETE
+from migrator.controller.zk_broker_requests import LEADER_DURING_DELETE, bulk
 from migrator.controller.zk_broker_requests import encode_entity as write_entity
 
 __all__ = ["CachedPartition", "ZkBrokerCache", "ZkBrokerServer"]
@@ -217,10 +217,11 @@ class ZkBrokerCache:
         return resp_cls(error_code=top, partition_errors=tuple(errors))
 
 
+#: the cache's method answering each request (looked up on the instance: a subclass may extend one)
 _HANDLERS = {
-    Z.LEADER_AND_ISR: ZkBrokerCache.leader_and_isr,
-    Z.UPDATE_METADATA: ZkBrokerCache.update_metadata,
-    Z.STOP_REPLICA: ZkBrokerCache.stop_replica,
+    Z.LEADER_AND_ISR: "leader_and_isr",
+    Z.UPDATE_METADATA: "update_metadata",
+    Z.STOP_REPLICA: "stop_replica",
 }
 
 
@@ -282,9 +283,10 @@ class ZkBrokerServer:
 
     def _answer(self, frame: bytes) -> bytes:
         api_key, version = struct.unpack_from(">hh", frame, 0)
-        header, pos = entity_reader(Z.request_header_class(api_key, version))(frame, 0)
-        req, _ = entity_reader(Z.request_class(api_key, version))(frame, pos)
-        resp = _HANDLERS[api_key](self.cache, version, req)
+        with bulk(len(frame) // 32):  # ~32 bytes a partition: a full request is decoded without GC
+            header, pos = entity_reader(Z.request_header_class(api_key, version))(frame, 0)
+            req, _ = entity_reader(Z.request_class(api_key, version))(frame, pos)
+            resp = getattr(self.cache, _HANDLERS[api_key])(version, req)
         hcls = Z.response_header_class(api_key, version)
         payload = write_entity(hcls, hcls(correlation_id=header.correlation_id)) + encode_fast(
             Z.response_class(api_key, version), resp

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from migrator.commands.target_arg import takes_target
+from migrator.controller.client_security import ClientSecurity
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
@@ -87,6 +88,7 @@ def migrate(
     metrics: MigrationMetrics | None = None,
     on_metrics: Callable[[str, int], None] | None = None,
     recopy: bool = False,
+    reconcile: bool = False,
 ) -> MigrateResult:
     """Run the migration from wherever it is to DualWriteMetadata; with `follow`, stay the controller
     until `stop` is set. With the Target's `listen` (HOST:PORT) the controller protocol is served there:
@@ -94,7 +96,7 @@ def migrate(
     and talk to the controller after it. With its `metrics_listen` (and no `metrics` given) Prometheus
     gauges are served there while this runs (`on_metrics` is told where). Refusals raise RefusedError
     (1), bad input 2, unreachable 3, fenced/locked 4; brokers that never registered raise
-    BrokersNotReadyError (1)."""
+    BrokersNotReadyError (1). `reconcile`: a full reconcile from a fresh read of ZooKeeper too."""
     with _metrics(target, metrics, on_metrics) as gauges:
         return driver.migrate(
             driver_options(target, say, gauges),
@@ -109,6 +111,7 @@ def migrate(
             session_timeout_ms=session_timeout_ms,
             on_listen=on_listen,
             recopy=recopy,
+            reconcile=reconcile,
         )
 
 
@@ -144,9 +147,19 @@ def rollback(
 
 
 @takes_target(log_dir_positional=True)
-def admin(target: Target, change: AdminChange, *, timeout: float = 60.0) -> AdminResult:
-    """One change in DualWriteMetadata: to a running `migrate --follow`, or appended and synced here."""
-    return driver.admin(driver_options(target), change, timeout=timeout)
+def admin(
+    target: Target,
+    change: AdminChange,
+    *,
+    timeout: float = 60.0,
+    bootstrap: str | None = None,
+    security: ClientSecurity | None = None,
+) -> AdminResult:
+    """One change in DualWriteMetadata: over Kafka's protocol to the running controller (`bootstrap`,
+    default from `--config` or the follower's announcement), or appended and synced here."""
+    return driver.admin(
+        driver_options(target), change, timeout=timeout, bootstrap=bootstrap, security=security
+    )
 
 
 @takes_target(log_dir_positional=True)
@@ -156,9 +169,18 @@ def admin_many(
     *,
     timeout: float = 60.0,
     on_result: Callable[[AdminResult], None] | None = None,
+    bootstrap: str | None = None,
+    security: ClientSecurity | None = None,
 ) -> list[AdminResult]:
-    """Changes in order, each appended and synced before the next; the first refused one raises."""
-    return driver.admin_many(driver_options(target), changes, timeout=timeout, on_result=on_result)
+    """Changes in order, each durable before the next; the first refused one raises."""
+    return driver.admin_many(
+        driver_options(target),
+        changes,
+        timeout=timeout,
+        on_result=on_result,
+        bootstrap=bootstrap,
+        security=security,
+    )
 
 
 @takes_target(log_dir_positional=True)

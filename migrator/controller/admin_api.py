@@ -25,6 +25,7 @@ from kio.schema.errors import ErrorCode
 
 from migrator.controller import kafka_errors as E
 from migrator.controller.kio_apis import NATIVE
+from migrator.controller.listener_security import current_caller
 from migrator.errors import BadInputError, FencedError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
 from migrator.migration.admin import AdminChange
@@ -110,9 +111,11 @@ _HANDLER_MODULES = {
     **dict.fromkeys((32, 33, 37, 44), "admin_alter_api"),
     **dict.fromkeys((29, 30, 31), "admin_acls_api"),
     43: "admin_elect_api",
-    46: "admin_reassign_api",
+    **dict.fromkeys((45, 46), "admin_reassign_api"),
     **dict.fromkeys((48, 49), "admin_quotas_api"),
     **dict.fromkeys((50, 51), "admin_scram_api"),
+    57: "admin_features_api",
+    67: "admin_producer_ids_api",
 }
 
 
@@ -143,8 +146,17 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
 # --- Metadata --------------------------------------------------------------------------------------
 
 
+def endpoint(service: Any) -> tuple[str, int]:
+    """The endpoint this controller names itself by: the one of the listener the request arrived on
+    (Kafka names the node's endpoint for the request's listener), else the service's first listener."""
+    caller = current_caller()
+    if caller is not None and caller.endpoint is not None:
+        return caller.endpoint
+    return getattr(service, "advertised", None) or ("", -1)
+
+
 def _metadata(service: Any, version: int, request: Any) -> Any:
-    host, port = getattr(service, "advertised", None) or ("", -1)
+    host, port = endpoint(service)
     node = (service.core.config.node_id, host, port)
     if service.soft_start or getattr(service, "admin", None) is None:
         return _metadata_response(version, node, [], [], service.core.config.cluster_id)
@@ -242,7 +254,7 @@ def _describe_cluster(service: Any, version: int, request: Any) -> Any:
             cluster_id=cluster_id,
             brokers=(),
         )
-    host, port = getattr(service, "advertised", None) or ("", -1)
+    host, port = endpoint(service)
     node_id = service.core.config.node_id
     return build(
         m.DescribeClusterResponse,
@@ -280,8 +292,13 @@ def _create_topics(service: Any, version: int, request: Any) -> Any:
 
 
 def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: bool) -> _Created:
+    assignment = None
     if t.assignments:
-        return (t.name, INVALID_REQUEST, "manual replica assignments are not taken by zk2kraft yet", None)
+        from migrator.controller import admin_manual_assignment
+
+        assignment, refused = admin_manual_assignment.check(service.image, t)
+        if refused is not None:
+            return (t.name, refused[0], refused[1], None)
     configs = {c.name: c.value for c in t.configs}
     nulls = [k for k, v in configs.items() if v is None]
     if nulls:
@@ -297,6 +314,7 @@ def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: 
         partitions=None if t.num_partitions == -1 else int(t.num_partitions),
         replication_factor=None if t.replication_factor == -1 else int(t.replication_factor),
         configs={k: v for k, v in configs.items() if v is not None},
+        assignment=assignment,
     )
     try:
         reply = apply(change, validate_only)
@@ -307,6 +325,8 @@ def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: 
     except ZkKraftError as e:
         return (t.name, E.UNKNOWN_SERVER_ERROR, str(e), None)
     if validate_only:
+        if assignment:
+            return (t.name, E.NONE, None, (_NO_ID, len(assignment), len(assignment[0])))
         parts = change.partitions or 1
         return (t.name, E.NONE, None, (_NO_ID, parts, change.replication_factor or -1))
     topic = service.image.topics[t.name]

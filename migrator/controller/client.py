@@ -24,7 +24,12 @@ _SIZE = struct.Struct(">i")
 
 
 class ControllerUnreachable(UnreachableError):
-    """The controller cannot be reached, closed the connection, or did not answer in time."""
+    """The controller cannot be reached, closed the connection, or did not answer in time.
+
+    `refused`: the connection was refused, i.e. nothing listens there (as opposed to a timeout, a TLS
+    failure or a lost connection), which `zk2kraft admin` takes as "no controller is running"."""
+
+    refused: bool = False
 
 
 class ControllerClient:
@@ -57,9 +62,11 @@ class ControllerClient:
                 self._sock = self.security.ssl_context().wrap_socket(self._sock, server_hostname=self.host)
         except OSError as e:  # ssl.SSLError included: an untrusted certificate, a plaintext port
             self._sock = None
-            raise ControllerUnreachable(
+            error = ControllerUnreachable(
                 f"cannot reach the controller at {self.host}:{self.port}: {e.strerror or e}"
-            ) from None
+            )
+            error.refused = isinstance(e, ConnectionRefusedError)
+            raise error from None
         resp = self._call(M.API_VERSIONS, 3, M.ApiVersionsRequest("zk2kraft", "1"))
         if resp.error_code != 0:
             resp = self._call(M.API_VERSIONS, 0, M.ApiVersionsRequest())

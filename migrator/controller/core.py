@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 
 from migrator.controller import kafka_errors as E
+from migrator.controller import partition_reassignment
 from migrator.controller.core_types import (
     DEFAULT_SESSION_TIMEOUT_MS,
     EVENT_OFFLINE,
@@ -359,6 +360,14 @@ class ControllerCore:
                 return False
             return r == add or self._acceptable(image, r, topic.name, p.partition)
 
+        if partition_reassignment.in_progress(p):
+            # Kafka's PartitionChangeBuilder: an ISR holding every target replica completes the move
+            tid = _tid(topic)
+            assert tid is not None
+            return partition_reassignment.build_change(
+                p, tid, ok, isr=target, recovery=recovery, zk_migration=self.config.zk_migration
+            )
+
         if p.leader != NO_LEADER and p.leader in target and ok(p.leader):
             leader = p.leader
         else:
@@ -441,6 +450,8 @@ class ControllerCore:
                 if change is not None:
                     records.append(change)
                     epoch += 1
+                    if change.fields.get("Isr") is not None:  # a completed move drops the removed replicas
+                        new_isr = list(change.fields["Isr"])
                     if change.fields.get("Leader", _NO_LEADER_CHANGE) != _NO_LEADER_CHANGE:
                         leader, leader_epoch = change.fields["Leader"], leader_epoch + 1
                     if leader != req.broker_id:

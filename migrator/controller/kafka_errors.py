@@ -35,3 +35,11 @@ NAMES = {
 
 def name_of(code: int) -> str:
     return NAMES.get(code, f"ERROR_{code}")
+
+
+#: Kafka's default message of the codes a whole request is refused with (`Errors`' descriptions):
+#: what `ApiError.fromThrowable` gives when the exception carries no message of its own.
+MESSAGES = {
+    NOT_CONTROLLER: "This is not the correct controller for this cluster.",
+    31: "Cluster authorization failed.",
+}

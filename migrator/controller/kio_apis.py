@@ -33,9 +33,12 @@ NATIVE: dict[int, NativeApi] = {
     37: NativeApi("create_partitions", "CreatePartitions", 0, 3, 2),
     43: NativeApi("elect_leaders", "ElectLeaders", 0, 2, 2),
     44: NativeApi("incremental_alter_configs", "IncrementalAlterConfigs", 0, 1, 1),
+    45: NativeApi("alter_partition_reassignments", "AlterPartitionReassignments", 0, 0, 0),
     46: NativeApi("list_partition_reassignments", "ListPartitionReassignments", 0, 0, 0),
     48: NativeApi("describe_client_quotas", "DescribeClientQuotas", 0, 1, 1),
     49: NativeApi("alter_client_quotas", "AlterClientQuotas", 0, 1, 1),
     50: NativeApi("describe_user_scram_credentials", "DescribeUserScramCredentials", 0, 0, 0),
     51: NativeApi("alter_user_scram_credentials", "AlterUserScramCredentials", 0, 0, 0),
+    57: NativeApi("update_features", "UpdateFeatures", 0, 1, 0),
+    67: NativeApi("allocate_producer_ids", "AllocateProducerIds", 0, 0, 0),
 }

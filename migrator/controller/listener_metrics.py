@@ -1,7 +1,8 @@
 """The listeners' authentication and authorization counters for Prometheus, under the names of Kafka's
 SocketServer metrics (``kafka.server:type=socket-server-metrics,listener=<l>``:
 ``successful-authentication-total``, ``failed-authentication-total``, ``successful-reauthentication-total``,
-``failed-reauthentication-total``) plus the refusals by reason and the requests the ACLs denied.
+``failed-reauthentication-total``) plus the refusals by reason, the requests the ACLs denied and the
+Envelopes by outcome.
 
 Every ListenerSecurity of the process registers itself (weakly); a scrape sums what they counted.
 """
@@ -62,11 +63,18 @@ class ListenerCollector:
             "Connections or requests refused, by reason",
             labels=["listener", "reason"],
         )
+        envelopes = CounterMetricFamily(
+            "zk2kraft_listener_envelopes",
+            "Envelopes (forwarded requests) by outcome: forwarded, or the envelope's error",
+            labels=["listener", "result"],
+        )
         auth: dict[str, Counter[str]] = {}
         refusals: dict[str, Counter[str]] = {}
+        forwards: dict[str, Counter[str]] = {}
         for sec in list(_LIVE):  # listeners of the same name (restarted) add up
             auth.setdefault(sec.name, Counter()).update(sec.authenticated)
             refusals.setdefault(sec.name, Counter()).update(sec.refused)
+            forwards.setdefault(sec.name, Counter()).update(sec.envelopes)
         for name in sorted(auth):
             got, lost = auth[name], refusals[name]
             ok.add_metric([name], got["authenticated"])
@@ -75,4 +83,6 @@ class ListenerCollector:
             refail.add_metric([name], lost["reauthentication_failed"])
             for reason, n in sorted(lost.items()):
                 refused.add_metric([name, reason], n)
-        yield from (ok, failed, reok, refail, refused)
+            for result, n in sorted(forwards[name].items()):
+                envelopes.add_metric([name, result], n)
+        yield from (ok, failed, reok, refail, refused, envelopes)

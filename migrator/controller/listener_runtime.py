@@ -41,7 +41,10 @@ def start_server(handler: Any, listen: str) -> RunningServer:
     if "://" in listen:  # Kafka's `listeners` value: every listener with its security (listener_config)
         from migrator.controller.listener_config import start_listeners
 
-        return start_listeners(handler, listen)
+        running = start_listeners(handler, listen)
+        # KRaft brokers follow the log on these listeners too, named as `listeners` names them
+        _attach_raft(running.servers, handler, running.servers[0].security.name)
+        return running
     host, port = parse_listen(listen)
     try:
         from migrator.controller.server import ControllerServer
@@ -53,7 +56,7 @@ def start_server(handler: Any, listen: str) -> RunningServer:
         from migrator.controller.listener_config import connection_limits, default_properties
 
         server = ControllerServer(handler, host, port, **connection_limits(default_properties()))
-        _attach_raft(server, handler)
+        _attach_raft([server], handler)
         start = getattr(server, "start", None)
         if callable(start):
             start()
@@ -62,8 +65,9 @@ def start_server(handler: Any, listen: str) -> RunningServer:
     return _Running(server)
 
 
-def _attach_raft(server: Any, handler: Any) -> None:
-    """Make the listener the Raft leader of the handler's metadata log (KRaft brokers fetch it)."""
+def _attach_raft(servers: list[Any], handler: Any, name: str = "CONTROLLER") -> None:
+    """Make the listeners the Raft leader of the handler's metadata log (KRaft brokers fetch it): one
+    leader for all, so DescribeQuorum names every observer whichever listener it fetches on."""
     from migrator.controller.raft_leader import RAFT_VERSIONS, RaftLeader
     from migrator.kraft.log import MetadataLog
 
@@ -77,8 +81,10 @@ def _attach_raft(server: Any, handler: Any) -> None:
         cluster_id=meta.cluster_id if meta is not None else None,
         epoch=lambda: max(int(getattr(handler, "epoch", -1)), mlog.latest_epoch, 0),
     )
-    leader.endpoint = ("CONTROLLER", server.address[0], server.address[1])
-    server.attach_raft(leader, RAFT_VERSIONS)
+    first = servers[0]
+    leader.endpoint = (name, first.address[0], first.address[1])
+    for server in servers:
+        server.attach_raft(leader, RAFT_VERSIONS)
 
 
 class _InProcess:
@@ -108,6 +114,7 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     62: (0, 3),  # BrokerRegistration
     63: (0, 1),  # BrokerHeartbeat
     10_001: (0, 0),  # AlterReplicaState (KIP-589; outside Kafka's range)
+    58: (0, 0),  # Envelope: a broker's forwarded admin request, answered by controller.envelope
 }
 # Metadata, CreateTopics, DeleteTopics: kio's entities, answered by controller.admin_api
 SUPPORTED_VERSIONS.update({k: (a.min_version, a.max_version) for k, a in NATIVE.items()})
@@ -123,6 +130,11 @@ def dispatch(service: Any, api_key: int, api_version: int, request: Any, client_
         return M.ApiVersionsResponse(
             0, [M.ApiVersionRange(k, lo, hi) for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
         )
+    if api_key == M.ENVELOPE:
+        from migrator.controller import envelope
+
+        # the inner request comes back here, run as the forwarded client
+        return envelope.handle(service, api_version, request, dispatch)
     if api_key in NATIVE:
         from migrator.controller import admin_api, authorizer_requests
 

@@ -16,13 +16,16 @@ without any secret: a SASL failure logs the server-side reason, which never hold
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import dataclasses
+import ipaddress
 import logging
 import socket
 import ssl
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,7 @@ from migrator.controller.api_acls import (
     authorize_cluster,
 )
 from migrator.controller.authorizer import StandardAuthorizer
+from migrator.controller.messages import ENVELOPE
 from migrator.controller.principal import ANONYMOUS, SslPrincipalMapper, java_host_address, ssl_principal
 from migrator.controller.sasl_session import Accept, SaslSession, ServerFactory
 
@@ -43,6 +47,7 @@ __all__ = [
     "ListenerSecurity",
     "authorize_resources",
     "current_caller",
+    "forwarded",
     "may_on_cluster",
 ]
 
@@ -60,9 +65,29 @@ class Caller:
     listener: str
     authorizer: StandardAuthorizer | None
     refused: Counter[str] | None = None  # the listener's refusal counts (metrics), for per-item refusals
+    envelopes: Counter[str] | None = None  # the listener's Envelope outcomes (metrics)
+    #: the listener's endpoint as this connection reached it, which Metadata and DescribeCluster name
+    endpoint: tuple[str, int] | None = None
+
+    @contextlib.contextmanager
+    def bound(self) -> Iterator[Caller]:
+        """This caller as ``current_caller()`` for the requests handled inside (an Envelope's inner one)."""
+        token = _CALLER.set(self)
+        try:
+            yield self
+        finally:
+            _CALLER.reset(token)
 
 
 _CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("zk2kraft_caller", default=None)
+
+
+def forwarded(envelope: Caller | None, principal: str, host: str) -> Caller:
+    """The client an Envelope speaks for: its principal and address, on the envelope's listener and
+    under the same ACLs (Kafka's forwarded RequestContext keeps the listener, swaps who and where)."""
+    if envelope is None:  # outside a listener (in-process): nothing authorizes
+        return Caller(principal, host, "", None)
+    return dataclasses.replace(envelope, principal=principal, host=host)
 
 
 def current_caller() -> Caller | None:
@@ -129,6 +154,7 @@ class ListenerSecurity:
     handshake_timeout_s: float = 10.0
     refused: Counter[str] = field(default_factory=Counter)
     authenticated: Counter[str] = field(default_factory=Counter)
+    envelopes: Counter[str] = field(default_factory=Counter)  # by outcome (controller.envelope)
 
     def __post_init__(self) -> None:
         from migrator.controller.listener_metrics import track
@@ -164,16 +190,19 @@ class ListenerSecurity:
                 except Exception as e:  # no rule matches the DN: Kafka refuses the connection
                     self.refuse("tls_principal", f"from {ip}: {e}")
                     return None
-        sec = ConnectionSecurity(self, principal, java_host_address(ip) if ip else "")
+        sec = ConnectionSecurity(self, principal, java_host_address(ip) if ip else "", _local(conn))
         return conn, sec
 
 
 class ConnectionSecurity:
     """One connection's principal and SASL state; decides per request before any handler sees it."""
 
-    def __init__(self, listener: ListenerSecurity, principal: str, host: str) -> None:
+    def __init__(
+        self, listener: ListenerSecurity, principal: str, host: str, endpoint: tuple[str, int] | None = None
+    ) -> None:
         self.listener = listener
         self.host = host
+        self.endpoint = endpoint
         self._principal = principal
         self._authorizer: StandardAuthorizer | None = None
         self.session = (
@@ -260,6 +289,8 @@ class ConnectionSecurity:
         code = authorize_cluster(self._authorizer, self.principal, self.host, api_key)
         if code == CLUSTER_AUTHORIZATION_FAILED:
             self.listener.refused["cluster_authorization_failed"] += 1
+            if api_key == ENVELOPE:
+                self.listener.envelopes["cluster_authorization_failed"] += 1
             log.info(
                 "listener %s: %s from %s may not call apiKey %d",
                 self.listener.name,
@@ -272,10 +303,27 @@ class ConnectionSecurity:
     def bind(self) -> contextvars.Token[Caller | None]:
         """The caller of the request about to be handled, for ``current_caller()`` (after ``authorize``)."""
         caller = Caller(
-            self.principal, self.host, self.listener.name, self._authorizer, self.listener.refused
+            self.principal,
+            self.host,
+            self.listener.name,
+            self._authorizer,
+            self.listener.refused,
+            self.listener.envelopes,
+            self.endpoint,
         )
         return _CALLER.set(caller)
 
     @staticmethod
     def unbind(token: contextvars.Token[Caller | None]) -> None:
         _CALLER.reset(token)
+
+
+def _local(conn: socket.socket) -> tuple[str, int] | None:
+    """The address this connection reached: the listener's own, or on a wildcard bind the one the
+    client used (Kafka's advertised endpoint may not be 0.0.0.0 either)."""
+    try:
+        host, port = conn.getsockname()[:2]
+        mapped = getattr(ipaddress.ip_address(str(host).split("%")[0]), "ipv4_mapped", None)
+    except (OSError, ValueError):
+        return None
+    return str(mapped or host), int(port)  # an IPv4 client of a dual-stack listener: its IPv4 address

@@ -44,6 +44,8 @@ API_VERSIONS = 18
 ALTER_PARTITION = 56
 BROKER_REGISTRATION = 62
 BROKER_HEARTBEAT = 63
+#: KIP-590's Envelope: a broker forwards a client's request with the client's principal and address.
+ENVELOPE = 58
 #: KIP-589's AlterReplicaState never shipped in Kafka, so it has no apiKey there: zk2kraft serves it on
 #: a key far outside Kafka's range (docs/controller-protocol.md).
 ALTER_REPLICA_STATE = 10_001
@@ -70,6 +72,11 @@ class ApiVersionsResponse:
     error_code: int
     api_keys: list[ApiVersionRange] = field(default_factory=list)
     throttle_time_ms: int = 0
+    # v3+ tagged fields (KIP-584): what DescribeFeatures reads
+    supported_features: list[tuple[str, int, int]] = field(default_factory=list)  # name, min, max
+    finalized_features: list[tuple[str, int]] = field(default_factory=list)  # name, level
+    finalized_features_epoch: int = -1
+    zk_migration_ready: bool = False
 
 
 @dataclass(slots=True)

@@ -250,9 +250,9 @@ class ControllerServer:
             return None
         self.served += 1
         if header.api_key == M.API_VERSIONS:
-            return wire.encode_response(
-                header, M.ApiVersionsResponse(E.NONE, wire.supported_ranges(self.advertised))
-            )
+            answer = M.ApiVersionsResponse(E.NONE, wire.supported_ranges(self.advertised))
+            features = getattr(self.handler, "api_versions_features", None)  # KIP-584's tagged fields
+            return wire.encode_response(header, features(answer) if callable(features) else answer)
         refused = sec.authorize(header.api_key)
         if refused:  # the single authorization seam: nothing reaches the handler, nothing changes
             return wire.encode_response(header, wire.error_response(header, refused, request))

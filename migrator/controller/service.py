@@ -362,6 +362,12 @@ class ControllerService:
 
         return listener_runtime.dispatch(self, api_key, api_version, request, client_id)
 
+    def api_versions_features(self, answer: Any) -> Any:
+        """ApiVersions' feature fields from the image (the listener answers ApiVersions itself)."""
+        from migrator.controller.admin_features_api import api_versions_features
+
+        return api_versions_features(self, answer)
+
     # -- the session timer ---------------------------------------------------------------------
 
     def tick(self) -> list[int]:

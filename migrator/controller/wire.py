@@ -184,6 +184,11 @@ def error_response(header: RequestHeader, code: int, request: Any = None) -> Any
         return admin_api.refuse_all(k, header.api_version, request, code)
     if k == M.API_VERSIONS:
         return M.ApiVersionsResponse(code, supported_ranges())
+    if k == M.ENVELOPE:  # the envelope refused whole: no inner response (Kafka's getErrorResponse)
+        from kio.schema.envelope.v0.response import EnvelopeResponse
+        from kio.schema.errors import ErrorCode
+
+        return EnvelopeResponse(response_data=None, error_code=ErrorCode(code))
     if k == M.BROKER_REGISTRATION:
         return M.BrokerRegistrationResponse(code)
     if k == M.BROKER_HEARTBEAT:

@@ -11,8 +11,7 @@ from typing import Any
 
 from migrator.controller import kio_ext
 from migrator.controller import messages as M
-from migrator.controller.kio_apis import NATIVE
-from migrator.controller.wire_versions import WireError
+from migrator.controller.wire_versions import PASSTHROUGH, WireError
 
 
 def _u(value: uuid.UUID | None) -> uuid.UUID:
@@ -20,7 +19,7 @@ def _u(value: uuid.UUID | None) -> uuid.UUID:
 
 
 def _request_to_kio(api_key: int, version: int, cls: Any, req: Any) -> Any:
-    if api_key in NATIVE:
+    if api_key in PASSTHROUGH:
         return req
     if api_key == M.API_VERSIONS:
         if version >= 3:
@@ -123,7 +122,7 @@ def _request_to_kio(api_key: int, version: int, cls: Any, req: Any) -> Any:
 
 
 def _request_from_kio(api_key: int, version: int, body: Any) -> Any:
-    if api_key in NATIVE:
+    if api_key in PASSTHROUGH:
         return body
     if api_key == M.API_VERSIONS:
         if version >= 3:

@@ -14,9 +14,8 @@ from kio.schema.errors import ErrorCode
 from migrator.controller import kafka_errors as E
 from migrator.controller import kio_ext
 from migrator.controller import messages as M
-from migrator.controller.kio_apis import NATIVE
 from migrator.controller.wire_requests import _u
-from migrator.controller.wire_versions import WireError
+from migrator.controller.wire_versions import PASSTHROUGH, WireError
 
 # --- responses -------------------------------------------------------------------------------------
 
@@ -34,7 +33,7 @@ def _ms(value: int) -> datetime.timedelta:
 
 
 def _response_to_kio(api_key: int, version: int, cls: Any, resp: Any) -> Any:
-    if api_key in NATIVE:
+    if api_key in PASSTHROUGH:
         return resp
     mod = importlib.import_module(cls.__module__)
     if api_key == M.API_VERSIONS:
@@ -45,6 +44,17 @@ def _response_to_kio(api_key: int, version: int, cls: Any, resp: Any) -> Any:
         kw: dict[str, Any] = dict(error_code=_error(resp.error_code), api_keys=keys)
         if version >= 1:
             kw["throttle_time"] = _ms(resp.throttle_time_ms)
+        if version >= 3:
+            kw["supported_features"] = tuple(
+                mod.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                for n, lo, hi in resp.supported_features
+            )
+            kw["finalized_features"] = tuple(
+                mod.FinalizedFeatureKey(name=n, max_version_level=v, min_version_level=v)
+                for n, v in resp.finalized_features
+            )
+            kw["finalized_features_epoch"] = resp.finalized_features_epoch
+            kw["zk_migration_ready"] = resp.zk_migration_ready
         return cls(**kw)
     if api_key == M.BROKER_REGISTRATION:
         return cls(
@@ -114,7 +124,7 @@ def _throttle(body: Any) -> int:
 
 
 def _response_from_kio(api_key: int, version: int, body: Any) -> Any:
-    if api_key in NATIVE:
+    if api_key in PASSTHROUGH:
         return body
     if api_key == M.API_VERSIONS:
         return M.ApiVersionsResponse(

@@ -28,6 +28,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     M.BROKER_REGISTRATION: (0, 3),
     M.BROKER_HEARTBEAT: (0, 1),
     M.ALTER_REPLICA_STATE: (0, 0),
+    M.ENVELOPE: (0, 0),
 }
 
 NAMES = {
@@ -36,6 +37,7 @@ NAMES = {
     M.BROKER_REGISTRATION: "BrokerRegistration",
     M.BROKER_HEARTBEAT: "BrokerHeartbeat",
     M.ALTER_REPLICA_STATE: "AlterReplicaState",
+    M.ENVELOPE: "Envelope",
 }
 
 _KIO_MODULES = {
@@ -43,12 +45,16 @@ _KIO_MODULES = {
     M.ALTER_PARTITION: "alter_partition",
     M.BROKER_REGISTRATION: "broker_registration",
     M.BROKER_HEARTBEAT: "broker_heartbeat",
+    M.ENVELOPE: "envelope",
 }
 
 # Admin APIs answered with kio's own entities (see kio_apis).
 SUPPORTED.update({k: (a.min_version, a.max_version) for k, a in NATIVE.items()})
 NAMES.update({k: a.name for k, a in NATIVE.items()})
 _KIO_MODULES.update({k: a.module for k, a in NATIVE.items()})
+
+#: APIs whose kio entities travel through the wire layer unchanged: the admin APIs and Envelope.
+PASSTHROUGH = frozenset(NATIVE) | {M.ENVELOPE}
 
 
 class WireError(Exception):

@@ -1,10 +1,12 @@
 """One channel per ZooKeeper-mode broker: an in-order queue, batching, retries, a full resend on reconnect.
 
 As Kafka's ControllerChannelManager keeps one RequestSendThread per broker, each channel owns a thread
-and a TCP connection to the broker's inter-broker endpoint, and sends one request at a time, waiting
-for its response. What is queued meanwhile is merged: consecutive items of one type become one request
-(`zk_broker_requests.merge`), so order between types is kept (a StopReplica(delete) queued before a
-LeaderAndIsr for a re-created topic still goes first).
+and a TCP connection to the broker's inter-broker endpoint, and sends one round at a time, waiting for
+its responses: a request, or a LeaderAndIsr and the UpdateMetadata after it, written together and
+answered in order (one round trip per round, not two). What is queued meanwhile is merged: consecutive
+items of one type become one request (`zk_broker_requests.merge`), and a channel behind by several
+rounds sends their LeaderAndIsrs, then their UpdateMetadatas; nothing crosses a StopReplica (a
+StopReplica(delete) queued before a LeaderAndIsr for a re-created topic still goes first).
 
 A lost connection, a timeout or an unreadable answer closes the connection, waits (back-off doubling
 from `backoff_ms` to `max_backoff_ms`) and connects; the queue is then dropped for the full state
@@ -192,15 +194,14 @@ class BrokerChannel:
                     self._stop.wait(backoff / 1000)
                     backoff = min(backoff * 2, self.max_backoff_ms)
                     continue
-            batch = self._next_batch()
-            if batch is None:
+            batches = self._next_batches()
+            if not batches:
                 continue
-            item, offset = batch
             try:
-                self._send(item, offset)
+                self._send(batches)
                 backoff = self.backoff_ms
             except (OSError, ValueError) as e:
-                self._failed(f"{_NAMES[item.api_key]}: {e}")
+                self._failed(f"{'+'.join(_NAMES[b[0].api_key] for b in batches)}: {e}")
                 self._close()
                 with self._cond:
                     self._needs_full = True  # the broker saw some prefix: start again from the whole
@@ -216,7 +217,29 @@ class BrokerChannel:
         if first:
             self._note(text)
 
-    def _next_batch(self) -> tuple[Item, int] | None:
+    def _next_batches(self) -> list[tuple[Item, int, int]]:
+        """Wait for work; the merged run at the head of the queue, and when it is a LeaderAndIsr the
+        UpdateMetadata run after it: (item, its oldest offset, its newest offset) each. Both are
+        written at once and their responses read in order (a broker answers a connection's requests
+        one at a time, in order), so a round costs one round trip, not two."""
+        first = self._next_batch()
+        if first is None:
+            return []
+        out = [first]
+        if first[0].api_key == Z.LEADER_AND_ISR:
+            with self._cond:
+                if self._queue and self._queue[0][0].api_key == Z.UPDATE_METADATA:
+                    run: list[Item] = []
+                    oldest = self._queue[0][1]
+                    offset = oldest
+                    while self._queue and self._queue[0][0].api_key == Z.UPDATE_METADATA:
+                        it, offset = self._queue.popleft()
+                        run.append(it)
+                    self.status.queued = len(self._queue)
+                    out.append((merge(run) if len(run) > 1 else run[0], oldest, offset))
+        return out
+
+    def _next_batch(self) -> tuple[Item, int, int] | None:
         """Wait for work; returns the merged run of same-type items at the head of the queue."""
         while not self._stop.is_set():
             with self._cond:
@@ -233,36 +256,67 @@ class BrokerChannel:
                 if not self._queue or self.status.stopped is not None:
                     continue
                 first, offset = self._queue.popleft()
+                oldest = offset
                 run = [first]
+                if first.api_key == Z.LEADER_AND_ISR:
+                    offset = self._take_leader_and_isr(run, offset)
                 while self._queue and self._queue[0][0].api_key == first.api_key:
                     it, offset = self._queue.popleft()
                     run.append(it)
                 self.status.queued = len(self._queue)
                 self._busy = True
-            return (merge(run) if len(run) > 1 else first), offset
+            return (merge(run) if len(run) > 1 else first), oldest, offset
         return None
 
-    def _send(self, item: Item, offset: int) -> None:
+    def _take_leader_and_isr(self, run: list[Item], offset: int) -> int:
+        """Behind by several rounds ([LAI, UM, LAI, UM, ...]): every LeaderAndIsr queued before the
+        next StopReplica joins `run`, so they go as one request, then the UpdateMetadatas as one (as
+        if the rounds had been one). Later leadership is thereby sent before older metadata, never
+        metadata before its leadership (Kafka's order within a round), and never across a
+        StopReplica (a topic deleted and re-created). Returns the newest offset taken."""
+        keep: list[tuple[Item, int]] = []
+        while self._queue and self._queue[0][0].api_key != Z.STOP_REPLICA:
+            it, at = self._queue.popleft()
+            if it.api_key == Z.LEADER_AND_ISR:
+                run.append(it)
+                offset = at
+            else:
+                keep.append((it, at))
+        self._queue.extendleft(reversed(keep))
+        return offset
+
+    def _send(self, batches: list[tuple[Item, int, int]]) -> None:
         sock = self._sock
         if sock is None:
             raise OSError("not connected")
         t = self.target
-        version = t.versions[item.api_key]
-        body = encode_body(item, version, self._header(t), shared=item.shared)
-        self._correlation += 1
-        cid = self._correlation
+        header = self._header(t)
+        frames, sent = [], []
+        for item, oldest, offset in batches:
+            version = t.versions[item.api_key]
+            body = encode_body(item, version, header, shared=item.shared)
+            self._correlation += 1
+            frames.append(
+                encode_request_frame(item.api_key, version, self._correlation, self.client_id, body)
+            )
+            sent.append((item, version, self._correlation, oldest, offset))
         sock.settimeout(self.request_timeout)
-        sock.sendall(encode_request_frame(item.api_key, version, cid, self.client_id, body))
-        (size,) = struct.unpack(">i", _recv(sock, 4))
-        if size < 4 or size > 64 << 20:
-            raise ValueError(f"response size {size}")
-        got, resp = decode_response_frame(item.api_key, version, _recv(sock, size))
-        if got != cid:
-            raise ValueError(f"correlation id {got}, expected {cid}")
+        sock.sendall(b"".join(frames) if len(frames) > 1 else frames[0])
+        for n, (item, version, cid, _, offset) in enumerate(sent):
+            (size,) = struct.unpack(">i", _recv(sock, 4))
+            if size < 4 or size > 64 << 20:
+                raise ValueError(f"response size {size}")
+            got, resp = decode_response_frame(item.api_key, version, _recv(sock, size))
+            if got != cid:
+                raise ValueError(f"correlation id {got}, expected {cid}")
+            later = [b[3] for b in sent[n + 1 :]]  # oldest offsets still in flight after this one
+            self._answered(item, version, resp, offset, later)
+
+    def _answered(self, item: Item, version: int, resp: object, offset: int, in_flight: list[int]) -> None:
         name = _NAMES[item.api_key]
         top, failed = response_errors(item.api_key, resp)
         with self._cond:
-            self._busy = False
+            self._busy = bool(in_flight)
             self.status.sent[name] = self.status.sent.get(name, 0) + 1
             if top == STALE_CONTROLLER_EPOCH:
                 self.status.stopped = "STALE_CONTROLLER_EPOCH: a newer controller exists"
@@ -277,8 +331,11 @@ class BrokerChannel:
                 self.status.partition_errors += len(failed)
                 self._failed(f"{name} v{version}: {len(failed)} partition errors, first {failed[0]}")
                 return
-            # Acknowledged up to `offset`; with nothing left queued, up to every offset handed to us.
-            done = offset if self._queue else max(offset, self._covered)
+            # Acknowledged up to `offset`, or to just before the oldest item still in flight or
+            # queued (a LeaderAndIsr may have been taken ahead of older UpdateMetadata); with
+            # nothing left, up to every offset handed to us.
+            pending = in_flight + ([self._queue[0][1]] if self._queue else [])
+            done = min(offset, min(pending) - 1) if pending else max(offset, self._covered)
             self.status.acked_offset = max(self.status.acked_offset, done)
 
 

@@ -10,6 +10,7 @@ the epoch the broker's BrokerRegistration got, topic ids, and `Type` FULL for a 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import io
@@ -18,11 +19,13 @@ import threading
 import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
+from migrator.bulk import without_gc
 from migrator.controller import zk_broker_messages as Z
 from migrator.controller.zk_broker_codec import encode_fast
 
@@ -33,6 +36,7 @@ __all__ = [
     "Item",
     "PartitionState",
     "build_request",
+    "bulk",
     "decode_response_frame",
     "encode_body",
     "encode_entity",
@@ -43,6 +47,8 @@ __all__ = [
 
 #: Kafka's LeaderAndIsr.LeaderDuringDelete: the leader UpdateMetadata names for a topic being deleted.
 LEADER_DURING_DELETE = -2
+#: from this many partitions on, a request is built without the cyclic collector (see `bulk`)
+BULK = 1000
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 _ZERO = uuid.UUID(int=0)
 
@@ -91,13 +97,43 @@ class Item:
     is_new: frozenset[tuple[str, int]] = frozenset()
     #: the same object is queued for many brokers (encoded once, see `encode_body`); never mutated
     shared: bool = False
+    #: a shared item's body per (version, controller id, controller epoch), BrokerEpoch -1: kept on
+    #: the item, so a channel that fell behind finds it as long as the item is queued anywhere
+    encoded: dict[tuple[int, int, int], bytes] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def size(self) -> int:
         return len(self.partitions) + len(self.stop)
 
 
+#: merges of shared items, by the items merged: channels that fell behind by the same items (most
+#: of them, as the propagator queues the same UpdateMetadata for every broker) share one merged
+#: item, so it is encoded once (`encode_body`) instead of once per broker
+_MERGED: OrderedDict[tuple[int, ...], tuple[tuple[Item, ...], Item]] = OrderedDict()
+_MERGED_MAX = 16
+_merged_lock = threading.Lock()
+
+
 def merge(items: list[Item]) -> Item:
     """Consecutive items of one type as one request: later states win, a full item stays full."""
+    if not all(it.shared for it in items):
+        return _merge(items)
+    key = tuple(id(it) for it in items)
+    with _merged_lock:
+        hit = _MERGED.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], items, strict=True)):
+            return hit[1]
+    out = _merge(items)
+    out.shared = True
+    with _merged_lock:
+        _MERGED[key] = (tuple(items), out)  # the items held: their ids stay theirs while cached
+        while len(_MERGED) > _MERGED_MAX:
+            _MERGED.popitem(last=False)
+    return out
+
+
+def _merge(items: list[Item]) -> Item:
     out = Item(items[0].api_key)
     new: set[tuple[str, int]] = set()
     for it in items:
@@ -151,15 +187,33 @@ def _only(cls: type, **values: Any) -> Any:
     return cls(**{k: v for k, v in values.items() if k in names})
 
 
-#: LeaderAndIsr partition states already encoded, keyed by class, controller epoch, state and IsNew:
-#: a partition's state is the same in the requests to each of its replicas (and in later full sends)
-_STATE_BYTES: dict[tuple[type, int, PartitionState, bool], bytes] = {}
+#: LeaderAndIsr and UpdateMetadata partition states already encoded, keyed by class, controller epoch, IsNew and
+#: partition, with the state they encode: a partition's state is the same in the requests to each of
+#: its replicas (and in later full sends). Keyed by (topic, partition) and checked by identity first:
+#: hashing a whole PartitionState per lookup cost more than the lookup saved.
+_STATE_BYTES: dict[tuple[type, int, bool, tuple[str, int]], tuple[PartitionState, bytes]] = {}
 _STATE_BYTES_MAX = 250_000
+
+
+def _state_bytes(
+    ps_cls: type, ce: int, flag: bool, s: PartitionState, build: Callable[[PartitionState], Any]
+) -> bytes:
+    """`s` as `ps_cls` encodes it (`build` makes the entity), from `_STATE_BYTES` if encoded before."""
+    key = (ps_cls, ce, flag, (s.topic, s.partition))
+    got = _STATE_BYTES.get(key)
+    if got is not None and (got[0] is s or got[0] == s):
+        return got[1]
+    encoded = encode_fast(ps_cls, build(s))
+    if len(_STATE_BYTES) >= _STATE_BYTES_MAX:
+        _STATE_BYTES.clear()
+    _STATE_BYTES[key] = (s, encoded)
+    return encoded
 
 
 def build_request(item: Item, version: int, h: Header, encoded_states: bool = False) -> Any:
     """The kio request entity for `item` in `version`; with `encoded_states`, LeaderAndIsr's
-    partition states are their bytes (`zk_broker_codec` writes them as they are), shared by requests."""
+    partition states and UpdateMetadata's live brokers are their bytes (`zk_broker_codec` writes them
+    as they are), shared by requests."""
     common = {
         "controller_id": h.controller_id,
         "is_k_raft_controller": h.is_kraft_controller,
@@ -195,14 +249,7 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
             return ps_cls(**kw)
 
         def lai_state_bytes(s: PartitionState) -> Any:
-            key = (ps_cls, ce, s, v1 and (s.topic, s.partition) in new)
-            got = _STATE_BYTES.get(key)
-            if got is None:
-                got = encode_fast(ps_cls, lai_state(s))
-                if len(_STATE_BYTES) >= _STATE_BYTES_MAX:
-                    _STATE_BYTES.clear()
-                _STATE_BYTES[key] = got
-            return got
+            return _state_bytes(ps_cls, ce, v1 and (s.topic, s.partition) in new, s, lai_state)
 
         leaders = tuple(
             cls.LiveLeader(broker_id=b, host_name=host, port=port)
@@ -219,6 +266,7 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
 
         ps_cls = cls.PartitionState
         named, ce = _names(ps_cls), h.controller_epoch
+        live = _live_broker_bytes if encoded_states else _live_broker
 
         def um_state(s: PartitionState) -> Any:
             kw: dict[str, Any] = {
@@ -236,34 +284,17 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
                 kw["offline_replicas"] = s.offline
             return ps_cls(**kw)
 
-        def broker(b: BrokerInfo) -> Any:
-            plain = (
-                next((e for e in b.endpoints if e[3] == "PLAINTEXT"), None)
-                or (b.endpoints or [("", "", -1, "")])[0]
-            )
-            return _only(
-                cls.Broker,
-                id=b.broker_id,
-                v0_host=plain[1],
-                v0_port=plain[2],
-                endpoints=tuple(
-                    _only(
-                        cls.Endpoint,
-                        port=port,
-                        host=host,
-                        listener=listener,
-                        security_protocol=SECURITY_PROTOCOLS.get(proto, 0),
-                    )
-                    for listener, host, port, proto in b.endpoints
-                ),
-                rack=b.rack,
-            )
+        def um_state_bytes(s: PartitionState) -> Any:
+            return _state_bytes(ps_cls, ce, False, s, um_state)
 
+        # An incremental UpdateMetadata's states are the same in every merge of it that channels
+        # behind by different rounds send; a full one's are encoded once with it.
+        cached = encoded_states and not item.full
         return _only(
             cls,
             **common,
-            **_partition_fields(cls, item, um_state),
-            live_brokers=tuple(broker(b) for b in item.live_brokers),
+            **_partition_fields(cls, item, um_state_bytes if cached else um_state),
+            live_brokers=tuple(live(cls, b) for b in item.live_brokers),
         )
     assert item.api_key == Z.STOP_REPLICA
     cls = Z.STOP_REPLICA_REQUEST[version]
@@ -291,6 +322,36 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _live_broker_bytes(cls: Any, b: BrokerInfo) -> bytes:
+    """A live broker as UpdateMetadata `cls` lists it, encoded (the same in every UpdateMetadata
+    until the broker changes: 50 brokers' entities were rebuilt for each request)."""
+    return encode_fast(cls.Broker, _live_broker(cls, b))
+
+
+def _live_broker(cls: Any, b: BrokerInfo) -> Any:
+    plain = (
+        next((e for e in b.endpoints if e[3] == "PLAINTEXT"), None) or (b.endpoints or [("", "", -1, "")])[0]
+    )
+    return _only(
+        cls.Broker,
+        id=b.broker_id,
+        v0_host=plain[1],
+        v0_port=plain[2],
+        endpoints=tuple(
+            _only(
+                cls.Endpoint,
+                port=port,
+                host=host,
+                listener=listener,
+                security_protocol=SECURITY_PROTOCOLS.get(proto, 0),
+            )
+            for listener, host, port, proto in b.endpoints
+        ),
+        rack=b.rack,
+    )
+
+
 def encode_entity(cls: type, obj: Any) -> bytes:
     buf = io.BytesIO()
     entity_writer(cls)(buf, obj)
@@ -302,23 +363,24 @@ def encode_request_frame(
 ) -> bytes:
     """Size, request header (v1, or v2 for flexible versions) and the encoded body, as Kafka's
     NetworkClient sends them."""
+    header = _header_bytes(api_key, version, client_id)
+    size = len(header) + len(body)
+    return b"".join((struct.pack(">ihhi", size, api_key, version, correlation_id), header[8:], body))
+
+
+@functools.lru_cache(maxsize=64)
+def _header_bytes(api_key: int, version: int, client_id: str) -> bytes:
+    """The request header with correlation id 0: it is the int32 after ApiKey and ApiVersion in every
+    header version, the only field that changes between requests."""
     hcls = Z.request_header_class(api_key, version)
-    header = hcls(
-        request_api_key=api_key,
-        request_api_version=version,
-        correlation_id=correlation_id,
-        client_id=client_id,
-    )
-    payload = encode_entity(hcls, header) + body
-    return len(payload).to_bytes(4, "big") + payload
+    header = hcls(request_api_key=api_key, request_api_version=version, correlation_id=0, client_id=client_id)
+    return encode_entity(hcls, header)
 
 
 # An UpdateMetadata goes to every ZK-mode broker with the same content but each broker's own epoch.
 # Its body is encoded once and the 8-byte BrokerEpoch patched per broker: a full UpdateMetadata of
-# 100,000 partitions costs ~1.5 s of CPU to build and encode, once instead of once per broker.
-_SHARED: OrderedDict[tuple[int, int, int, int], tuple[Item, bytes]] = OrderedDict()
+# 100,000 partitions costs ~0.3 s of CPU to build and encode, once instead of once per broker.
 _EPOCH_AT: dict[tuple[int, int], int | None] = {}
-_SHARED_MAX = 8
 _shared_lock = threading.Lock()
 
 
@@ -340,21 +402,32 @@ def encode_body(item: Item, version: int, h: Header, shared: bool = False) -> by
     """The request body's bytes; a `shared` item (one object sent to many brokers) is encoded once."""
     cls = Z.request_class(item.api_key, version)
     if not shared:
-        return encode_fast(cls, build_request(item, version, h, encoded_states=True))
-    key = (id(item), version, h.controller_id, h.controller_epoch)
-    with _shared_lock:
-        hit = _SHARED.get(key)
-        if hit is not None and hit[0] is item:
-            body = hit[1]
-        else:
-            body = encode_fast(cls, build_request(item, version, dataclasses.replace(h, broker_epoch=-1)))
-            _SHARED[key] = (item, body)
-            while len(_SHARED) > _SHARED_MAX:
-                _SHARED.popitem(last=False)
+        with bulk(item.size()):
+            return encode_fast(cls, build_request(item, version, h, encoded_states=True))
+    key = (version, h.controller_id, h.controller_epoch)
+    with _shared_lock:  # one channel encodes, the others wait for its bytes
+        body = item.encoded.get(key)
+        if body is None:
+            with bulk(item.size()):
+                body = encode_fast(
+                    cls,
+                    build_request(
+                        item, version, dataclasses.replace(h, broker_epoch=-1), encoded_states=True
+                    ),
+                )
+            item.encoded[key] = body
     at = _epoch_offset(item.api_key, version)
     if at is None:
         return body
     return body[:at] + struct.pack(">q", h.broker_epoch) + body[at + 8 :]
+
+
+def bulk(size: int) -> AbstractContextManager[None]:
+    """`migrator.bulk.without_gc` for a request of `size` partitions, if it is large: a full request
+    allocates an entity per partition and topic that lives until it is encoded, and the collector's
+    rescans of the heap they grow cost more than the build (measured: ~2/3 of a broker's apply of a
+    100,000-partition UpdateMetadata)."""
+    return without_gc() if size >= BULK else contextlib.nullcontext()
 
 
 def decode_response_frame(api_key: int, version: int, payload: bytes) -> tuple[int, Any]:

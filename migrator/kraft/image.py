@@ -356,12 +356,16 @@ class ImageChanges:
 class ImageBuilder:
     """Replays (offset, record) pairs into a ClusterImage with KIP-868 transaction semantics."""
 
-    def __init__(self, start: ReplayResult | ClusterImage | None = None) -> None:
+    def __init__(self, start: ReplayResult | ClusterImage | None = None, *, copy: bool = True) -> None:
+        """`copy=False` takes a ReplayResult over instead of copying it: its giver must not use it again."""
         if isinstance(start, ReplayResult):
             if start.open_transaction is not None:
                 raise ValueError("cannot continue a replay from a result with an open transaction")
-            with without_gc():  # a whole cluster's objects (migrator.bulk)
-                self.result = start.deep_copy()
+            if not copy:
+                self.result = start
+            else:
+                with without_gc():  # a whole cluster's objects (migrator.bulk)
+                    self.result = start.deep_copy()
         else:
             with without_gc():
                 image = start.deep_copy() if start is not None else ClusterImage()

@@ -557,6 +557,11 @@ class MetadataLog:
             break
         return None
 
+    def forget_image(self) -> None:
+        """Drop `load_image`'s kept answer: its caller takes that image over to change it (the first
+        sync's syncer, instead of copying a whole cluster), so it must not be handed out again."""
+        self._image_cache = None
+
     def load_image(self) -> LoadedImage:
         """The image at the end of the log: the newest snapshot, then the records after it.
 

@@ -14,8 +14,11 @@ controller: metadata.version and `ZkMigrationStateRecord(PRE_MIGRATION)`.
 from __future__ import annotations
 
 import json
+import queue
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
+from itertools import islice
 from pathlib import Path
 
 from kazoo.client import KazooClient
@@ -34,7 +37,7 @@ from migrator.kraft.retention import purge_aborted
 from migrator.kraft.schema import SCHEMAS
 from migrator.migration.faults import crash_point
 from migrator.model import ClusterImage
-from migrator.zk.migration_client import LayoutResult, ZkTree, image_from_tree, read_tree
+from migrator.zk.migration_client import LayoutResult, ZkTree, image_from_tree, read_tree, with_control_from
 from state_machine import KafkaMigrationCode
 
 __all__ = [
@@ -151,25 +154,19 @@ def read_zk_tree_image(
     client: KazooClient, progress: Callable[[int], None] | None = None
 ) -> tuple[LayoutResult, int, bool, ZkTree]:
     """`read_zk_image` and the tree it decoded, so the first sync reconciles from the same read."""
-    tree = read_tree(client, progress=progress)
-    layout = image_from_tree(tree, strict=True)
+    return tree_image(read_tree(client, progress=progress))
+
+
+def tree_image(tree: ZkTree, decoded: LayoutResult | None = None) -> tuple[LayoutResult, int, bool, ZkTree]:
+    """A tree read earlier decoded strictly, as `read_zk_tree_image` decodes a fresh one; `decoded`: its
+    image decoded already (without problems) before only its control znodes changed."""
+    layout = image_from_tree(tree, strict=True) if decoded is None else with_control_from(decoded, tree)
     zxid = tree.read_zxid if tree.consistent else tree.max_zxid
     return layout, zxid, tree.consistent, tree
 
 
-def _chunks(records: Sequence[MetadataRecord], size: int) -> list[Sequence[MetadataRecord]]:
-    return [records[i : i + size] for i in range(0, len(records), size)]
-
-
 def _segment_bytes(log: MetadataLog) -> int:
     return sum(s.path.stat().st_size for s in log.segments if s.path.exists())
-
-
-def _count(records: Sequence[MetadataRecord]) -> dict[str, int]:
-    by_key: dict[int, int] = {}
-    for r in records:
-        by_key[r.api_key] = by_key.get(r.api_key, 0) + 1
-    return {SCHEMAS[key].name: n for key, n in by_key.items()}
 
 
 def migration_records(image: ClusterImage) -> list[MetadataRecord]:
@@ -194,56 +191,74 @@ def copy_zk_data(
 ) -> CopyManifest:
     """Append the copy transaction for `layout` in `epoch`; returns (and stores) its manifest.
 
-    The log must hold no open transaction and must not have committed a copy already.
+    The log must hold no open transaction and must not have committed a copy already. Records are
+    built a batch at a time while a thread encodes, appends and fsyncs the one before (`_Appender`),
+    so the build overlaps the disk and no more than a few batches of records exist at once.
     """
     started = time.perf_counter()
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     purge_aborted(log)  # an aborted earlier copy goes below the log start before the redo begins
     image = layout.image
-    t0 = time.perf_counter()
-    records = migration_records(image)
-    build_seconds = time.perf_counter() - t0
-    before_bytes = _segment_bytes(log)
-    t1 = time.perf_counter()
-    first, _ = log.append([record("BeginTransactionRecord", 0, Name=COPY_TRANSACTION)], epoch)
-    batches = 1
-    crash_point("copy.after-begin")
-    done = 0
-    total = len(records)
-    if progress is not None:
-        progress(0, total)
-    for chunk in _chunks(records, batch_records):
-        log.append(chunk, epoch, max_batch_records=batch_records)
-        batches += 1
-        done += len(chunk)
+    pending = set(image.pending_deletions)
+    topics = sum(1 for t in image.topics if t not in pending)
+    partitions = sum(len(t.partitions) for n, t in image.topics.items() if n not in pending)
+    by_key: dict[int, int] = {}
+    build_seconds = 0.0
+    with without_gc():  # a record per partition, no cycles (migrator.bulk)
+        source = _records(image)
+        t0 = time.perf_counter()
+        chunk = _next_chunk(source, batch_records, by_key)  # a topic without id refuses before Begin
+        build_seconds += time.perf_counter() - t0
+        before_bytes = _segment_bytes(log)
+        appender = _Appender(log, epoch, batch_records)
+        first, _ = log.append([record("BeginTransactionRecord", 0, Name=COPY_TRANSACTION)], epoch)
+        crash_point("copy.after-begin")
+        done = 0
+        total = topics + partitions  # most of it; the few config, quota and ACL records come on top
+        if progress is not None:
+            progress(0, total)
+        try:
+            while chunk:
+                appender.put(chunk)
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, max(total, done))
+                # A safe point, like the crash point: the transaction stays open and the next run aborts it.
+                stop.check(_stopped_at(done, appender, first))
+                t0 = time.perf_counter()
+                chunk = _next_chunk(source, batch_records, by_key)
+                build_seconds += time.perf_counter() - t0
+        except BaseException:
+            appender.close(raise_error=False)
+            raise
+        appender.close()
+        stop.check(_stopped_at(done, appender, first))
+        total = done
         if progress is not None:
             progress(done, total)
-        crash_point("copy.batch")
-        # A safe point, like the crash point: the transaction stays open and the next run aborts it.
-        stop.check(f"{done:,} of {total:,} records appended, offsets {first}-{log.end_offset - 1}")
-    crash_point("copy.before-end")
-    _, last = log.append(
-        [
-            record("ZkMigrationStateRecord", 0, ZkMigrationState=int(KafkaMigrationCode.MIGRATION)),
-            record("EndTransactionRecord", 0),
-        ],
-        epoch,
-    )
-    batches += 1
-    append_seconds = time.perf_counter() - t1
+        crash_point("copy.before-end")
+        t1 = time.perf_counter()
+        _, last = log.append(
+            [
+                record("ZkMigrationStateRecord", 0, ZkMigrationState=int(KafkaMigrationCode.MIGRATION)),
+                record("EndTransactionRecord", 0),
+            ],
+            epoch,
+        )
+    batches = appender.batches + 2
+    append_seconds = appender.seconds + time.perf_counter() - t1
     crash_point("copy.after-end")
-    pending = set(image.pending_deletions)
     manifest = CopyManifest(
         cluster_id=image.cluster_id,
         epoch=epoch,
         first_offset=first,
         last_offset=last,
         records=total,
-        records_by_type=_count(records),
+        records_by_type={SCHEMAS[key].name: n for key, n in by_key.items()},
         batches=batches,
         bytes=_segment_bytes(log) - before_bytes,
-        topics=sum(1 for t in image.topics if t not in pending),
-        partitions=sum(len(t.partitions) for n, t in image.topics.items() if n not in pending),
+        topics=topics,
+        partitions=partitions,
         skipped_pending_deletions=sorted(pending & set(image.topics)),
         zk_zxid=zxid,
         zk_consistent=consistent,
@@ -256,6 +271,76 @@ def copy_zk_data(
     write_manifest(Path(log.log_dir), manifest)
     crash_point("copy.manifest-written")
     return manifest
+
+
+def _stopped_at(built: int, appender: _Appender, first: int) -> str:
+    return (
+        f"{built:,} records built, {appender.records:,} records appended at offsets {first}-"
+        f"{appender.log.end_offset - 1}"
+    )
+
+
+def _records(image: ClusterImage) -> Iterator[MetadataRecord]:
+    try:
+        yield from records_from_image(image)
+    except BadInputError as e:
+        raise BadInputError(f"cannot copy ZooKeeper: {e} (see `zk2kraft check`, TOPIC_WITHOUT_ID)") from None
+
+
+def _next_chunk(source: Iterator[MetadataRecord], size: int, by_key: dict[int, int]) -> list[MetadataRecord]:
+    chunk = list(islice(source, size))
+    for r in chunk:
+        by_key[r.api_key] = by_key.get(r.api_key, 0) + 1
+    return chunk
+
+
+class _Appender:
+    """Appends the copy's chunks in order on one thread, each durable (and a crash point) before the
+    next, while the caller builds the following chunk: encoding is CPU, but the write and fsync
+    release the GIL. At most two chunks wait; the first error is raised to the caller."""
+
+    def __init__(self, log: MetadataLog, epoch: int, batch_records: int) -> None:
+        self.log = log
+        self.epoch = epoch
+        self.batch_records = batch_records
+        self.batches = 0
+        self.records = 0
+        self.seconds = 0.0
+        self._queue: queue.Queue[list[MetadataRecord] | None] = queue.Queue(maxsize=2)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="copy-appender", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            chunk = self._queue.get()
+            if chunk is None:
+                return
+            if self._error is not None:
+                continue  # drain: the caller learns of the error at its next put or at close
+            try:
+                t0 = time.perf_counter()
+                self.log.append(chunk, self.epoch, max_batch_records=self.batch_records)
+                self.seconds += time.perf_counter() - t0
+                self.batches += 1
+                self.records += len(chunk)
+                crash_point("copy.batch")
+            except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+                self._error = e
+
+    def put(self, chunk: list[MetadataRecord]) -> None:
+        self._raise()
+        self._queue.put(chunk)
+
+    def close(self, raise_error: bool = True) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if raise_error:
+            self._raise()
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
 
 
 def write_manifest(log_dir: Path, manifest: CopyManifest) -> Path:

@@ -139,6 +139,7 @@ def migrate(
     session_timeout_ms: int = ctl_core.DEFAULT_SESSION_TIMEOUT_MS,
     on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None,
     recopy: bool = False,
+    reconcile: bool = False,
 ) -> MigrateResult:
     """Run the migration from the derived state to DualWriteMetadata (and keep following with `follow`).
 
@@ -146,7 +147,8 @@ def migrate(
     (registration and heartbeats only) while the copy waits for every ZooKeeper broker to register,
     then in full once the copy is committed. `on_listen` is given the service and its bound address
     (in-process users: tests, the broker simulator). `recopy`: take over from a lost log directory
-    (log_binding): copy ZooKeeper into a new log and rebind the claim to it.
+    (log_binding): copy ZooKeeper into a new log and rebind the claim to it. `reconcile`: once synced,
+    read ZooKeeper afresh and reconcile all of it with the log (`steps.first_sync.full_reconcile`).
     """
     options = MigrateOptions(
         yes=yes,
@@ -161,6 +163,7 @@ def migrate(
         session_timeout_ms=session_timeout_ms,
         on_listen=on_listen,
         recopy=recopy,
+        reconcile=reconcile,
     )
     started = time.perf_counter()
     with stopping.phase(*BEFORE_COPY), connected(opts) as zk:
@@ -188,6 +191,8 @@ def migrate(
                         run.advance(event)
             _serve_and_follow(run, started)
         finally:
+            if run.own_writes is not None:  # a run refused before the copy: stop recording writes
+                run.own_writes.stop()
             try:
                 if run.runtime is not None:
                     run.runtime.close()
@@ -222,7 +227,10 @@ def _record(run: Run, facts: Facts) -> None:
 def _serve_and_follow(run: Run, started: float) -> None:
     """At the goal: serve the protocol in full (with --listen), report, and follow (with --follow)."""
     opts, result = run.opts, run.result
-    facts = run.regather()
+    # A one-shot `migrate` reuses the first sync's image (the syncer took the log's over) instead of
+    # replaying the whole log once more; a controller that goes on serving replays its own.
+    one_shot = run.syncer is not None and not run.migrate.follow and run.migrate.listen is None
+    facts = run.regather(run.syncer.replay_at_log_end() if one_shot and run.syncer is not None else None)
     if run.migrate.listen is not None:
         serve(run)
     result.state_after = public(facts.derived.state)

@@ -96,9 +96,13 @@ def log_exists(log_dir: str | os.PathLike[str]) -> bool:
 
 
 def read_log_facts(
-    log_dir: str | os.PathLike[str], log: MetadataLog | None = None, zk_cluster_id: str | None = None
+    log_dir: str | os.PathLike[str],
+    log: MetadataLog | None = None,
+    zk_cluster_id: str | None = None,
+    replay: ReplayResult | None = None,
 ) -> LogFacts:
-    """Replay the log (read-only unless the caller passes its writable `log`) into its facts."""
+    """Replay the log (read-only unless the caller passes its writable `log`) into its facts; `replay`:
+    the log's replay to its end, already at hand (the first sync's syncer holds one), used instead."""
     facts = LogFacts(log_dir=str(log_dir))
     if log is None and not log_exists(log_dir):
         return facts
@@ -114,8 +118,8 @@ def read_log_facts(
             facts.foreign_cluster = facts.cluster_id
             return facts
         facts.exists = True
-        loaded = log.load_image()
-        replay = loaded.result
+        if replay is None:
+            replay = log.load_image().result
         facts.replay = replay
         facts.end_offset = log.end_offset
         facts.latest_epoch = log.latest_epoch
@@ -184,10 +188,16 @@ def derive(log: LogFacts, zk: ZkFacts) -> Facts:
     return Facts(log=log, zk=zk, durable=durable, derived=derive_state(durable))
 
 
-def gather(client: KazooClient, log_dir: str | os.PathLike[str], log: MetadataLog | None = None) -> Facts:
-    """Read both sides and derive the state. With `log`, the caller's (writable) open log is used."""
+def gather(
+    client: KazooClient,
+    log_dir: str | os.PathLike[str],
+    log: MetadataLog | None = None,
+    replay: ReplayResult | None = None,
+) -> Facts:
+    """Read both sides and derive the state. With `log`, the caller's (writable) open log is used;
+    `replay`, the replay of that log to its end if the caller has one (see `read_log_facts`)."""
     zk = gather_zk(client)
-    return derive(read_log_facts(log_dir, log, zk.cluster_id), zk)
+    return derive(read_log_facts(log_dir, log, zk.cluster_id, replay), zk)
 
 
 def require_own_log(facts: Facts) -> None:

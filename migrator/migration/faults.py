@@ -36,6 +36,8 @@ POINTS: dict[str, str] = {
     "claim.after": "the claim multi landed (/controller_epoch bumped, /controller ours); /migration not written",
     "claim.migration-written": "/migration was rewritten under the new claim; the log is unchanged",
     # copy
+    "copy.read-reused": "the claim is written and the pre-flight read proved current (only this run's "
+    "writes since); the log holds no copy yet",
     "copy.bootstrap-written": "a fresh log holds its bootstrap records (metadata.version, PRE_MIGRATION)",
     "copy.abort-written": "an interrupted copy was closed with AbortTransactionRecord; not redone yet",
     "copy.after-begin": "BeginTransactionRecord is durable; no data record yet",
@@ -54,6 +56,7 @@ POINTS: dict[str, str] = {
     "unsynced.truncating": "truncate-unsynced removed the nth newest segment; the log is not cut to /migration yet",
     # finalize and rollback
     "finalize.before-record": "finalize passed its guards; POST_MIGRATION is not written",
+    "finalize.after-record": "POST_MIGRATION is durable; the handover to Kafka's controller is not prepared",
     "rollback.drained": "rollback drained the syncer (lag 0); the log is not archived",
     "rollback.archived": "the log directory was renamed away; ZooKeeper is not released yet",
     "rollback.released": "ZooKeeper is released (/controller, /migration gone, epoch bumped)",

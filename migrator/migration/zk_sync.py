@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,6 +175,9 @@ class ZkSyncer:
         self._fetched: deque[tuple[int, int, MetadataRecord | OpaqueRecord]] = deque()
         self._fetched_end = -1
         self._loaded = False  # `fetch` loaded the image for the reconcile that comes first
+        # Each partition state znode's version, as ZooKeeper holds it (read at reconcile, counted on
+        # every write since): Kafka's ZooKeeper controller reads it as the partition epoch.
+        self._state_versions: dict[str, int] = {}
 
     @property
     def ready(self) -> bool:
@@ -185,6 +188,15 @@ class ZkSyncer:
     def image(self) -> ClusterImage | None:
         """The image at the offset ZooKeeper covers (None before the first reconcile)."""
         return None if self._builder is None else self._builder.image
+
+    def replay_at_log_end(self) -> ReplayResult | None:
+        """The syncer's image as the replay of the whole log, when it has read every record and holds no
+        open transaction (what `MetadataLog.load_image` would build again); else None. Live: it moves
+        with the next sync, so only a caller that syncs no more may keep it."""
+        with self._lock:
+            if self._builder is None or self._txn is not None or self._next_read < self.log.end_offset:
+                return None
+            return self._builder.finish()
 
     @property
     def migration(self) -> MigrationZnode:
@@ -234,11 +246,11 @@ class ZkSyncer:
             if t.topic_id is not None
         }
 
-    def _adopt(self, result: ReplayResult) -> None:
+    def _adopt(self, result: ReplayResult, take: bool = False) -> None:
         if result.open_transaction is not None:
             raise ValueError("reconcile needs an image without an open transaction (pass None to load it)")
         self._reset()
-        self._builder = ImageBuilder(result)
+        self._builder = ImageBuilder(result, copy=not take)
         image = self._builder.image
         self._topic_ids = {
             kafka_to_uuid(t.topic_id): n for n, t in image.topics.items() if t.topic_id is not None
@@ -416,14 +428,65 @@ class ZkSyncer:
             ops, changes = plan(want, cache)
             cache.apply(ops)
             ops.extend(set_ops)
+            _count_versions(self._state_versions, ops)
+            ops.extend(self._align_epochs(self._touched_partitions(touched)))
             ops.extend(self._notes(changes, announce))
             counters.entities += len(touched)
         return OpGroup(ops, self._covered[0], self._covered[1])
 
+    def _touched_partitions(self, touched: dict[Key, None]) -> Iterator[tuple[str, int]]:
+        assert self._builder is not None
+        topics = self._builder.image.topics
+        for key in touched:
+            if key[0] == "state":
+                yield key[1], key[2]  # type: ignore[misc]
+            elif key[0] == "topic":
+                topic = topics.get(key[1])  # type: ignore[call-overload]
+                if topic is not None:
+                    for pid in topic.partitions:
+                        yield key[1], pid  # type: ignore[misc]
+
+    def _align_epochs(self, partitions: Iterable[tuple[str, int]]) -> list[ZkOp]:
+        """Rewrites that bring each state znode's version up to its partition's epoch.
+
+        Kafka's ZooKeeper controller takes a state znode's version as the partition epoch, and after a
+        rollback it is ZooKeeper's controller again: a version behind the epoch the brokers hold from
+        this controller's LeaderAndIsr makes it refuse their AlterPartition (NOT_CONTROLLER) until the
+        next election. One write per record would keep them equal; a coalesced write, or a change that
+        leaves the state's bytes alone (a reassignment step), needs the difference made up, with the
+        same bytes, in the same multi group. A version ahead of the epoch cannot be moved back.
+        """
+        assert self._builder is not None and self._cache is not None
+        versions = self._state_versions
+        if not versions:
+            return []
+        topics = self._builder.image.topics
+        data_of = self._cache.data
+        state_path = P.partition_state_path
+        ops: list[ZkOp] = []
+        for name, pid in partitions:
+            path = state_path(name, pid)
+            version = versions.get(path)
+            if version is None:
+                continue
+            topic = topics.get(name)
+            part = None if topic is None else topic.partitions.get(pid)
+            data = data_of.get(path)
+            if part is None or data is None or part.partition_epoch <= version:
+                continue
+            ops.extend(ZkOp.set(path, data) for _ in range(part.partition_epoch - version))
+            versions[path] = part.partition_epoch
+        return ops
+
     # -- reconcile --------------------------------------------------------------------------------
 
     def reconcile(
-        self, image: ReplayResult | None = None, tree: ZkTree | None = None, *, loaded: bool = False
+        self,
+        image: ReplayResult | None = None,
+        tree: ZkTree | None = None,
+        *,
+        take: bool = False,
+        loaded: bool = False,
     ) -> list[Repair]:
         """Make ZooKeeper match the image (default: the log's committed end) and list each repair.
 
@@ -431,13 +494,14 @@ class ZkSyncer:
         owned paths as fenced multis with notifications, and sets /migration to the image's offset.
         Drift of every kind is repaired: missing or extra topics and partitions, changed partition
         states, configs, quotas, SCRAM credentials, ACLs, tokens, the producer id block, and pending
-        deletions left in /admin/delete_topics.
+        deletions left in /admin/delete_topics. `take`: the syncer takes `image` (and `tree`) over
+        instead of copying it (its giver never uses them again).
         """
         with without_gc():  # whole-cluster images and diffs: see migrator.bulk
-            return self._reconcile(image, tree, loaded)
+            return self._reconcile(image, tree, take, loaded)
 
     def _reconcile(
-        self, image: ReplayResult | None, tree: ZkTree | None, loaded: bool = False
+        self, image: ReplayResult | None, tree: ZkTree | None, take: bool = False, loaded: bool = False
     ) -> list[Repair]:
         with self._lock:
             started = time.perf_counter()
@@ -446,7 +510,7 @@ class ZkSyncer:
                     if not (loaded and self._loaded):  # else `fetch` loaded it under the log's lock
                         self._load()
                 else:
-                    self._adopt(image)
+                    self._adopt(image, take)
                 assert self._builder is not None
                 offset, epoch = self._covered
                 # What /migration says now (a write that stopped with multis in flight may have
@@ -461,6 +525,10 @@ class ZkSyncer:
                 if tree is None:
                     tree = read_tree(self.client)
                 actual = {p: n.data for p, n in tree.nodes.items() if owned(p) or structural(p)}
+                versions = {p: n.version for p, n in tree.nodes.items() if _is_state_path(p)}
+                if take:  # the caller gave the tree away too: its znodes go before the image's are built
+                    tree.nodes.clear()
+                    tree.children.clear()
                 cache = ZkCache.of(actual)
                 want: dict[str, bytes | None] = {
                     p: d
@@ -473,6 +541,18 @@ class ZkSyncer:
                 ops, changes = plan(want, cache)
                 cache.apply(ops)
                 self._cache = cache
+                self._state_versions = versions
+                _count_versions(self._state_versions, ops)
+                image_topics = self._builder.image.topics
+                behind = self._align_epochs(
+                    (name, pid) for name, t in image_topics.items() for pid in t.partitions
+                )
+                changed = {c[0] for c in changes}
+                for op in behind:
+                    if op.path not in changed:
+                        changed.add(op.path)
+                        changes.append((op.path, "update"))
+                ops.extend(behind)
                 ops.extend(self._notes(changes, None))
                 self.writer.write_groups([OpGroup(ops, offset, epoch)])
             except OversizedWriteError as e:
@@ -652,3 +732,22 @@ class ZkSyncer:
             else:
                 with self._progress:
                     self._progress.wait(min(remaining, 0.5))
+
+
+def _is_state_path(path: str) -> bool:
+    return path.endswith("/state") and path.startswith(P.TOPICS + "/") and path.count("/") == 6
+
+
+def _count_versions(versions: dict[str, int], ops: Iterable[ZkOp]) -> None:
+    """Each write to a state znode as ZooKeeper counts it: create → 0, set → +1, delete → gone."""
+    for op in ops:
+        path = op.path
+        if not path.endswith("/state") or not _is_state_path(path):
+            continue
+        if op.kind == "set":
+            if path in versions:
+                versions[path] += 1
+        elif op.kind == "create":
+            versions[path] = 0
+        elif op.kind == "delete":
+            versions.pop(path, None)

@@ -44,6 +44,7 @@ __all__ = [
     "producer_id_block_znode",
     "token_znode",
     "topic_znodes",
+    "with_control_from",
     "znodes_from_image",
 ]
 
@@ -383,6 +384,15 @@ class _Reader:
         node = self.nodes.get(P.MIGRATION)
         if node is not None:
             control.migration = self._try(codec.decode_migration, P.MIGRATION, node.data, node.version)
+
+
+def with_control_from(layout: LayoutResult, tree: ZkTree, strict: bool = True) -> LayoutResult:
+    """`layout`'s image with the control state (/controller, /controller_epoch, /migration, the zxid)
+    decoded again from `tree`: for a tree in which nothing else changed since `layout` was decoded."""
+    reader = _Reader(tree, strict)
+    reader.image = layout.image
+    reader._control()
+    return LayoutResult(layout.image, reader.control, [*layout.problems, *reader.problems])
 
 
 # =====================================================================================================

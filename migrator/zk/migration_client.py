@@ -26,7 +26,7 @@ from migrator.zk import codec, layout
 from migrator.zk import paths as P
 from migrator.zk.connection import ZkSecurity, close, connect, permission_denied
 from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, OversizedWriteError, ZkOp
-from migrator.zk.layout import LayoutResult, image_from_tree
+from migrator.zk.layout import LayoutResult, image_from_tree, with_control_from
 from migrator.zk.leadership import (
     Claim,
     claim_controller,
@@ -35,6 +35,7 @@ from migrator.zk.leadership import (
     release_controller,
     write_migration_unconditionally,
 )
+from migrator.zk.read_reuse import OwnWrites, refresh
 from migrator.zk.reader import read_tree
 from migrator.zk.retry import retry_transient
 from migrator.zk.tree import ZkTree
@@ -44,6 +45,7 @@ __all__ = [
     "Claim",
     "LayoutResult",
     "MigrationClient",
+    "OwnWrites",
     "ZkSecurity",
     "ZkTree",
     # what the migration's other modules use of ZooKeeper
@@ -58,6 +60,7 @@ __all__ = [
     "read_migration",
     "read_tree",
     "retry_transient",
+    "with_control_from",
 ]
 
 
@@ -99,6 +102,20 @@ class MigrationClient:
         """The whole cluster tree and the image it decodes to (problems kept, not raised)."""
         tree = read_tree(self.zk)
         return tree, image_from_tree(tree, strict=False)
+
+    def record_own_writes(self) -> OwnWrites:
+        """Start recording this session's writes, so a read just made can be reused after them."""
+        own = OwnWrites(self.zk)
+        own.start()
+        return own
+
+    def refresh(self, tree: ZkTree, own: OwnWrites) -> str | None:
+        """`tree` brought to ZooKeeper's present if only `own`'s writes happened since it was read
+        (zk.read_reuse); None when it was, else why it must be read again."""
+        try:
+            return retry_transient(lambda: refresh(self.zk, tree, own), "checking ZooKeeper for changes")
+        finally:
+            own.stop()
 
     def topic_names(self) -> list[str]:
         try:

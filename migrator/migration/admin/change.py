@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from migrator.errors import BadInputError
+from migrator.errors import BadInputError, FindingsError
 from migrator.kraft import dirfiles
 from migrator.kraft.image import (
     ACL_OPERATIONS,
@@ -40,7 +40,16 @@ from migrator.migration.admin.rules import (
 from migrator.migration.admin.scram import SCRAM_HASH, ScramSpec, check_scram
 from migrator.model import Acl, ClusterImage
 
-__all__ = ["BIG_CHANGE_RECORDS", "AclSpec", "AdminChange", "Kind", "Planned", "plan_change"]
+__all__ = [
+    "BIG_CHANGE_RECORDS",
+    "AclSpec",
+    "AdminChange",
+    "AdminReply",
+    "Kind",
+    "Planned",
+    "plan_change",
+    "refused_state",
+]
 
 Kind = Literal[
     "create-topic",
@@ -87,6 +96,8 @@ class AdminChange(BaseModel):
     quota_values: dict[str, float] = Field(default_factory=dict)
     quota_remove: list[str] = Field(default_factory=list)
     scram: ScramSpec | None = None
+    # create-topic: a manual assignment (partition -> replicas), validated by the caller as Kafka does
+    assignment: dict[int, list[int]] | None = None
 
     def describe(self) -> str:
         """One line naming the change, never a secret."""
@@ -108,6 +119,26 @@ class AdminChange(BaseModel):
         if self.scram is not None:
             return f"{k} {self.scram.user} {self.scram.mechanism}"
         return k
+
+
+class AdminReply(BaseModel):
+    """What applying a change did: what it appended and synced, or the refusal and its exit code."""
+
+    ok: bool
+    exit_code: int = 0
+    message: str = ""
+    first_offset: int | None = None
+    last_offset: int | None = None
+    records: int = 0
+    migration_offset: int | None = None  # what /migration covers after the sync
+    topic_id: str | None = None
+    follower_pid: int | None = None
+
+
+def refused_state(state_name: str) -> FindingsError:
+    return FindingsError(
+        f"admin changes go through the log only in DualWriteMetadata; the migration is in {state_name}"
+    )
 
 
 @dataclass
@@ -141,23 +172,30 @@ def _config_records(
     return out
 
 
-def _partition_records(topic_id: uuid.UUID, assignment: Mapping[int, list[int]]) -> list[MetadataRecord]:
-    return [
-        record(
-            "PartitionRecord",
-            0,
-            PartitionId=pid,
-            TopicId=topic_id,
-            Replicas=list(replicas),
-            Isr=list(replicas),
-            RemovingReplicas=[],
-            AddingReplicas=[],
-            Leader=replicas[0],
-            LeaderEpoch=0,
-            PartitionEpoch=0,
+def _partition_records(
+    topic_id: uuid.UUID, assignment: Mapping[int, list[int]], live: Mapping[int, object] | None = None
+) -> list[MetadataRecord]:
+    """One PartitionRecord per partition; with `live`, the ISR is the live replicas (Kafka's isActive
+    filter, which matters only for a manual assignment) and the leader its first."""
+    out = []
+    for pid, replicas in sorted(assignment.items()):
+        isr = [r for r in replicas if live is None or r in live] or list(replicas)
+        out.append(
+            record(
+                "PartitionRecord",
+                0,
+                PartitionId=pid,
+                TopicId=topic_id,
+                Replicas=list(replicas),
+                Isr=isr,
+                RemovingReplicas=[],
+                AddingReplicas=[],
+                Leader=isr[0],
+                LeaderEpoch=0,
+                PartitionEpoch=0,
+            )
         )
-        for pid, replicas in sorted(assignment.items())
-    ]
+    return out
 
 
 def _plan_create_topic(
@@ -173,16 +211,20 @@ def _plan_create_topic(
                 f"topic {name!r} collides with existing topic {other!r} ('.' and '_' collide)"
             )
     validate_topic_configs(change.configs)
-    partitions = change.partitions if change.partitions is not None else 1
-    rf = change.replication_factor if change.replication_factor is not None else min(3, len(brokers))
-    if not brokers:
-        raise BadInputError("no broker is registered: a new topic has nowhere to place its replicas")
-    assignment = assign_replicas(partitions, rf, brokers)
+    if change.assignment:
+        assignment = {int(k): list(v) for k, v in change.assignment.items()}
+        partitions, rf = len(assignment), len(assignment[0])
+    else:
+        partitions = change.partitions if change.partitions is not None else 1
+        rf = change.replication_factor if change.replication_factor is not None else min(3, len(brokers))
+        if not brokers:
+            raise BadInputError("no broker is registered: a new topic has nowhere to place its replicas")
+        assignment = assign_replicas(partitions, rf, brokers)
     topic_id_text = dirfiles.random_kafka_uuid()
     tid = kafka_to_uuid(topic_id_text)
     records = [record("TopicRecord", 0, Name=name, TopicId=tid)]
     records += _config_records(2, name, change.configs, [])
-    records += _partition_records(tid, assignment)
+    records += _partition_records(tid, assignment, brokers if change.assignment else None)
     return Planned(
         records=records,
         summary=f"created topic {name} (id {topic_id_text}) with {partitions} partitions, replication factor {rf}",

@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import secrets
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from migrator.errors import BadInputError
 
@@ -39,6 +39,9 @@ class ScramSpec(BaseModel):
     salt: str = ""  # base64; empty for delete-scram
     stored_key: str = ""
     server_key: str = ""
+    #: base64 SaltedPassword, what AlterUserScramCredentials carries (the controller derives the keys);
+    #: never serialized, never shown
+    salted_password: str = Field(default="", exclude=True, repr=False)
 
     def __repr__(self) -> str:  # never show the keys
         return f"ScramSpec(user={self.user!r}, mechanism={self.mechanism}, iterations={self.iterations})"
@@ -78,6 +81,7 @@ def scram_credential(user: str, mechanism: str, password: str, iterations: int) 
         salt=b64(salt).decode(),
         stored_key=b64(stored_key).decode(),
         server_key=b64(server_key).decode(),
+        salted_password=b64(salted).decode(),
     )
 
 

@@ -1,7 +1,12 @@
-"""`admin`: validated changes in DualWriteMetadata, handed to a running follower or applied here.
+"""`admin`: validated changes in DualWriteMetadata, sent to the running controller over Kafka's
+protocol, or, with no controller running, applied here.
 
-Applied here, the run claims ZooKeeper once and reconciles once (every new writer first repairs
-drift, as Kafka's does), then appends and syncs each change before the next.
+With a controller listening (`--bootstrap-controller`, the listeners of `--config`, or what the
+running follower announced in its log directory) each change is sent as the matching Kafka request
+(`controller.admin_client`). With nothing listening and the log's writer lock free, the run takes
+the log itself: it claims ZooKeeper once and reconciles once (every new writer first repairs drift,
+as Kafka's does), then appends and syncs each change before the next, so a stopped controller is
+still recoverable. A held lock with an unreachable listener is refused (exit 3), never raced.
 """
 
 from __future__ import annotations
@@ -9,10 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from migrator.controller.admin_client import AdminClient, Answer
+from migrator.controller.admin_endpoint import Endpoint, resolve_endpoint
+from migrator.controller.client import ControllerUnreachable
+from migrator.controller.client_security import ClientSecurity
+from migrator.controller.listener_config import default_properties
 from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError, ZkKraftError
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.migration import log_binding
-from migrator.migration.admin import AdminChange, AdminReply, Inbox, refused_state
+from migrator.migration.admin import AdminChange, AdminReply, refused_state
+from migrator.migration.admin.follower import read_follower, writer_lock_held
 from migrator.migration.facts import Facts, log_exists, require_own_log
 from migrator.migration.steps.claim import claim, covered, syncer
 from migrator.migration.steps.follow import Controller
@@ -21,9 +32,16 @@ from migrator.migration.steps.status import writer_holder
 from migrator.results import AdminResult
 
 
-def admin(opts: DriverOptions, change: AdminChange, *, timeout: float = 60.0) -> AdminResult:
-    """Apply one change in DualWriteMetadata: handed to a running follower, or appended and synced here."""
-    return admin_many(opts, [change], timeout=timeout)[0]
+def admin(
+    opts: DriverOptions,
+    change: AdminChange,
+    *,
+    timeout: float = 60.0,
+    bootstrap: str | None = None,
+    security: ClientSecurity | None = None,
+) -> AdminResult:
+    """Apply one change in DualWriteMetadata: over the protocol to a running controller, or here."""
+    return admin_many(opts, [change], timeout=timeout, bootstrap=bootstrap, security=security)[0]
 
 
 def admin_many(
@@ -32,9 +50,12 @@ def admin_many(
     *,
     timeout: float = 60.0,
     on_result: Callable[[AdminResult], None] | None = None,
+    bootstrap: str | None = None,
+    security: ClientSecurity | None = None,
 ) -> list[AdminResult]:
-    """Apply changes in order, each validated, appended and synced before the next; the first refused
-    one raises (the ones before it stay applied). One claim and one reconciliation for all of them."""
+    """Apply changes in order, each durable in the log and ZooKeeper before the next; the first refused
+    one raises (the ones before it stay applied). `bootstrap`/`security`: the controller's listener
+    and how to log in (default: `--config`'s properties, else the follower's announcement)."""
     results: list[AdminResult] = []
 
     def done(result: AdminResult) -> None:
@@ -42,25 +63,37 @@ def admin_many(
         if on_result is not None:
             on_result(result)
 
+    changes = list(changes)
+    announced = read_follower(opts.log_dir) if opts.log_dir else None
+    endpoint = resolve_endpoint(
+        bootstrap, security, default_properties(), announced.listeners if announced else ()
+    )
+    unreachable: ControllerUnreachable | None = None
+    if endpoint is not None:
+        try:
+            client = AdminClient(endpoint, timeout)
+        except ControllerUnreachable as e:
+            if not e.refused:  # a timeout, a TLS failure: something is there, never apply beside it
+                raise ControllerUnreachable(
+                    f"the controller's listener at {endpoint.describe()} ({endpoint.origin}) cannot be "
+                    f"reached: {str(e).split(': ', 1)[-1]}; nothing was applied"
+                ) from None
+            unreachable = e
+        else:
+            with client:
+                for change in changes:
+                    done(protocol_result(change, client.send(change), endpoint))
+            return results
     with connected(opts) as zk:
         run = Run.start(zk, opts)
         log_binding.guard(run.client, run.facts, opts.log_dir)
         if run.state is not S.DUAL_WRITE_METADATA:
             raise refused_admin(run.facts, opts)
         require_own_log(run.facts)
+        if writer_lock_held(Path(opts.log_dir)):
+            raise held_but_unreachable(opts.log_dir, endpoint, unreachable)
         node_id = run.node_id
-        try:
-            log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, node_id)
-        except FencedError:
-            inbox = Inbox(opts.log_dir)
-            pid = inbox.follower_pid()
-            holder = read_holder(Path(opts.log_dir) / LOCK_FILE)
-            if pid is None or holder is None or holder.pid != pid:
-                raise
-            for change in changes:
-                reply = inbox.wait(inbox.submit(change), pid, timeout)
-                done(admin_result(change, reply, f"follower pid {pid}"))
-            return results
+        log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, node_id)
         try:
             facts = run.regather()
             if facts.derived.state is not S.DUAL_WRITE_METADATA:
@@ -69,11 +102,45 @@ def admin_many(
             s = syncer(run.client, log, taken, migration, facts)
             s.reconcile(run.replay())  # every new writer first repairs drift, as Kafka's does
             ctl = Controller(zk, log, s, taken.kraft_epoch, facts)
+            why = (
+                "no controller is running"
+                if endpoint is None
+                else f"nothing listens at {endpoint.describe()}"
+            )
+            via = f"direct: {why}, so this command took the log lock, appended and synced"
             for change in changes:
-                done(admin_result(change, ctl.apply(change, "admin.appended"), "direct"))
+                done(admin_result(change, ctl.apply(change, "admin.appended"), via))
         finally:
             log.close()
     return results
+
+
+def held_but_unreachable(
+    log_dir: str, endpoint: Endpoint | None, unreachable: ControllerUnreachable | None
+) -> UnreachableError:
+    """The log is taken and its holder cannot be reached: applying here would race it."""
+    holder = read_holder(Path(log_dir) / LOCK_FILE)
+    who = holder.describe() if holder is not None else "another process"
+    if endpoint is None:
+        how = (
+            "it announces no listener and none was given: run it with --listen, or give "
+            "--bootstrap-controller HOST:PORT or --config with its listeners"
+        )
+    else:
+        how = f"its listener at {endpoint.describe()} ({endpoint.origin}) cannot be reached"
+        if unreachable is not None:
+            how += f": {str(unreachable).split(': ', 1)[-1]}"
+    return UnreachableError(f"the log is held by {who} and {how}; nothing was applied")
+
+
+def protocol_result(change: AdminChange, answer: Answer, endpoint: Endpoint) -> AdminResult:
+    return AdminResult(
+        change=change.describe(),
+        summary=answer.summary,
+        via=f"controller {endpoint.describe()} over Kafka's protocol ({answer.request})",
+        path="protocol",
+        topic_id=answer.topic_id,
+    )
 
 
 def refused_admin(facts: Facts, opts: DriverOptions) -> FindingsError:
@@ -112,4 +179,5 @@ def admin_result(change: AdminChange, reply: AdminReply, via: str) -> AdminResul
         migration_offset=reply.migration_offset,
         topic_id=reply.topic_id,
         noop=reply.records == 0,
+        path="direct",
     )

@@ -141,10 +141,12 @@ class GuardedSyncer:
                 )
         self._checked = max(self._checked, self.log.end_offset)
 
-    def reconcile(self, image: ReplayResult | None = None, tree: ZkTree | None = None) -> list[Repair]:
+    def reconcile(
+        self, image: ReplayResult | None = None, tree: ZkTree | None = None, *, take: bool = False
+    ) -> list[Repair]:
         self._guard()
         t0 = time.perf_counter()
-        repairs = self.inner.reconcile(image, tree)
+        repairs = self.inner.reconcile(image, tree, take=take)
         if self.metrics is not None:
             self.metrics.on_reconcile(time.perf_counter() - t0)
         return repairs
@@ -172,6 +174,9 @@ class GuardedSyncer:
 
     def lag(self) -> int:
         return self.inner.lag()
+
+    def replay_at_log_end(self) -> ReplayResult | None:
+        return self.inner.replay_at_log_end()
 
 
 def syncer(

@@ -2,7 +2,8 @@
 
 The claim fences every other controller before ZooKeeper is read for the copy, so the first sync can
 reconcile from that same read instead of reading ZooKeeper again (a read that was not one consistent
-view is not reused). The step ends by asking for COMMIT_COPY, guarded by the log's own record.
+view is not reused). That read is the pre-flight's own, brought to the present, when ZooKeeper's zxids
+prove nothing but this run's writes happened since it (`zk.read_reuse`): one read per `migrate`. The step ends by asking for COMMIT_COPY, guarded by the log's own record.
 """
 
 from __future__ import annotations
@@ -11,11 +12,17 @@ import time
 
 from migrator import stop as stopping
 from migrator.migration import copy as copy_mod
+from migrator.migration.faults import crash_point
 from migrator.migration.steps.claim import abort_reason, claim_for_run
 from migrator.migration.steps.preflight import open_run_log
 from migrator.migration.steps.run import E, Run
 from migrator.migration.steps.soft_start import soft_start_and_wait
+from migrator.zk import paths as P
+from migrator.zk.migration_client import LayoutResult, ZkTree
 from state_machine import MigrationEvent
+
+#: what the claim writes in Kafka's tree: the pre-flight's image stays valid when only these changed
+CONTROL_PATHS = frozenset((P.CONTROLLER, P.CONTROLLER_EPOCH, P.MIGRATION))
 
 # What the stop line (SIGTERM/SIGINT, migrator.stop) says during the copy and what the next run does.
 COPYING = (
@@ -50,6 +57,7 @@ def claim_and_copy(run: Run) -> None:
             f"claimed /controller as KRaft controller {claim.kraft_controller_id} in epoch {claim.kraft_epoch} "
             f"(/controller_epoch {claim.zk_controller_epoch})"
         )
+    reused, decoded = _reuse_preflight_read(run)
     lf = run.facts.log
     replay = lf.replay
     if lf.migration_code is None and (replay is None or "metadata.version" not in replay.feature_levels):
@@ -65,10 +73,13 @@ def claim_and_copy(run: Run) -> None:
         result.actions.append(
             f"aborted the interrupted transaction {result.aborted_transaction}; copying again"
         )
-    run.note("reading ZooKeeper")
     t1 = time.perf_counter()
-    layout, zxid, consistent, tree = copy_mod.read_zk_tree_image(run.client)
-    read_seconds = time.perf_counter() - t1
+    if reused is not None:
+        layout, zxid, consistent, tree = copy_mod.tree_image(reused, decoded)
+    else:
+        run.note("reading ZooKeeper")
+        layout, zxid, consistent, tree = copy_mod.read_zk_tree_image(run.client)
+    read_seconds = time.perf_counter() - t1 + run.timings.get("reuse_check", 0.0)
     run.note("copying into the log")
     manifest = copy_mod.copy_zk_data(
         log,
@@ -85,6 +96,37 @@ def claim_and_copy(run: Run) -> None:
         f"copied {manifest.records} records ({manifest.topics} topics, {manifest.partitions} partitions) in "
         f"{manifest.batches} batches, offsets {manifest.first_offset}-{manifest.last_offset}"
     )
-    run.regather()
+    del (
+        layout,
+        reused,
+        decoded,
+    )  # the decoded image goes before the log's replay is built (1.6 GB at 1M partitions)
     run.tree = tree if consistent else None
+    del tree
+    run.regather()
     run.copied = True
+
+
+def _reuse_preflight_read(run: Run) -> tuple[ZkTree | None, LayoutResult | None]:
+    """The pre-flight's read brought to the present, if ZooKeeper's zxids prove that only this run's
+    own writes (the claim, /migration, the log binding) happened since; else None and a note why.
+    With it, the pre-flight's decode when those writes touched only the control znodes (the image
+    is then the same; only /controller, /controller_epoch and /migration are decoded again)."""
+    tree, layout, own = run.preflight_tree, run.preflight_layout, run.own_writes
+    run.preflight_tree = run.preflight_layout = run.own_writes = None
+    if tree is None or own is None:
+        return None, None
+    with run.timed("reuse_check"):
+        why = run.zk.refresh(tree, own)
+    if why is not None:
+        run.note(f"reading ZooKeeper again: {why}")
+        run.result.actions.append(f"read ZooKeeper again after the claim: {why}")
+        return None, None
+    if layout is not None and not set(own.patched) <= CONTROL_PATHS:
+        layout = None
+    run.result.actions.append(
+        f"reused the pre-flight read of ZooKeeper{' and its decode' if layout is not None else ''}: nothing "
+        f"but this run's claim changed it since (zxid {tree.read_zxid:#x})"
+    )
+    crash_point("copy.read-reused")
+    return tree, layout

@@ -2,17 +2,22 @@
 
 The FINALIZE transition is asked twice: before the log is opened (a refusal writes nothing) and again
 on the facts gathered under the writer lock, since a follower may have appended meanwhile.
+
+A run that died after POST_MIGRATION was durable but before the handover was prepared left a finalized
+migration whose directory Kafka's controller would still have to repair: `finalize` again only completes
+the handover (when nothing was appended after POST_MIGRATION, so the directory is still zk2kraft's).
 """
 
 from __future__ import annotations
 
+from migrator.errors import FindingsError, ZkKraftError
 from migrator.kraft import handover
-from migrator.kraft.records import record
+from migrator.kraft.records import MetadataRecord, record
 from migrator.migration import health, log_binding
 from migrator.migration.facts import require_own_log
 from migrator.migration.faults import crash_point
 from migrator.migration.steps.claim import next_epoch
-from migrator.migration.steps.run import DriverOptions, E, Run, ask, connected, open_log, public
+from migrator.migration.steps.run import DriverOptions, E, Run, S, ask, connected, open_log, public
 from migrator.results import FinalizeResult
 from state_machine import KafkaMigrationCode
 
@@ -23,6 +28,8 @@ def finalize(opts: DriverOptions, *, yes: bool = False, rehearsal: bool = False)
         run = Run.start(zk, opts)
         log_binding.guard(run.client, run.facts, opts.log_dir)
         before = run.state
+        if before == S.MIGRATION_FINALIZED and _handover_pending(opts.log_dir):
+            return _complete_handover(opts, run)
         ask(before, E.FINALIZE, run.guards(confirmed=yes))  # refused here, nothing is opened
         require_own_log(run.facts)
         log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, run.node_id)
@@ -42,6 +49,7 @@ def finalize(opts: DriverOptions, *, yes: bool = False, rehearsal: bool = False)
                 epoch,
             )
             after = run.regather()
+            crash_point("finalize.after-record")
             handover.prepare(log)  # issue 15: the directory Kafka's own controller starts from
         finally:
             log.close()
@@ -53,5 +61,47 @@ def finalize(opts: DriverOptions, *, yes: bool = False, rehearsal: bool = False)
         message=(
             f"wrote ZkMigrationStateRecord(POST_MIGRATION) at offset {offset}: the migration is finalized and "
             "ZooKeeper receives no more writes; it cannot be rolled back"
+        ),
+    )
+
+
+def _handover_pending(log_dir: str) -> bool:
+    """Whether Kafka would still refuse or rebuild something in the finalized directory."""
+    try:
+        return not handover.check(log_dir).ok
+    except ZkKraftError:  # no log directory there: the usual refusal says what is wrong
+        return False
+
+
+def _complete_handover(opts: DriverOptions, run: Run) -> FinalizeResult:
+    """Finalized, handover not prepared (the last run died in between): prepare it now."""
+    require_own_log(run.facts)
+    log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, run.node_id)
+    try:
+        end = log.end_offset
+        last = next(((o, e, r) for o, e, r in log.read(max(end - 1, 0)) if o == end - 1), None)
+        post = int(KafkaMigrationCode.POST_MIGRATION)
+        if (
+            last is None
+            or not isinstance(last[2], MetadataRecord)
+            or last[2].name != "ZkMigrationStateRecord"
+            or last[2].fields.get("ZkMigrationState") != post
+        ):
+            raise FindingsError(
+                f"{opts.log_dir}: the migration is finalized but records follow POST_MIGRATION (a Kafka "
+                "controller may own the directory now): the handover is not redone; see `log verify --kafka`"
+            )
+        done = handover.prepare(log)
+    finally:
+        log.close()
+    state = public(S.MIGRATION_FINALIZED)
+    return FinalizeResult(
+        state_before=state,
+        state_after=state,
+        offset=last[0],
+        epoch=last[1],
+        message=(
+            f"already finalized at offset {last[0]}; the handover the last run did not finish is complete now "
+            f"({'; '.join(done)})"
         ),
     )

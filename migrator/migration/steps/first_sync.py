@@ -1,8 +1,12 @@
 """DualWriteMetadata's step: ZooKeeper reconciled with the log and synced under this run's claim.
 
-Straight after the copy the reconciliation reuses the copy's read of ZooKeeper; after a restart the
-run re-claims first (closing a dangling transaction) and reconciles from a fresh read, since another
-writer may have been at work. Either way the run is then at its goal.
+Straight after the copy the reconciliation reuses the copy's read of ZooKeeper (the run's one read):
+the repairs it finds (a pending deletion finished, missing ACL or change znodes created) are written
+in the first fenced multis, and nothing is read again. After a restart or a takeover the run
+re-claims first (closing a dangling transaction) and reconciles from a fresh read, since another
+writer may have been at work. `migrate --reconcile` asks for that full reconcile from a fresh read
+on any run, as its own step, timed apart (`timings["full_reconcile"]`) and outside the dark window.
+Either way the run is then at its goal.
 """
 
 from __future__ import annotations
@@ -34,12 +38,29 @@ def sync(run: Run) -> None:
             # the claim started a new epoch in the log: what the service appends from here to its
             # activation (registrations, heartbeats) belongs to it
             run.runtime.service.epoch = run.claim.kraft_epoch
+        if run.migrate.reconcile:
+            with stopping.phase(*SYNCING):
+                full_reconcile(run)
     else:
         if run.log is None:
             open_run_log(run)
         with stopping.phase(*SYNCING):
             resume(run)
     run.synced = True
+
+
+def full_reconcile(run: Run) -> None:
+    """--reconcile after the first sync: ZooKeeper read afresh and diffed in full against the log."""
+    assert run.syncer is not None
+    run.note("reconciling all of ZooKeeper with the log (--reconcile)")
+    t0 = time.perf_counter()
+    repairs = run.syncer.reconcile()
+    run.timings["full_reconcile"] = round(time.perf_counter() - t0, 3)
+    run.result.repairs += [jsonable(r) for r in repairs]
+    run.result.actions.append(
+        f"--reconcile: read ZooKeeper again and reconciled it in full with the log "
+        f"({len(repairs)} repair{'s' if len(repairs) != 1 else ''}, {run.timings['full_reconcile']:.2f}s)"
+    )
 
 
 def resume(run: Run) -> None:
@@ -63,7 +84,7 @@ def resume(run: Run) -> None:
         result.aborted_transaction = f"{txn.name!r} begun at offset {txn.begin_offset}, aborted at {offset}"
         result.actions.append(f"aborted the dangling transaction {result.aborted_transaction}")
         run.regather()
-    run.tree = None  # after a takeover ZooKeeper is reconciled from a fresh read
+    run.tree = None  # after a takeover ZooKeeper is reconciled from a fresh read (what --reconcile asks)
     first_sync(run)
 
 
@@ -79,7 +100,13 @@ def first_sync(run: Run) -> None:
     s.metrics = run.opts.metrics
     if run.opts.metrics is not None:  # live from the first sync, not only once `follow` starts
         run.opts.metrics.track_lag(s.lag)
-    repairs = s.reconcile(run.replay(), run.tree)
+    # The syncer takes the log's image over instead of copying a whole cluster (the client's biggest
+    # object, twice); the log forgets it, and the facts are gathered again before anyone reads them.
+    replay = run.replay()
+    log.forget_image()
+    tree, run.tree = run.tree, None
+    repairs = s.reconcile(replay, tree, take=True)
+    del replay, tree
     crash_point("sync.after-reconcile")
     result.repairs = [jsonable(r) for r in repairs]
     run.timings["reconcile"] = round(time.perf_counter() - t0, 3)

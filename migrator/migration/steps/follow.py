@@ -1,4 +1,5 @@
-"""Following: the run stays the controller, serving admin changes and syncing until SIGTERM/SIGINT.
+"""Following: the run stays the controller, serving admin changes (the listener's admin APIs, which
+`zk2kraft admin` speaks too) and syncing until SIGTERM/SIGINT.
 
 A lost ZooKeeper is retried with backoff (the syncer resumes from /migration); being fenced by a
 newer controller ends the loop with FencedError. With a protocol service, its lock orders the admin
@@ -12,20 +13,21 @@ import threading
 import time
 from contextlib import AbstractContextManager, nullcontext
 
-from migrator import stop as stopping
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord, record
 from migrator.migration import health
-from migrator.migration.admin import BIG_CHANGE_RECORDS, AdminChange, AdminReply, Inbox, plan_change, reply_of
+from migrator.migration.admin import BIG_CHANGE_RECORDS, AdminChange, AdminReply, plan_change
+from migrator.migration.admin import follower as follower_file
 from migrator.migration.facts import Facts, gather_zk
 from migrator.migration.faults import crash_point
 from migrator.migration.steps.claim import GuardedSyncer
 from migrator.migration.steps.run import RefusedError, Run, S, public
 from migrator.migration.zk_fit import refuse_oversized_change
 from migrator.model import ClusterImage
+from migrator.zk import paths as P
 from migrator.zk.migration_client import MigrationClient
 
 # What the stop line says while following, and what the next run does.
@@ -64,9 +66,10 @@ class Controller:
     def apply(
         self, change: AdminChange, after_append: str, validate_only: bool = False, sync: bool = True
     ) -> AdminReply:
-        """Validate, append, sync: the one way an admin change enters the migration (the inbox's and
-        the protocol's, `controller.admin_api`). `validate_only`: validate and stop there. `sync`
-        False: the caller carries it to ZooKeeper after releasing the service (`ControllerService.carry`)."""
+        """Validate, append, sync: the one way an admin change enters the migration (the protocol's,
+        `controller.admin_api`, and `zk2kraft admin`'s direct path). `validate_only`: validate and stop
+        there. `sync` False: the caller carries it to ZooKeeper after releasing the service
+        (`ControllerService.carry`)."""
         needs_brokers = change.kind in ("create-topic", "add-partitions", "alter-broker-config")
         if self.service is not None and change.kind != "alter-broker-config":
             # The live ZooKeeper brokers (ids refreshed by the follow loop) and unfenced KRaft brokers,
@@ -117,7 +120,7 @@ class Controller:
 
 
 def follow(run: Run) -> None:
-    """Keep running as the controller: serve the admin inbox, sync what the log holds, until stopped."""
+    """Keep running as the controller: serve the admin APIs, sync what the log holds, until stopped."""
     log, syncer, opts, result = run.log, run.syncer, run.opts, run.result
     assert log is not None and syncer is not None and result.claim is not None
     service = run.runtime.service if run.runtime is not None else None
@@ -135,14 +138,21 @@ def follow(run: Run) -> None:
 
     if opts.metrics is not None:
         opts.metrics.track_lag(syncer.lag)  # read at each scrape, so a sync stuck on ZooKeeper shows
-    inbox = Inbox(opts.log_dir)
-    inbox.announce()
     if service is not None:
 
         def admin(change: AdminChange, validate_only: bool) -> AdminReply:
-            with exclusive():
-                reply = ctl.apply(change, "follow.appended", validate_only, sync=False)
-                result.changes_applied += 0 if reply.records == 0 else 1
+            try:
+                with exclusive():
+                    reply = ctl.apply(change, "follow.appended", validate_only, sync=False)
+                    result.changes_applied += 0 if reply.records == 0 else 1
+            except (BadInputError, FindingsError) as e:
+                if not validate_only:
+                    opts.note(
+                        health.admin_line(
+                            change.describe(), AdminReply(ok=False, exit_code=e.exit_code, message=str(e))
+                        )
+                    )
+                raise
             if reply.last_offset is not None:
                 # Answered once in ZooKeeper too, written without the service's locks: brokers'
                 # requests go on meanwhile, and a ZooKeeper outage holds up only this reply.
@@ -150,12 +160,17 @@ def follow(run: Run) -> None:
                 service.carry(lambda: syncer.writer.migration.kraft_metadata_offset >= last)
                 crash_point("admin.synced")
                 reply.migration_offset = syncer.writer.migration.kraft_metadata_offset
+            if not validate_only:
+                opts.note(health.admin_line(change.describe(), reply))
             return reply
 
         service.admin = admin  # the protocol's admin APIs, until this loop ends
+    # once the admin APIs are served: `zk2kraft admin` finds the listener here
+    follower_file.announce(opts.log_dir, served_listeners(run.runtime.server if run.runtime else None))
     started = time.perf_counter()
     delay = poll_interval
     ids_read = time.monotonic()
+    ids_changed = threading.Event()  # a /brokers/ids child watch: a rolled broker's id frees at once
     opts.note(f"following as the controller (pid {os.getpid()}); stop with SIGTERM or Ctrl-C")
     try:
         while not stop.is_set():
@@ -164,30 +179,6 @@ def follow(run: Run) -> None:
                     "the controller was fenced by a newer one while serving brokers"
                 )
             try:
-                for path in inbox.pending():
-                    rid, change, error = inbox.take(path)
-                    if change is None:
-                        if error != "withdrawn":
-                            inbox.answer(rid, AdminReply(ok=False, exit_code=2, message=error))
-                        continue
-                    try:
-                        with exclusive():
-                            reply = ctl.apply(change, "follow.appended")
-                        result.changes_applied += 0 if reply.records == 0 else 1
-                    except FencedError:
-                        inbox.answer(
-                            rid, reply_of(FencedError("the follower was fenced by a newer controller"))
-                        )
-                        raise
-                    except (
-                        stopping.Stopped
-                    ) as e:  # the change may be in the log: ZooKeeper gets it next start
-                        inbox.answer(rid, reply_of(UnreachableError(f"the follower was {e}")))
-                        raise
-                    except (BadInputError, FindingsError) as e:
-                        reply = reply_of(e)
-                    inbox.answer(rid, reply)
-                    opts.note(health.admin_line(change.describe(), reply))
                 with exclusive():
                     if syncer.lag() > 0:
                         if service is not None and service.syncs_behind:
@@ -199,8 +190,10 @@ def follow(run: Run) -> None:
                         opts.metrics.on_follow(
                             syncer.lag(), sum(1 for b in brokers if b.is_migrating_zk_broker)
                         )
-                if service is not None and time.monotonic() - ids_read >= 2.0:
+                if service is not None and (ids_changed.is_set() or time.monotonic() - ids_read >= 2.0):
                     # A ZooKeeper broker that stopped frees its id for a KRaft broker (the roll).
+                    ids_changed.clear()
+                    run.client.get_children(P.BROKER_IDS, watch=lambda _event: ids_changed.set())
                     service.core.zk_broker_ids = frozenset(gather_zk(run.client).registered_brokers)
                     ids_read = time.monotonic()
                 delay = poll_interval
@@ -213,5 +206,16 @@ def follow(run: Run) -> None:
     finally:
         if service is not None:
             service.admin = None
-        inbox.retire()
+        follower_file.retire(opts.log_dir)
         result.followed_seconds = round(time.perf_counter() - started, 3)
+
+
+def served_listeners(server: object | None) -> list[tuple[str, str, str, int]]:
+    """(name, protocol, host, port) of each listener this controller serves, for `zk2kraft admin`."""
+    if server is None:
+        return []
+    many = getattr(server, "servers", None)
+    if many is not None:  # a Kafka `listeners` value, each with its security
+        return [(s.security.name, s.security.protocol, *s.address[:2]) for s in many]
+    host, port = server.address  # type: ignore[attr-defined]
+    return [] if port == 0 else [("CONTROLLER", "PLAINTEXT", host, port)]

@@ -1,7 +1,8 @@
 """MigrationIneligible's step (pre-flight: no blockers, the operator agrees) and opening the log after it.
 
-The pre-flight read only decides whether to start: ZooKeeper is read again for the copy once it is
-claimed. Opening the log formats a fresh one (a foreign cluster's is renamed aside, never deleted),
+The pre-flight read decides whether to start; the copy reuses it after the claim when ZooKeeper's zxids
+prove that nothing but this run's own writes happened since (`zk.read_reuse`), and reads again
+otherwise. Opening the log formats a fresh one (a foreign cluster's is renamed aside, never deleted),
 checks that nobody moved the migration meanwhile and removes a /migration left by an earlier attempt.
 """
 
@@ -33,6 +34,11 @@ def preflight(run: Run) -> MigrationEvent:
 def _ask(run: Run) -> None:
     run.note("checking eligibility")
     tree, layout = run.zk.read_view()
+    # From here every write of this session is recorded: the copy reuses this read if ZooKeeper saw
+    # nothing else before the claim (zk.read_reuse), and reads again otherwise.
+    run.preflight_tree = tree
+    run.preflight_layout = layout if not layout.problems else None  # else the copy's strict decode names them
+    run.own_writes = run.zk.record_own_writes()
     findings = checks.sort_findings(checks.check_zk_view(layout.image, layout.control, tree, layout.problems))
     run.blockers = tuple(
         f.code for f in findings if f.severity == checks.Severity.BLOCKER and f.code not in SELF_RESOLVED

@@ -25,7 +25,14 @@ from migrator.kraft.log import MetadataLog
 from migrator.metrics import MigrationMetrics
 from migrator.migration.facts import Facts, gather
 from migrator.model import MigrationZnode
-from migrator.zk.migration_client import Claim, MigrationClient, ZkSecurity, ZkTree
+from migrator.zk.migration_client import (
+    Claim,
+    LayoutResult,
+    MigrationClient,
+    OwnWrites,
+    ZkSecurity,
+    ZkTree,
+)
 from state_machine import (
     GuardFacts,
     KafkaMigrationCode,
@@ -100,6 +107,7 @@ class MigrateOptions:
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None
     recopy: bool = False
+    reconcile: bool = False  # --reconcile: a full reconcile from a fresh read once synced
 
 
 @contextmanager
@@ -128,6 +136,10 @@ class Run:
     claim: Claim | None = None
     migration: MigrationZnode | None = None
     tree: ZkTree | None = None  # the copy's consistent read, reused by the first sync
+    # the pre-flight's read and this session's writes since: the copy reuses it if nothing else changed
+    preflight_tree: ZkTree | None = None
+    preflight_layout: LayoutResult | None = None  # its decode, reused when only control znodes changed
+    own_writes: OwnWrites | None = None
     copied: bool = False
     synced: bool = False
     dark_started: float | None = None
@@ -150,8 +162,8 @@ class Run:
     def note(self, text: str) -> None:
         self.opts.note(text)
 
-    def regather(self) -> Facts:
-        self.facts = gather(self.zk.zk, self.opts.log_dir, self.log)
+    def regather(self, replay: ReplayResult | None = None) -> Facts:
+        self.facts = gather(self.zk.zk, self.opts.log_dir, self.log, replay)
         return self.facts
 
     def guards(self, *, confirmed: bool | None = None) -> GuardFacts:

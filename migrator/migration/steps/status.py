@@ -12,7 +12,7 @@ from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import MetadataLog
 from migrator.migration import copy as copy_mod
 from migrator.migration import estimate, health, log_binding
-from migrator.migration.admin import Inbox, writer_lock_held
+from migrator.migration.admin import read_follower, writer_lock_held
 from migrator.migration.facts import Facts, gather, log_exists
 from migrator.migration.steps.run import DriverOptions, S, connected, kafka_name, public
 from migrator.migration.steps.soft_start import zk_propagator_status
@@ -99,7 +99,8 @@ def status(opts: DriverOptions) -> StatusResult:
     m = zk_facts.migration
     c = zk_facts.controller
     writer = writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
-    follower = Inbox(opts.log_dir).follower_pid() if writer else None
+    announced = read_follower(opts.log_dir) if writer else None
+    follower = announced.pid if announced is not None else None
     channels = zk_propagator_status(opts.log_dir, follower) if follower else None
     writer_info = health.read_writer(opts.log_dir)
     action, notes = health.status_advice(facts, writer_info, next_action(facts))
