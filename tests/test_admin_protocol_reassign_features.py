@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka import errors as Errors
-from kafka.admin import NewTopic
+from kafka.admin import NewPartitions, NewTopic
 from kazoo.client import KazooClient
 from migrate_helpers import SPEC, assert_consistent, cluster
 from test_admin_protocol import _register_all
@@ -332,6 +332,52 @@ def _manual_assignments(
         "manual": (36, got["manual"][1]),
     }
     assert not set(got) - {"manual"} & set(service.image.topics)
+
+    # CreatePartitions with assignments (kafka-python's NewPartitions), checked as Kafka's
+    # createPartitions checks them; a refused topic keeps its partitions.
+    admin.create_partitions({"manual": NewPartitions(5, [[b2, b0], [b1, b2]])})
+    topic = service.image.topics["manual"]
+    assert {i: p.replicas for i, p in topic.partitions.items()} == {**wanted, 3: [b2, b0], 4: [b1, b2]}
+    assert topic.partitions[3].leader == b2 and topic.partitions[3].isr == [b2, b0]
+    assert _topic_znode(zk, "manual")["partitions"]["4"] == [b1, b2]
+    assert zk.exists(P.partition_state_path("manual", 4)) is not None
+
+    cp = _kio(37, 3, "request")
+
+    def grow(count: int, parts: list[list[int]]) -> Any:
+        return cp.CreatePartitionsTopic(
+            name="manual",
+            count=count,
+            assignments=tuple(cp.CreatePartitionsAssignment(broker_ids=tuple(r)) for r in parts),
+        )
+
+    def refused(topic: Any) -> tuple[int, str | None]:
+        with ControllerClient(*address, timeout_s=30) as c:
+            resp = c.call(
+                37,
+                3,
+                cp.CreatePartitionsRequest(
+                    topics=(topic,), timeout=datetime.timedelta(seconds=30), validate_only=False
+                ),
+            )
+        [result] = resp.results
+        return int(result.error_code), result.error_message
+
+    assert refused(grow(7, [[b0, b1]])) == (
+        39,
+        "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.",
+    )
+    assert refused(grow(6, [[b0]])) == (
+        39,
+        "The manual partition assignment includes a partition with 1 replica(s), but this is not consistent "
+        "with previous partitions, which have 2 replica(s).",
+    )
+    assert refused(grow(6, [[b0, 4242]])) == (
+        39,
+        "The manual partition assignment includes broker 4242, but no such broker is registered.",
+    )
+    assert refused(grow(5, [[b0, b1]]))[0] == 37  # not an increase: INVALID_PARTITIONS, before the list
+    assert len(service.image.topics["manual"].partitions) == 5
 
 
 def _quorum(admin: KafkaAdminClient, service: Any) -> None:

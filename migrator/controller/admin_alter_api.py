@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from migrator.controller import admin_manual_assignment
 from migrator.controller import kafka_errors as E
 from migrator.controller.admin_api import (
     INVALID_CONFIG,
@@ -39,7 +40,7 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
         return refuse_all(api_key, version, request, E.NOT_CONTROLLER)
     validate_only = bool(getattr(request, "validate_only", False))
     if api_key == 37:
-        return _create_partitions(apply, version, request, validate_only)
+        return _create_partitions(service, apply, version, request, validate_only)
     if api_key == 32:
         return _describe_configs(service, version, request)
     if api_key == 33:
@@ -71,16 +72,22 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
 # --- CreatePartitions -------------------------------------------------------------------------------
 
 
-def _create_partitions(apply: Any, version: int, request: Any, validate_only: bool) -> Any:
+def _create_partitions(service: Any, apply: Any, version: int, request: Any, validate_only: bool) -> Any:
     counts = Counter(t.name for t in request.topics)
     out: list[tuple[str, int, str | None]] = []
     for t in request.topics:
         if counts[t.name] > 1:
             out.append((t.name, INVALID_REQUEST, "Duplicate topic name."))
-        elif t.assignments:
-            out.append((t.name, INVALID_REQUEST, "manual replica assignments are not taken by zk2kraft yet"))
         else:
-            change = AdminChange(kind="add-partitions", topic=t.name, partitions=int(t.count))
+            assignment = None
+            if t.assignments:
+                assignment, refused = admin_manual_assignment.check_added(service.image, t)
+                if refused is not None:
+                    out.append((t.name, *refused))
+                    continue
+            change = AdminChange(
+                kind="add-partitions", topic=t.name, partitions=int(t.count), assignment=assignment
+            )
             out.append((t.name, *run_change(apply, change, validate_only)))
     return _partitions_response(version, out)
 

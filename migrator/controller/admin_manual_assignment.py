@@ -1,4 +1,5 @@
-"""CreateTopics' manual replica assignments, checked as Kafka 3.9's `ReplicationControlManager.createTopic`.
+"""Manual replica assignments, checked as Kafka 3.9's `ReplicationControlManager.createTopic` (CreateTopics)
+and `createPartitions` (CreatePartitions, `check_added`).
 
 With assignments the request's replication factor and partition count must both be -1
 (INVALID_REQUEST); each partition is named once, its replicas are registered brokers, none twice, as
@@ -15,7 +16,7 @@ from migrator.errors import BadInputError
 from migrator.migration.admin.rules import collides, validate_topic_name
 from migrator.model import ClusterImage
 
-__all__ = ["INVALID_REPLICA_ASSIGNMENT", "check", "replicas_refused"]
+__all__ = ["INVALID_REPLICA_ASSIGNMENT", "check", "check_added", "replicas_refused"]
 
 INVALID_REPLICA_ASSIGNMENT = 39
 INVALID_REQUEST = 42
@@ -70,6 +71,42 @@ def check(image: ClusterImage, topic: Any) -> tuple[dict[int, list[int]] | None,
             INVALID_REPLICA_ASSIGNMENT,
             "partitions should be a consecutive 0-based integer sequence",
         )
+    return parts, None
+
+
+def check_added(
+    image: ClusterImage, topic: Any
+) -> tuple[dict[int, list[int]] | None, tuple[int, str] | None]:
+    """CreatePartitions' assignments, as Kafka 3.9's `createPartitions` checks them: their number
+    against the partitions added, each list with the existing partitions' replication factor, at least
+    one active replica each. (None, None) when the topic or its new count is wrong: that error comes
+    from the add path, which Kafka checks first."""
+    current = image.topics.get(topic.name)
+    if current is None or not current.partitions or int(topic.count) <= len(current.partitions):
+        return None, None
+    have = len(current.partitions)
+    additional = int(topic.count) - have
+    if len(topic.assignments) != additional:
+        return None, (
+            INVALID_REPLICA_ASSIGNMENT,
+            f"Attempted to add {additional} additional partition(s), but only {len(topic.assignments)} "
+            "assignment(s) were specified.",
+        )
+    rf = len(next(iter(current.partitions.values())).replicas)
+    parts: dict[int, list[int]] = {}
+    for offset, a in enumerate(topic.assignments):
+        replicas = [int(b) for b in a.broker_ids]
+        refused = replicas_refused(image, replicas, rf)
+        if refused is not None:
+            return None, (INVALID_REPLICA_ASSIGNMENT, refused)
+        pid = have + offset
+        if not any(_active(image, b) for b in replicas):
+            return None, (
+                INVALID_REPLICA_ASSIGNMENT,
+                f"All brokers specified in the manual partition assignment for partition {pid} are "
+                "fenced or in controlled shutdown.",
+            )
+        parts[pid] = replicas
     return parts, None
 
 

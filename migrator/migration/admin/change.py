@@ -96,7 +96,8 @@ class AdminChange(BaseModel):
     quota_values: dict[str, float] = Field(default_factory=dict)
     quota_remove: list[str] = Field(default_factory=list)
     scram: ScramSpec | None = None
-    # create-topic: a manual assignment (partition -> replicas), validated by the caller as Kafka does
+    # create-topic / add-partitions: a manual assignment (partition -> replicas), validated by the
+    # caller as Kafka does
     assignment: dict[int, list[int]] | None = None
 
     def describe(self) -> str:
@@ -244,13 +245,21 @@ def _plan_add_partitions(
             f"topic {name} has {current} partitions; the number of partitions can only be increased "
             f"(asked for {wanted})"
         )
+    assert topic.topic_id is not None
+    if change.assignment:
+        assignment = {int(k): list(v) for k, v in change.assignment.items()}
+        if sorted(assignment) != list(range(current, wanted)):
+            raise BadInputError(
+                f"topic {name}: the assignment names partitions {sorted(assignment)}, not {current}..{wanted - 1}"
+            )
+        records = _partition_records(kafka_to_uuid(topic.topic_id), assignment, brokers)
+        return Planned(records=records, summary=f"topic {name}: {current} → {wanted} partitions")
     existing = topic.partitions.get(0) or next(iter(topic.partitions.values()), None)
     rf = len(existing.replicas) if existing is not None else 1
     ordered = sorted(brokers)
     first = existing.replicas[0] if existing is not None and existing.replicas else ordered[0]
     start = max(0, next((i for i, b in enumerate(ordered) if b >= first), 0))
     assignment = assign_replicas(wanted - current, rf, brokers, start_index=start, start_partition=current)
-    assert topic.topic_id is not None
     records = _partition_records(kafka_to_uuid(topic.topic_id), assignment)
     return Planned(records=records, summary=f"topic {name}: {current} → {wanted} partitions")
 
