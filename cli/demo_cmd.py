@@ -304,7 +304,13 @@ def run_broker_traffic(ctx: DemoContext) -> None:
         f"After {time.perf_counter() - t0:.1f}s without a heartbeat the controller fenced it (FenceBrokerRecord) "
         f"and took it out of every ISR it shared; ZooKeeper's state znodes followed ({left} left)."
     )
-    learned, told = sim.learned_leadership(led, victim)
+
+    def leader_of(key: tuple[str, int]) -> int:
+        topic = service.image.topics.get(key[0])
+        part = None if topic is None else topic.partitions.get(key[1])
+        return -2 if part is None else part.leader
+
+    learned, told = sim.learned_leadership(led, victim, leader_of)
     ctx.console.print(f"ZK-mode brokers follow the KRaft controller: {told}.")
     ctx.failures += [] if learned else [f"ZK-mode brokers did not learn new leaders: {told}"]
     old_epoch = broker.epoch
