@@ -188,7 +188,7 @@ class Observer:
                 replica_directory_id=uuid.UUID(int=self.replica + 7),
             )
             req = SR.FetchSnapshotRequest(
-                cluster_id=CLUSTER,
+                cluster_id=None,  # as the Fetch requests: the bench also observes other clusters' controllers
                 replica_id=self.replica,
                 max_bytes=8 << 20,
                 topics=(SR.TopicSnapshot(name="__cluster_metadata", partitions=(ps,)),),
@@ -203,7 +203,10 @@ class Observer:
             _WRITE_SNAP(buf, req)
             body = self._round_trip(buf.getvalue())
             _head, pos = _READ_HEADER(body, 0)
-            got = _READ_SNAP(body, pos)[0].topics[0].partitions[0]
+            answer = _READ_SNAP(body, pos)[0]
+            if answer.error_code or not answer.topics:
+                raise RuntimeError(f"FetchSnapshot error {int(answer.error_code)}")
+            got = answer.topics[0].partitions[0]
             if got.error_code:
                 raise RuntimeError(f"FetchSnapshot error {int(got.error_code)}")
             size = got.size
