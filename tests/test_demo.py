@@ -66,7 +66,7 @@ def test_demo_runs_and_cleans_up(tmp_path, flags, story):
     # the admin step is `zk2kraft admin` against the controller's listener, over Kafka's protocol
     assert "went to the controller over Kafka's protocol" in out and "(CreateTopics v" in out
     # ZK-mode brokers learn leadership from the controller (issue 14): a fenced broker's partitions
-    assert "have a new leader in the metadata cache of every one of the" in out
+    assert "have the controller's new leader in the metadata cache of every one of the" in out
     for line in story:
         assert line in out
     # runbook phase 3 (issue 15): one line per broker restarted in KRaft mode, each checked equal
