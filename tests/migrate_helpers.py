@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +20,7 @@ from kazoo.client import KazooClient
 
 from migrator.kraft.image import ReplayResult
 from migrator.kraft.log import MetadataLog
+from migrator.migration.admin import follower_pid
 from migrator.model import ClusterImage
 from migrator.zk.connection import close, connect
 from migrator.zk.layout import LayoutResult, image_from_tree
@@ -58,6 +60,17 @@ def run_cli(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def wait_for_follower(proc: subprocess.Popen[Any], log_dir: str | Path, timeout: float = 60.0) -> None:
+    """Until `proc` is the log's announced follower; fails at once if it exits (with its stderr)."""
+    deadline = time.monotonic() + timeout
+    while follower_pid(log_dir) != proc.pid:
+        if proc.poll() is not None:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"follower exited {proc.returncode}: {err}")
+        assert time.monotonic() < deadline, "the follower did not start"
+        time.sleep(0.05)
 
 
 @contextmanager

@@ -8,18 +8,16 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli
+from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli, wait_for_follower
 from test_listener_secure_migration import scram_user
 from tls_certs import make_certs
 
 from migrator import commands
 from migrator.controller.listener_config import set_default_properties
-from migrator.migration.admin import follower_pid
 from migrator.zk import paths as P
 from zk_fixtures.server import free_port
 
@@ -63,10 +61,7 @@ def test_direct_without_a_controller_and_refused_while_the_log_is_held(
             cwd=ROOT,
         )
         try:
-            deadline = time.monotonic() + 60
-            while follower_pid(log_dir) != follower.pid:
-                assert follower.poll() is None and time.monotonic() < deadline, "follower did not start"
-                time.sleep(0.05)
+            wait_for_follower(follower, log_dir)
             r = run_cli(["admin", "create-topic", "held-1", *where])
             line = _one_line(r)
             assert r.returncode == 3 and f"pid {follower.pid}" in line and "no listener" in line, line

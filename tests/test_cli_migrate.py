@@ -6,12 +6,11 @@ import base64
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import ROOT, ZK2KRAFT, cluster, log_replay, run_cli
+from migrate_helpers import ROOT, ZK2KRAFT, cluster, log_replay, run_cli, wait_for_follower
 
 from cli.main import run
 from migrator.migration.admin import follower_pid
@@ -105,10 +104,7 @@ def test_follower_serves_admin_and_refuses_a_second_writer(
             cwd=ROOT,
         )
         try:
-            deadline = time.monotonic() + 60
-            while follower_pid(log_dir) != follower.pid:
-                assert follower.poll() is None and time.monotonic() < deadline, "follower did not start"
-                time.sleep(0.05)
+            wait_for_follower(follower, log_dir)
             r = run_cli(["migrate", "--yes", "--brokers-from-zk", *where])
             line = _one_line_error(r)
             assert (

@@ -30,6 +30,7 @@ from migrate_helpers import (
     normalise,
     own_server,
     run_cli,
+    wait_for_follower,
     zk_layout,
 )
 
@@ -39,7 +40,7 @@ from migrator.errors import UnreachableError, ZkKraftError
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
 from migrator.kraft.snapshot import list_snapshots
-from migrator.migration.admin import AdminChange, follower_pid
+from migrator.migration.admin import AdminChange
 from migrator.migration.faults import POINTS, parse_crash_spec
 from migrator.zk.connection import close, connect
 from zk_fixtures.generator import ClusterSpec
@@ -326,13 +327,7 @@ def _start_follower(
         env=full_env,
         cwd=ROOT,
     )
-    deadline = time.monotonic() + 60
-    while follower_pid(log_dir) != proc.pid:
-        assert proc.poll() is None, (
-            f"follower exited {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
-        )
-        assert time.monotonic() < deadline, "the follower did not start"
-        time.sleep(0.05)
+    wait_for_follower(proc, log_dir)
     return proc
 
 

@@ -12,18 +12,16 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli
+from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli, wait_for_follower
 
 from migrator import commands
 from migrator.migration import log_binding
-from migrator.migration.admin import follower_pid
 from migrator.zk import paths as P
 
 pytestmark = pytest.mark.zk
@@ -54,11 +52,7 @@ def follower(zk_connect: str, log_dir: Path) -> Iterator[subprocess.Popen[str]]:
         cwd=ROOT,
     )
     try:
-        deadline = time.monotonic() + 90
-        while follower_pid(log_dir) != proc.pid:
-            assert proc.poll() is None, f"follower exited {proc.returncode}: {proc.stderr.read()}"  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the follower did not start"
-            time.sleep(0.05)
+        wait_for_follower(proc, log_dir, timeout=90)
         yield proc
     finally:
         if proc.poll() is None:

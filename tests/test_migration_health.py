@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli
+from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli, wait_for_follower
 
-from migrator.migration.admin import follower_pid
 from zk_fixtures.server import free_port
 
 
@@ -46,10 +45,7 @@ def test_check_reports_health_during_dual_write_and_flags_a_dead_writer(
             cwd=ROOT,
         )
         try:
-            deadline = time.monotonic() + 60
-            while follower_pid(log_dir) != follower.pid:
-                assert follower.poll() is None and time.monotonic() < deadline, "follower did not start"
-                time.sleep(0.05)
+            wait_for_follower(follower, log_dir)
             alive = json.loads(run_cli(["status", "--json", *where]).stdout)["writer_info"]
             assert alive["pid"] == follower.pid and alive["alive"]
             follower.kill()  # SIGKILL: the controller dies without releasing anything

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import ROOT, ZK2KRAFT, assert_consistent, cluster, log_replay, run_cli
+from migrate_helpers import ROOT, ZK2KRAFT, assert_consistent, cluster, log_replay, run_cli, wait_for_follower
 
 from migrator.migration.admin import follower_pid
 from migrator.zk.connection import close, connect
@@ -88,10 +88,7 @@ def test_sigterm_ends_a_follower_whose_zookeeper_is_down_and_the_next_start_catc
                 cwd=ROOT,
                 env=env,
             )
-            deadline = time.monotonic() + 90
-            while follower_pid(log_dir) != follower.pid:
-                assert follower.poll() is None and time.monotonic() < deadline, "follower did not start"
-                time.sleep(0.05)
+            wait_for_follower(follower, log_dir, timeout=90)
         close(client)
         server.stop()  # the outage: ZooKeeper is gone under a running follower
         admin: list[subprocess.CompletedProcess[str]] = []

@@ -742,7 +742,7 @@ def _count_versions(versions: dict[str, int], ops: Iterable[ZkOp]) -> None:
     """Each write to a state znode as ZooKeeper counts it: create → 0, set → +1, delete → gone."""
     for op in ops:
         path = op.path
-        if not path.endswith("/state") or not _is_state_path(path):
+        if not _is_state_path(path):
             continue
         if op.kind == "set":
             if path in versions:
