@@ -352,3 +352,40 @@ def test_a_plain_listener_without_raft_has_no_long_poll_thread(tmp_path: Path) -
         assert running.server.long_polls is None
     finally:
         running.stop()
+
+
+def test_requests_pipelined_over_tls_behind_a_parked_fetch_are_not_left_in_tls_buffers(
+    service: Any,  # noqa: F811
+    certs: Any,  # noqa: F811
+) -> None:
+    """Both requests arrive in one TLS record: the connection's thread reads the Fetch, TLS keeps the
+    ApiVersions decrypted in its own buffer, where no selector sees it; the long-poll thread reads it."""
+    import ssl
+
+    props = _props(
+        certs,
+        **{
+            "listeners": "TLS://127.0.0.1:0",
+            "listener.name.tls.ssl.client.auth": "none",
+            "authorizer.class.name": "",
+        },
+    )
+    running = start_listeners(service, "TLS://127.0.0.1:0", props)
+    _attach_raft(running.servers, service, "TLS")
+    ctx = ssl.create_default_context(cafile=str(certs.ca))
+    sock = ctx.wrap_socket(socket.create_connection(running.address, timeout=30), server_hostname="127.0.0.1")
+    try:
+        end = service.log.end_offset
+        api_versions = _frame(
+            RequestHeader(request_api_key=18, request_api_version=3, correlation_id=2, client_id="t"),
+            ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+        )
+        sock.sendall(_fetch_frame(1, end, 1, 3_000) + api_versions)
+        time.sleep(0.3)
+        service.log.append(configs(14, 1), 1)
+        first, second = _read_frame(sock), _read_frame(sock)
+        assert struct.unpack_from(">i", first, 0)[0] == 1 and struct.unpack_from(">i", second, 0)[0] == 2
+        assert _parse_fetch(first).high_watermark == service.log.end_offset
+    finally:
+        sock.close()
+        running.stop()

@@ -163,6 +163,7 @@ class LongPolls:
                 continue
             self._held[p.sock] = p
             self.parked_total += 1
+            self._readable(p)  # TLS may hold decrypted bytes the selector cannot see
 
     def _complete_ready(self) -> None:
         for p in list(self._held.values()):
@@ -177,7 +178,7 @@ class LongPolls:
             p.poll = None
             p.active = time.monotonic()
             if self._send(p, answer):
-                self._serve_buffered(p)
+                self._readable(p)  # what came meanwhile, some perhaps only in TLS's buffer
 
     def _readable(self, p: Parked) -> None:
         if p.sock not in self._held:
