@@ -26,6 +26,7 @@ from kio.serial import entity_writer
 from test_listener_tls_sasl import BROKER_PW, _props, _scram, certs, service  # noqa: F401
 from test_raft_leader import CLUSTER, NO_RETENTION, NODE, Fetcher, Handler, configs, offsets_in
 
+from migrator.controller.client import _recv as recv_exactly
 from migrator.controller.client_security import sasl_authenticate
 from migrator.controller.listener_config import start_listeners
 from migrator.controller.listener_runtime import _attach_raft, start_server
@@ -93,17 +94,8 @@ def _frame(header: RequestHeader, req: Any) -> bytes:
 
 
 def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            if not chunk:
-                raise EOFError
-            out += chunk
-        return bytes(out)
-
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
+    (size,) = struct.unpack(">i", recv_exactly(sock, 4))
+    return recv_exactly(sock, size)
 
 
 def _parse_fetch(body: bytes) -> Any:
