@@ -15,8 +15,11 @@ diffs it against the last one it propagated:
 - a change of live brokers: UpdateMetadata with the new list to every ZK-mode broker.
 
 KRaft-mode brokers get nothing, and so does a ZK broker whose id a KRaft broker holds (its registration
-in the image is the KRaft one). Requests carry the KRaft node id with `isKRaftController`, the claim's
-`/controller_epoch`, and each broker's epoch from its BrokerRegistration.
+in the image is the KRaft one): KIP-866's "log an error and fence the errant ZK broker by not sending it
+UpdateMetadataRequests". Such a broker shows in /brokers/ids (the service's `zk_broker_ids`); it is named
+once through `say` and kept in `errant`, so `status` and the metrics report it. Requests carry the
+KRaft node id with `isKRaftController`, the claim's `/controller_epoch`, and each broker's epoch from
+its BrokerRegistration.
 """
 
 from __future__ import annotations
@@ -281,6 +284,7 @@ class ZkPropagator:
         self.say = say
         self.channels: dict[int, BrokerChannel] = {}
         self.unreachable: dict[int, str] = {}  # ZK brokers with no inter-broker endpoint
+        self.errant: dict[int, str] = {}  # ids in /brokers/ids that a KRaft broker holds: fenced
         self._lock = threading.RLock()
         self._snap: Snapshot | None = None
         self._builder: object = None  # the image builder whose changes we take
@@ -352,6 +356,7 @@ class ZkPropagator:
             svc.wait_for(changed, 0.5)  # type: ignore[attr-defined]
             if got:
                 self.propagate(*got[-1])
+            self._find_errant()
             if self.status_dir is not None and time.monotonic() - self._status_at >= 1.0:
                 self._status_at = time.monotonic()
                 self._write_status()
@@ -364,7 +369,32 @@ class ZkPropagator:
                 {"broker_id": b, "endpoint": "", "connected": False, "last_error": why}
                 for b, why in sorted(self.unreachable.items())
             ]
+            rows += [
+                {"broker_id": b, "endpoint": "", "connected": False, "last_error": why}
+                for b, why in sorted(self.errant.items())
+            ]
         return rows
+
+    def _find_errant(self) -> None:
+        """ZK brokers registered in ZooKeeper under the id of a KRaft broker of the image (KIP-866's
+        errant ZK broker): they get no channel, hence nothing; each is named once when it appears."""
+        core = getattr(self.service, "core", None)
+        zk_ids: frozenset[int] = getattr(core, "zk_broker_ids", frozenset())
+        with self._lock:
+            snap = self._snap
+            if snap is None:
+                return
+            now = {
+                b: f"errant ZooKeeper-mode broker: registered in /brokers/ids with the id of KRaft broker {b}; "
+                "fenced, it gets no UpdateMetadata or LeaderAndIsr"
+                for b in zk_ids
+                if (reg := snap.brokers.get(b)) is not None and not reg.is_migrating_zk_broker
+            }
+            new = sorted(now.keys() - self.errant.keys())
+            self.errant = now
+        for b in new:
+            if self.say is not None:
+                self.say(f"ZK broker {b}: {now[b]}")
 
     def _write_status(self) -> None:
         text = json.dumps({"pid": os.getpid(), "channels": self.status_rows()}, sort_keys=True)
