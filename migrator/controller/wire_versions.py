@@ -17,9 +17,10 @@ from migrator.controller import kio_ext
 from migrator.controller import messages as M
 from migrator.controller.kio_apis import NATIVE, schema_module
 
-#: The largest request the listener reads (Kafka's socket.request.max.bytes default is 100 MiB; a
-#: controller request is tiny, so a much smaller bound keeps a bad client from costing memory).
-MAX_FRAME_BYTES = 8 * 1024 * 1024
+#: The largest request the listener reads unless `socket.request.max.bytes` says otherwise
+#: (`listener_config.connection_limits`): Kafka's default, 100 MiB. Also the largest response the
+#: client reads.
+MAX_FRAME_BYTES = 104_857_600
 
 #: apiKey -> (min, max) version served.
 SUPPORTED: dict[int, tuple[int, int]] = {
