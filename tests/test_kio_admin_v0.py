@@ -438,8 +438,15 @@ def sample(name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def kp_classes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """kafka-python message classes built from the schemas above (it reads them as JSON resources)."""
+    """kafka-python message classes built from the schemas above (it reads them as JSON resources).
+
+    Building a response class registers it as kafka-python's decoder for its apiKey, process-wide; the
+    registry is put back, or later kafka-python clients in the run would decode CreateTopics and the
+    others with these (garbage-collected) classes."""
+    from kafka.protocol.api_header import ResponseClassRegistry
     from kafka.protocol.api_message import ApiMessage
+
+    registry = dict(ResponseClassRegistry._response_class_registry)
 
     root: Path = tmp_path_factory.mktemp("schemas")
     pkg = root / "zk2kraft_k39_admin_schemas"
@@ -454,6 +461,8 @@ def kp_classes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         return {name: type(name, (ApiMessage,), {}, load_json=zk2kraft_k39_admin_schemas) for name in SCHEMAS}
     finally:
         sys.path.remove(str(root))
+        ResponseClassRegistry._response_class_registry.clear()
+        ResponseClassRegistry._response_class_registry.update(registry)
 
 
 def _kp_value(cls: Any, container: Any, value: dict[str, Any]) -> Any:
