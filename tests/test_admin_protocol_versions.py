@@ -90,6 +90,21 @@ def test_the_served_table_is_the_issues() -> None:
         assert served[k] == (versions.start, versions.stop - 1), SERVED[k][0]
 
 
+def test_the_protocol_doc_lists_every_api_and_version_served() -> None:
+    """docs/controller-protocol.md's table is what the listener serves: wire's table, Raft's, SASL's."""
+    import re
+
+    from migrator.controller.sasl_wire import SASL_VERSIONS
+
+    text = (Path(__file__).parent.parent / "docs" / "controller-protocol.md").read_text()
+    section = text.split("## APIs and versions served", 1)[1].split("\n## ", 1)[0]
+    listed: dict[int, tuple[int, int]] = {}
+    for m in re.finditer(r"^\| [^|]+ \| (\d+) \| (\d+)(?:–(\d+))? \|", section, re.M):
+        lo = int(m.group(2))
+        listed[int(m.group(1))] = (lo, int(m.group(3) or lo))
+    assert listed == {**wire.SUPPORTED, **RAFT_VERSIONS, **SASL_VERSIONS}
+
+
 # --- controllers ---------------------------------------------------------------------------------
 
 
