@@ -37,7 +37,13 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
 def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
     if api_key == 29:
         m = kio_module(29, version, "response")
-        return build(m.DescribeAclsResponse, throttle_time=ZERO, error_code=error(code), resources=())
+        return build(  # Kafka's getErrorResponse: the error and its message, no resources
+            m.DescribeAclsResponse,
+            throttle_time=ZERO,
+            error_code=error(code),
+            error_message=E.MESSAGES.get(code),
+            resources=(),
+        )
     if api_key == 30:
         return _create_response(version, [(code, None) for _ in getattr(request, "creations", ())])
     return _delete_response(version, [(code, None, []) for _ in getattr(request, "filters", ())])

@@ -24,7 +24,12 @@ from migrator.controller.admin_api import (
     kio_module,
     run_change,
 )
-from migrator.controller.admin_config_defaults import CONFIG_TYPES, TOPIC_CONFIGS, resolve_topic_config
+from migrator.controller.admin_config_defaults import (
+    CONFIG_TYPES,
+    DEFAULT_CONFIG,
+    TOPIC_CONFIGS,
+    resolve_topic_config,
+)
 from migrator.migration.admin import AdminChange
 from migrator.secrets import is_secret_config
 
@@ -270,6 +275,7 @@ def _describe_configs(service: Any, version: int, request: Any) -> Any:
                 value=None if _sensitive(k) else v,
                 read_only=False,
                 config_source=source,
+                is_default=source == DEFAULT_CONFIG,  # v0 says only this (no ConfigSource)
                 is_sensitive=_sensitive(k),
                 synonyms=tuple(
                     build(m.DescribeConfigsSynonym, name=sn, value=None if _sensitive(sn) else sv, source=ss)

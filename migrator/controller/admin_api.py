@@ -24,7 +24,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from migrator.controller import kafka_errors as E
-from migrator.controller.kio_apis import NATIVE
+from migrator.controller.kio_apis import schema_module
 from migrator.controller.listener_security import current_caller
 from migrator.errors import BadInputError, FencedError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
@@ -78,7 +78,7 @@ def run_change(apply: Callable[..., Any], change: AdminChange, validate_only: bo
 
 
 def kio_module(api_key: int, version: int, kind: str) -> Any:
-    return importlib.import_module(f"kio.schema.{NATIVE[api_key].module}.v{version}.{kind}")
+    return schema_module(api_key, version, kind)
 
 
 def build(cls: Any, **kw: Any) -> Any:

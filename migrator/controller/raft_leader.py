@@ -135,6 +135,9 @@ class RaftLeader:
         self.cluster_id = cluster_id
         self._epoch = epoch or (lambda: max(metadata_log.latest_epoch, 0))
         self.endpoint: tuple[str, str, int] | None = None  # (listener name, host, port)
+        # True until the copy is committed: DescribeQuorum is an admin API and answers NOT_CONTROLLER
+        # then, as the others do (KIP-866); set by the listener from its service's soft start.
+        self.soft_start: Callable[[], bool] = lambda: False
         self.replicas: dict[tuple[int, uuid.UUID | None], ReplicaState] = {}
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -429,6 +432,14 @@ class RaftLeader:
     # -- DescribeQuorum -----------------------------------------------------------------------------------
 
     def _describe_quorum(self, version: int, req: Any, mod: Any) -> Any:
+        if self.soft_start():  # Kafka's getErrorResponse: the top-level error, no topics
+            return _mk(
+                mod.DescribeQuorumResponse,
+                error_code=ErrorCode(E.NOT_CONTROLLER),
+                error_message=None,
+                topics=(),
+                nodes=(),
+            )
         ok = (
             len(req.topics) == 1
             and req.topics[0].topic_name == METADATA_TOPIC

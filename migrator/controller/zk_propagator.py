@@ -53,7 +53,8 @@ from migrator.model import Broker, ClusterImage, Partition
 __all__ = ["STATUS_FILE", "Snapshot", "ZkPropagator", "read_status", "snapshot"]
 
 #: Where the running controller leaves its channels' status for `zk2kraft status` (in the log
-#: directory, next to the admin inbox); observability only, never read to derive a state.
+#: directory, next to the follower announcement `zk2kraft-follower.json`); observability only, never
+#: read to derive a state.
 STATUS_FILE = "zk-broker-channels.json"
 
 #: Kafka's LeaderAndIsr.EpochDuringDelete: the leader epoch StopReplica(delete) carries.
