@@ -25,11 +25,8 @@ def load_config(config_path: str) -> dict[str, Any]:
     except BadInputError as e:
         raise BadInputError(f"--config: {e}") from None
     try:
-        set_default_config(RetentionConfig.from_properties(props))
-    except BadInputError as e:
-        raise BadInputError(f"--config: {e}") from None
-    try:
         inter_broker_config(props)  # checked at start, as Kafka checks it (used once the copy commits)
+        set_default_config(RetentionConfig.from_properties(props))
     except BadInputError as e:
         raise BadInputError(f"--config: {e}") from None
     set_listener_properties(props)  # TLS/SASL/ACL settings of listeners this process serves
