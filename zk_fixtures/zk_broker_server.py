@@ -10,7 +10,7 @@ is refused with STALE_CONTROLLER_EPOCH, one naming an older broker epoch than th
 STALE_BROKER_EPOCH, as KafkaApis does.
 
 The listener is served as a broker's `listeners` entry of that name is: PLAINTEXT, or with a
-`ListenerSecurity` (`inter_broker_security`: built from broker-style properties by the controller's
+`ListenerSecurity` (`BrokerSimulator(inter_broker_props=...)`: built from broker-style properties by the controller's
 own listener code) over SSL and/or SASL (ApiVersions, SaslHandshake, SaslAuthenticate first; SCRAM
 credentials looked up as a ZooKeeper-mode broker finds them, in ZooKeeper's /config/users).
 """
