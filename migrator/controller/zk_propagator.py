@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.inter_broker import InterBroker, inter_broker_endpoint
 from migrator.controller.zk_broker_channel import BrokerChannel, ChannelStatus, ZkBrokerTarget
 from migrator.controller.zk_broker_requests import (
     LEADER_DURING_DELETE,
@@ -230,18 +231,6 @@ def _leadership(s: PartitionState) -> PartitionState:
     return dataclasses.replace(s, offline=())
 
 
-def inter_broker_endpoint(broker: Broker, listener_name: str) -> tuple[str, int] | None:
-    """The endpoint named `listener_name` (inter.broker.listener.name), else the one whose security
-    protocol is that name (security.inter.broker.protocol, PLAINTEXT by default)."""
-    for e in broker.endpoints:
-        if e.listener == listener_name:
-            return e.host, e.port
-    for e in broker.endpoints:
-        if e.security_protocol == listener_name:
-            return e.host, e.port
-    return None
-
-
 def versions_for(broker: Broker, cluster_mv: int | None) -> dict[int, int]:
     """Request versions for `broker`: its IBP is the metadata.version it and the cluster both support."""
     fr = broker.features.get("metadata.version")
@@ -262,7 +251,7 @@ class ZkPropagator:
         controller_id: int,
         controller_epoch: int,
         *,
-        listener_name: str = "PLAINTEXT",
+        inter_broker: InterBroker | None = None,
         request_timeout: float = 30.0,
         backoff_ms: int = 50,
         metadata_version: int | None = None,
@@ -278,13 +267,14 @@ class ZkPropagator:
         self._status_at = 0.0
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
-        self.listener_name = listener_name
+        #: the brokers' listener the channels connect to, and its TLS/SASL (controller properties)
+        self.inter_broker = inter_broker if inter_broker is not None else InterBroker()
         self.request_timeout = request_timeout
         self.backoff_ms = backoff_ms
         self.metadata_version = metadata_version
         self.say = say
         self.channels: dict[int, BrokerChannel] = {}
-        self.unreachable: dict[int, str] = {}  # ZK brokers with no inter-broker endpoint
+        self.unreachable: dict[int, str] = {}  # ZK brokers with no usable inter-broker endpoint
         self.errant: dict[int, str] = {}  # ids in /brokers/ids that a KRaft broker holds: fenced
         self._lock = threading.RLock()
         self._snap: Snapshot | None = None
@@ -367,7 +357,7 @@ class ZkPropagator:
         with self._lock:
             rows = [dataclasses.asdict(s) for s in self.status()]
             rows += [
-                {"broker_id": b, "endpoint": "", "connected": False, "last_error": why}
+                {"broker_id": b, "endpoint": "", "connected": False, "last_error": why, "unreachable": True}
                 for b, why in sorted(self.unreachable.items())
             ]
             rows += [
@@ -515,8 +505,8 @@ class ZkPropagator:
         for s in parts.values():
             b = snap.brokers.get(s.leader)
             if b is not None and s.leader in live and s.leader not in out:
-                ep = inter_broker_endpoint(b, self.listener_name)
-                if ep is not None:
+                ep = inter_broker_endpoint(b, self.inter_broker)
+                if not isinstance(ep, str):
                     out[s.leader] = ep
         return out
 
@@ -524,9 +514,11 @@ class ZkPropagator:
         for bid in [b for b in self.channels if b not in snap.zk]:
             self.channels.pop(bid).stop(wait=False)  # never wait under our lock: its thread may want it
         for bid, broker in snap.zk.items():
-            ep = inter_broker_endpoint(broker, self.listener_name)
-            if ep is None:
-                reason = f"no {self.listener_name} endpoint among {[e.listener for e in broker.endpoints]}"
+            ep = inter_broker_endpoint(broker, self.inter_broker)
+            if isinstance(ep, str):  # why it has none: reported (status, metrics), no channel
+                reason = ep
+                if self.channels.get(bid) is not None:
+                    self.channels.pop(bid).stop(wait=False)
                 if self.unreachable.get(bid) != reason and self.say is not None:
                     self.say(f"ZK broker {bid}: {reason}")
                 self.unreachable[bid] = reason
@@ -545,6 +537,7 @@ class ZkPropagator:
                     backoff_ms=self.backoff_ms,
                     client_id=f"zk2kraft-controller-{self.controller_id}",
                     say=self.say,
+                    security=self.inter_broker.security,
                 ).start()
             elif ch.target != target:
                 ch.retarget(target)
