@@ -97,7 +97,9 @@ def admin() -> None:
     client sends (CreateTopics, IncrementalAlterConfigs, CreateAcls, ...); the answer comes once the
     change is in ZooKeeper. With no controller running (nothing listening, the log's lock free) this
     command takes the log itself, appends and syncs once; the output says which path was taken. A
-    held log whose listener cannot be reached is refused (exit 3). Refused outside DualWriteMetadata.
+    held log whose listener cannot be reached is refused (exit 3); a controller that holds the log but
+    has not announced its listeners yet (it does once its first sync is done) is waited for, up to 30 s.
+    Refused outside DualWriteMetadata.
 
     \b
     Example:
