@@ -139,6 +139,8 @@ def test_a_broker_without_the_listener_or_with_another_protocol_for_it_has_no_en
             },
             "ssl.truststore.type=JKS",
         ),
+        ({"controller.socket.timeout.ms": "0"}, "controller.socket.timeout.ms='0'"),
+        ({"controller.socket.timeout.ms": "soon"}, "controller.socket.timeout.ms='soon'"),
     ],
 )
 def test_bad_inter_broker_settings_are_refused_when_the_config_is_read(tmp_path, props, message):
@@ -148,6 +150,11 @@ def test_bad_inter_broker_settings_are_refused_when_the_config_is_read(tmp_path,
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     with pytest.raises(BadInputError, match="^--config: "):
         load_config(str(path))
+
+
+def test_controller_socket_timeout_ms_bounds_each_brokers_answer() -> None:
+    assert inter_broker_config({}).request_timeout_s == 30.0  # Kafka's default
+    assert inter_broker_config({"controller.socket.timeout.ms": "1500"}).request_timeout_s == 1.5
 
 
 # -- one channel against one broker's secured listener ------------------------------------------------

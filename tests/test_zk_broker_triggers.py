@@ -12,6 +12,7 @@ test_zk_broker_rpcs.py covers fencing, AlterPartition, a restart, create/delete 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -34,6 +35,7 @@ from migrator import commands
 from migrator.controller import messages as M
 from migrator.controller import zk_broker_messages as Z
 from migrator.controller.client import ControllerClient
+from migrator.controller.listener_config import set_default_properties
 from migrator.controller.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
 from migrator.controller.zk_broker_requests import Header, Item
 from migrator.metrics import MigrationMetrics
@@ -520,18 +522,23 @@ def test_a_bad_zk_broker_holds_no_other_back_and_is_reported(zk, zk_connect, tmp
     answers) with the whole controller running: the other brokers' caches still converge after a
     change, the bad broker's channel is retried (errors grow) and `status`, `status --json` and the
     Prometheus endpoint show its last error, queue and lag; healed, it gets the full state again."""
-    with cluster_running(zk, zk_connect, tmp_path) as c:
+    # A broker that never answers costs a request timeout per attempt (Kafka's 30 s by default):
+    # short here, through the controller's own property, so that the retries are seen.
+    set_default_properties({"controller.socket.timeout.ms": "1000"})
+    try:
+        cm = cluster_running(zk, zk_connect, tmp_path)
+        c = cm.__enter__()
+    finally:
+        set_default_properties({})
+    with contextlib.ExitStack() as stack:
+        stack.push(cm)
         service, sim, prop = c.service, c.sim, c.propagator
+        assert prop.request_timeout == 1.0 and all(ch.request_timeout == 1.0 for ch in prop.channels.values())
         bad = min(sim.brokers)
         server = sim.servers[bad]
         server.mode = mode  # type: ignore[attr-defined]
         server.release = threading.Event()  # type: ignore[attr-defined]
         server._serve = types.MethodType(Flaky._serve, server)  # type: ignore[method-assign]
-        # A broker that never answers costs a request timeout per attempt (Kafka's 30 s by default):
-        # short here so that the retries are seen.
-        prop.request_timeout = 1.0
-        for ch in prop.channels.values():
-            ch.request_timeout = 1.0
         c.extra.append(types.SimpleNamespace(stop=server.release.set))
         server.drop_connections()  # its next connection is served the bad way
         skip = frozenset({bad})

@@ -37,6 +37,7 @@ __all__ = ["InterBroker", "inter_broker_config", "inter_broker_endpoint"]
 LISTENER_NAME = "inter.broker.listener.name"
 SECURITY_PROTOCOL = "security.inter.broker.protocol"
 SASL_MECHANISM = "sasl.mechanism.inter.broker.protocol"
+SOCKET_TIMEOUT = "controller.socket.timeout.ms"  # Kafka's ControllerChannelManager request timeout
 
 _LOGIN_MODULES = {
     "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -51,6 +52,9 @@ class InterBroker:
 
     listener_name: str = "PLAINTEXT"
     security: ClientSecurity = field(default_factory=ClientSecurity)
+    #: how long a broker may take to answer (or to accept a connection) before the channel drops
+    #: the connection and retries: a broker that never answers holds up only its own channel
+    request_timeout_s: float = 30.0
 
     @property
     def protocol(self) -> str:
@@ -125,7 +129,18 @@ def inter_broker_config(props: Mapping[str, str]) -> InterBroker:
         username=user,
         password=password,
     )
-    return InterBroker(name, security)
+    return InterBroker(name, security, _timeout_s(props))
+
+
+def _timeout_s(props: Mapping[str, str]) -> float:
+    raw = props.get(SOCKET_TIMEOUT, "30000").strip()
+    try:
+        ms = int(raw)
+    except ValueError:
+        ms = -1
+    if ms <= 0:
+        raise BadInputError(f"{SOCKET_TIMEOUT}={raw!r}: expected a positive number of milliseconds")
+    return ms / 1000
 
 
 def inter_broker_endpoint(broker: Broker, inter: InterBroker) -> tuple[str, int] | str:

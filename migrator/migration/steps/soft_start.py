@@ -81,6 +81,7 @@ class Listener:
                 svc.core.config.node_id,
                 zk_controller_epoch,
                 inter_broker=self.inter_broker,
+                request_timeout=self.inter_broker.request_timeout_s,
                 say=svc.say,
                 status_dir=opts.log_dir,
                 metadata_version=svc.core.config.metadata_version,
