@@ -578,3 +578,46 @@ def test_admin_requests_are_narrowed_per_topic_and_config_before_the_handler(
         assert sorted((r.name, int(r.error_code)) for r in parts.results) == [("mine.b", 41), ("theirs", 29)]
     refused = _security_of(listeners, "SECURE").refused
     assert (refused["topic_authorization_failed"], refused["cluster_authorization_failed"]) == (3, 2)
+
+
+def test_ssl_client_auth_requested_serves_clients_with_and_without_a_certificate(
+    service: ControllerService, certs: Certs
+) -> None:
+    """`ssl.client.auth=requested`: a client without a certificate is served as ANONYMOUS, one with a
+    certificate as the principal its DN maps to (`ssl.principal.mapping.rules`), as Kafka's SSL
+    listener does; a certificate nobody trusts is still refused."""
+    recorder = _CallerRecorder(service)
+    props = _props(
+        certs,
+        **{
+            "listener.name.tls.ssl.client.auth": "requested",
+            "ssl.principal.mapping.rules": "RULE:^.*CN=([^,]+).*$/$1/L,DEFAULT",
+            "authorizer.class.name": "",
+        },
+    )
+    running = start_listeners(recorder, "TLS://127.0.0.1:0", props)
+    try:
+        host, port = running.address
+        without = ClientSecurity("SSL", ssl_cafile=str(certs.ca))
+        with ControllerClient(host, port, security=without) as client:
+            assert client.heartbeat(_heartbeat()).error_code == 0
+        with_cert = ClientSecurity(
+            "SSL",
+            ssl_cafile=str(certs.ca),
+            ssl_certfile=str(certs.client_cert),
+            ssl_keyfile=str(certs.client_key),
+        )
+        with ControllerClient(host, port, security=with_cert) as client:
+            assert client.heartbeat(_heartbeat()).error_code == 0
+        rogue = ClientSecurity(
+            "SSL",
+            ssl_cafile=str(certs.ca),
+            ssl_certfile=str(certs.rogue_cert),
+            ssl_keyfile=str(certs.rogue_key),
+        )
+        with pytest.raises(ControllerUnreachable):
+            with ControllerClient(host, port, security=rogue) as client:
+                client.heartbeat(_heartbeat())
+    finally:
+        running.stop()
+    assert [c.principal for c in recorder.callers if c is not None] == ["User:ANONYMOUS", "User:broker-1"]
