@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import struct
 import time
 import uuid
 from collections import Counter
@@ -621,3 +622,53 @@ def test_ssl_client_auth_requested_serves_clients_with_and_without_a_certificate
     finally:
         running.stop()
     assert [c.principal for c in recorder.callers if c is not None] == ["User:ANONYMOUS", "User:broker-1"]
+
+
+def test_sasl_authenticate_v0_is_answered_without_a_session_lifetime(
+    service: ControllerService, certs: Certs, tmp_path: Path
+) -> None:
+    """SaslAuthenticate v0 (Kafka 1.0's framing, still sent by old clients): the same exchange, its
+    answer without v1's SessionLifetimeMs; a wrong password gets 58 in v0's shape too."""
+    jaas = tmp_path / "kafka_server_jaas.conf"
+    jaas.write_text(
+        "KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '  user_admin="admin-jaas-pw";\n};\n'
+    )
+    props = _props(
+        certs,
+        **{
+            "listener.security.protocol.map": "SP:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "java.security.auth.login.config": str(jaas),
+        },
+    )
+    running = start_listeners(service, "SP://127.0.0.1:0", props)
+
+    def login(password: str) -> tuple[socket.socket, bytes]:
+        sock = socket.create_connection(running.address, timeout=10)
+        sock.sendall(_request(17, 1, 1, "old", struct.pack(">h", 5) + b"PLAIN"))
+        assert struct.unpack_from(">h", _frame_body(sock), 4)[0] == 0
+        token = b"\x00admin\x00" + password.encode()
+        sock.sendall(_request(36, 0, 2, "old", struct.pack(">i", len(token)) + token))
+        return sock, _frame_body(sock)
+
+    try:
+        sock, body = login("admin-jaas-pw")
+        with sock:
+            # correlation id, error 0, null message (-1), empty auth bytes: and nothing after them
+            assert body == struct.pack(">ihhi", 2, 0, -1, 0)
+        sock, body = login("guess")
+        with sock:
+            (cid, error, n) = struct.unpack_from(">ihh", body, 0)
+            assert (cid, error) == (2, 58)
+            assert body[8 : 8 + n] == b"Authentication failed: Invalid username or password"
+            assert len(body) == 8 + n + 4  # then empty auth bytes, no SessionLifetimeMs
+    finally:
+        running.stop()
+
+
+def _frame_body(sock: socket.socket) -> bytes:
+    from migrator.controller.client import _recv
+
+    (size,) = struct.unpack(">i", _recv(sock, 4))
+    return _recv(sock, size)
