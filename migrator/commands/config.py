@@ -8,6 +8,7 @@ from typing import Any
 from migrator.controller.listener_config import set_default_properties as set_listener_properties
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.kraft.retention import RetentionConfig, set_default_config
+from migrator.migration.admin import TopicDefaults
 from migrator.migration.broker_config import BrokerConfigFile
 from migrator.properties import read_properties
 from migrator.target import option_defaults
@@ -25,6 +26,10 @@ def load_config(config_path: str) -> dict[str, Any]:
         raise BadInputError(f"--config: {e}") from None
     try:
         set_default_config(RetentionConfig.from_properties(props))
+    except BadInputError as e:
+        raise BadInputError(f"--config: {e}") from None
+    try:
+        TopicDefaults.from_properties(props)  # read again by the controller; a bad one refuses the start
     except BadInputError as e:
         raise BadInputError(f"--config: {e}") from None
     set_listener_properties(props)  # TLS/SASL/ACL settings of listeners this process serves
