@@ -86,14 +86,21 @@ class Controller:
             return {}, {}
         if self.service is None or "alter-broker-config" in kinds:
             return self.zk.live_brokers(gather_zk(self.zk.zk).registered_brokers), {}
-        # The live ZooKeeper brokers (ids refreshed by the follow loop) and unfenced KRaft brokers,
-        # racks from their registrations: no ZooKeeper read per broker per topic (issue 13's bench).
-        zk_ids = self.service.core.zk_broker_ids
+        # The live ZooKeeper brokers (ids refreshed by the follow loop; a registered one as its
+        # registration says, fenced or not) and unfenced KRaft brokers, racks from their
+        # registrations: no ZooKeeper read per broker per topic (issue 13's bench).
         regs = self.image.brokers
-        live = {i: regs[i].rack if i in regs else None for i in zk_ids}
-        usable = [b for b in regs.values() if not b.in_controlled_shutdown and not b.is_migrating_zk_broker]
-        live.update({b.id: b.rack for b in usable if not b.fenced})
-        fenced = {b.id: b.rack for b in usable if b.fenced and b.id not in live}
+        live: dict[int, str | None] = {}
+        fenced: dict[int, str | None] = {}
+        for i in self.service.core.zk_broker_ids:
+            b = regs.get(i)
+            if b is None:
+                live[i] = None
+            elif not b.in_controlled_shutdown:
+                (fenced if b.fenced else live)[i] = b.rack
+        for b in regs.values():
+            if not b.in_controlled_shutdown and not b.is_migrating_zk_broker:
+                (fenced if b.fenced else live)[b.id] = b.rack
         return live, fenced
 
     def apply_many(
