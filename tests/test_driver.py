@@ -353,6 +353,37 @@ def test_admin_changes_direct(zk: KazooClient, zk_connect: str, tmp_path: Path) 
         assert log_replay(log_dir)[1] == end
 
 
+def test_a_request_one_batch_cannot_hold_goes_in_as_one_transaction(
+    zk: KazooClient, zk_connect: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of 5 records: a 6-partition topic (7 records) is appended inside Begin/EndTransaction,
+    still whole; a 3-partition one fits one batch and needs none."""
+    from migrator.migration.steps import follow
+
+    monkeypatch.setattr(follow, "DEFAULT_MAX_BATCH_RECORDS", 5)
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        _migrate(zk_connect, log_dir)
+        for name, parts in (("wide", 6), ("narrow", 3)):
+            commands.admin(
+                zk_connect,
+                str(log_dir),
+                AdminChange(kind="create-topic", topic=name, partitions=parts, replication_factor=1),
+            )
+        with MetadataLog.open(log_dir) as log:
+            names = [rec.name for _o, _e, rec in log.read()]
+        assert names[-13:] == [
+            "BeginTransactionRecord",
+            "TopicRecord",
+            *["PartitionRecord"] * 6,
+            "EndTransactionRecord",
+            "TopicRecord",  # the narrow one fits one batch: no transaction
+            *["PartitionRecord"] * 3,
+        ]
+        zk_image, _ = assert_consistent(zk, log_dir)
+        assert len(zk_image.topics["wide"].partitions) == 6
+
+
 def test_rollback_from_dual_write_and_migrate_again(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
     log_dir = tmp_path / "meta"
     with cluster(zk, zk_connect):

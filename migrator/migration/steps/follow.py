@@ -18,11 +18,10 @@ from migrator.controller.listener_config import default_properties
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError, FencedError, UnreachableError
 from migrator.kraft.image import ImageBuilder
-from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
+from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog, SplitBatchError
 from migrator.kraft.records import record
 from migrator.migration import health
 from migrator.migration.admin import (
-    BIG_CHANGE_RECORDS,
     AdminChange,
     AdminReply,
     Pending,
@@ -111,7 +110,7 @@ class Controller:
         sync: bool = True,
     ) -> list[AdminReply | BadInputError]:
         """Validate every change of one request, then append the records of the valid ones as one
-        batch (Kafka's ControllerResult.atomic: one request, one batch; above BIG_CHANGE_RECORDS a
+        batch (Kafka's ControllerResult.atomic: one request, one batch; when one batch cannot hold it, a
         metadata transaction) and sync: the one way admin changes enter the migration (the protocol's,
         `controller.admin_api`, and `zk2kraft admin`'s direct path). Each change gets its reply or its
         refusal. `validate_only`: validate and stop there. `sync` False: the caller carries the batch
@@ -141,16 +140,21 @@ class Controller:
         self.last_batch_end = None
         if records and not validate_only:
             batch = records
-            if len(records) > BIG_CHANGE_RECORDS:
+            try:
+                first, self.last_batch_end = self.log.append(
+                    batch, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS, single_batch=True
+                )
+            except SplitBatchError:
+                # more than one batch holds: a metadata transaction keeps the request atomic (KIP-868)
                 kinds = sorted({c.kind for c in changes})
                 batch = [
                     record("BeginTransactionRecord", 0, Name=f"zk2kraft {' '.join(kinds)}"),
                     *records,
                     record("EndTransactionRecord", 0),
                 ]
-            first, self.last_batch_end = self.log.append(
-                batch, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS
-            )
+                first, self.last_batch_end = self.log.append(
+                    batch, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS
+                )
             for i, rec in enumerate(batch):
                 self.builder.replay(first + i, rec)
             self.builder.finish()
