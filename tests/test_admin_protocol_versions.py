@@ -121,7 +121,8 @@ class Ctx:
 
     def admin(self, change: AdminChange) -> None:
         assert self.service.admin is not None
-        self.service.admin(change, False)
+        (outcome,) = self.service.admin([change], False)  # one request's changes, one batch
+        assert not isinstance(outcome, Exception), outcome
 
 
 @contextmanager
