@@ -147,11 +147,12 @@ def soft_start(run: Run) -> Listener:
         say=opts.say,
     )
     service.core.zk_broker_ids = frozenset(facts.zk.registered_brokers)
-    if opts.metrics is not None:  # the log now holds PRE_MIGRATION; brokers register into the service
-        opts.metrics.on_state(facts.log.migration_code)
-        opts.metrics.watch_brokers(lambda: health.migrating_broker_count(service))
     assert run.migrate.listen is not None
     runtime = Listener(service, run.migrate.listen)
+    if opts.metrics is not None:  # the log holds PRE_MIGRATION and brokers can register: say so now,
+        # not before the listener is bound (a watcher that saw state 2 then found the port closed)
+        opts.metrics.on_state(facts.log.migration_code)
+        opts.metrics.watch_brokers(lambda: health.migrating_broker_count(service))
     result.actions.append(f"soft start: serving broker registration on {runtime.describe()}")
     opts.note(f"controller listening on {runtime.describe()} (soft start: registration and heartbeats only)")
     return runtime
