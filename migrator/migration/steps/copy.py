@@ -89,6 +89,7 @@ def claim_and_copy(run: Run) -> None:
         consistent=consistent,
         read_seconds=read_seconds,
         progress=run.migrate.progress,
+        take=True,  # the decoded image goes before the commit's replay (`del` below: the rest)
     )
     run.timings["copy"] = manifest.duration_seconds
     result.manifest = manifest
