@@ -32,7 +32,7 @@ from migrator.kraft.batch import (
 )
 from migrator.kraft.control import LeaderChange, Voter, decode_control_record, encode_control_record
 from migrator.kraft.dirfiles import MetaProperties
-from migrator.kraft.image import ImageBuilder, ReplayResult
+from migrator.kraft.image import ImageBuilder, ReplayResult, Uncommitted
 from migrator.kraft.lock import WriterLock
 from migrator.kraft.records import CorruptRecordError, MetadataRecord, OpaqueRecord
 from migrator.kraft.retention import RetentionConfig, SnapshotPolicy, default_config
@@ -614,21 +614,35 @@ class MetadataLog:
         return snaps[-1].end_offset if snaps else None
 
     def _continue_image(self, previous: LoadedImage) -> LoadedImage:
-        builder = ImageBuilder(previous.result)  # a copy: what was handed out stays as it was
-        for offset, _epoch, rec in self.read(previous.end_offset):
-            builder.replay(offset, rec)
+        try:  # betting that what was appended commits (ImageBuilder(committed=True)), else buffered
+            result = self._continue_result(previous, committed=True)
+        except Uncommitted:
+            result = self._continue_result(previous, committed=False)
         return LoadedImage(
-            result=builder.finish(),
+            result=result,
             snapshot=previous.snapshot,
             snapshot_end_offset=previous.snapshot_end_offset,
             end_offset=self._end_offset,
         )
 
+    def _continue_result(self, previous: LoadedImage, committed: bool) -> ReplayResult:
+        # a copy: what was handed out stays as it was
+        builder = ImageBuilder(previous.result, committed=committed)
+        for offset, _epoch, rec in self.read(previous.end_offset):
+            builder.replay(offset, rec)
+        return builder.finish()
+
     def _load_image(self) -> LoadedImage:
+        try:  # betting that every transaction commits (ImageBuilder(committed=True)), else buffered
+            return self._load_image_as(committed=True)
+        except Uncommitted:
+            return self._load_image_as(committed=False)
+
+    def _load_image_as(self, committed: bool) -> LoadedImage:
         snaps = [] if self._single else list_snapshots(self.partition_dir)
         snap = snaps[-1] if snaps else None
         start = 0
-        builder = ImageBuilder()
+        builder = ImageBuilder(committed=committed)
         if snap is not None:
             # A snapshot's records stand for the state at its last contained offset.
             at = snap.end_offset - 1
