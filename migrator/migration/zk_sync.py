@@ -531,10 +531,13 @@ class ZkSyncer:
                 if tree is None:
                     tree, take = read_tree(self.client), True  # its own read: nobody else holds it
                 # `take`: the caller gave the tree away too; its znodes go before the image's are built
-                picture = tree if isinstance(tree, ZkPicture) else ZkPicture.of(tree, take=take)
+                if isinstance(tree, ZkPicture):
+                    picture, ours = tree, take
+                else:
+                    picture, ours = ZkPicture.of(tree, take=take), True
                 del tree
                 actual, versions = picture.actual, picture.versions
-                if not take:  # the caller's picture stays as it was
+                if not ours:  # the caller's picture stays as it was
                     actual, versions = dict(actual), dict(versions)
                 cache = ZkCache.adopt(actual)  # the picture's dict itself, not a copy of it
                 want: dict[str, bytes | None] = layout.znodes_from_image(self._builder.image, self.control)  # type: ignore[assignment]
