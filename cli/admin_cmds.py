@@ -97,7 +97,9 @@ def admin() -> None:
     client sends (CreateTopics, IncrementalAlterConfigs, CreateAcls, ...); the answer comes once the
     change is in ZooKeeper. With no controller running (nothing listening, the log's lock free) this
     command takes the log itself, appends and syncs once; the output says which path was taken. A
-    held log whose listener cannot be reached is refused (exit 3). Refused outside DualWriteMetadata.
+    held log whose listener cannot be reached is refused (exit 3); a controller that holds the log but
+    has not announced its listeners yet (it does once its first sync is done) is waited for, up to 30 s.
+    Refused outside DualWriteMetadata.
 
     \b
     Example:
@@ -108,9 +110,19 @@ def admin() -> None:
 
 @admin.command("create-topic")
 @click.argument("topic")
-@click.option("--partitions", "-p", type=int, default=1, show_default=True)
 @click.option(
-    "--replication-factor", "-r", type=int, default=None, help="Default: min(3, registered brokers)."
+    "--partitions",
+    "-p",
+    type=int,
+    default=None,
+    help="Default: the controller's num.partitions (Kafka's default 1), sent as -1 as kafka-topics does.",
+)
+@click.option(
+    "--replication-factor",
+    "-r",
+    type=int,
+    default=None,
+    help="Default: the controller's default.replication.factor (Kafka's default 1), sent as -1.",
 )
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="Topic config (repeatable).")
 @_admin_options
@@ -118,13 +130,14 @@ def admin() -> None:
 def create_topic(
     ctx: click.Context,
     topic: str,
-    partitions: int,
+    partitions: int | None,
     replication_factor: int | None,
     configs: tuple[str, ...],
     target: commands.Target,
     **_: Any,
 ) -> None:
-    """Create a topic; replicas placed over the registered brokers as Kafka places them.
+    """Create a topic; replicas placed over the registered brokers as Kafka's KRaft controller places
+    them (StripedReplicaPlacer, rack aware).
 
     \b
     Example:

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from cli.options import CONFIG_LISTENERS
 from migrator import commands
 from migrator.errors import EXIT_BAD_INPUT, EXIT_UNREACHABLE, ZkKraftError
 from migrator.stop import Stopped
@@ -70,6 +71,7 @@ def main(ctx: click.Context, verbose: bool, config_path: str | None) -> None:
         ctx.default_map = _default_map(main, values)
         if values.get("listeners"):  # a controller's properties: `controller` serves its listeners
             ctx.default_map.setdefault("controller", {}).setdefault("listen", values["listeners"])
+            ctx.meta[CONFIG_LISTENERS] = values["listeners"]
 
 
 def _defaults_from_config(config_path: str) -> dict[str, Any]:
@@ -86,8 +88,10 @@ def _subcommand_config(ctx: click.Context, _param: click.Parameter, value: str |
     if value and not ctx.resilient_parsing:
         values = _defaults_from_config(value)
         defaults = _default_map(ctx.command, values)
-        if ctx.command.name == "controller" and values.get("listeners"):
-            defaults.setdefault("listen", values["listeners"])
+        if values.get("listeners"):
+            ctx.meta[CONFIG_LISTENERS] = values["listeners"]
+            if ctx.command.name == "controller":
+                defaults.setdefault("listen", values["listeners"])
         ctx.default_map = {**defaults, **(ctx.default_map or {})}
 
 

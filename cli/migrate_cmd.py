@@ -7,6 +7,7 @@ go to stderr so stdout stays parseable; SIGTERM/SIGINT stop it at a safe point (
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -17,7 +18,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from cli import progress_lines, prompts, render
-from cli.options import json_option, listen_options, log_dir_option, node_id_option, zookeeper_options
+from cli.options import (
+    CONFIG_LISTENERS,
+    json_option,
+    listen_options,
+    log_dir_option,
+    node_id_option,
+    zookeeper_options,
+)
 from migrator import commands, results
 from migrator import stop as stopping
 
@@ -78,12 +86,18 @@ def migrate(
     resumes: an interrupted copy is aborted and redone, a dual-write is reconciled and synced.
     With --listen the KRaft controller protocol is served: the copy waits until every ZooKeeper
     broker has registered (KIP-866's soft start), and --follow keeps serving brokers afterwards.
+    With --follow and no --listen, a --config file's `listeners` are served, each with its protocol,
+    as `controller` serves them.
 
     \b
     Example:
       zk2kraft migrate -z zk1:2181/kafka -l /var/lib/kraft/metadata --listen 0.0.0.0:9093 --follow --yes
       zk2kraft migrate -z zk1:2181/kafka -l /var/lib/kraft/metadata --brokers-from-zk --yes
     """
+    if follow and target.listen is None:  # a controller's properties file: serve its `listeners`
+        listeners = click.get_current_context().meta.get(CONFIG_LISTENERS)
+        if listeners:
+            target = dataclasses.replace(target, listen=listeners)
     run_migrate(
         target,
         yes=yes,

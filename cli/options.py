@@ -138,6 +138,11 @@ def node_id_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+#: `ctx.meta` key: the `listeners` of a --config file, which `migrate --follow` serves without --listen
+#: (a click default cannot depend on --follow; `controller` gets it as its --listen default)
+CONFIG_LISTENERS = "zk2kraft.config_listeners"
+
+
 def listen_options(f: Callable[..., Any]) -> Callable[..., Any]:
     """--listen, --broker-wait-timeout, --session-timeout-ms: the controller protocol listener;
     --metrics-listen: its Prometheus endpoint. All but the timeouts go into the command's Target."""
@@ -171,5 +176,5 @@ def listen_options(f: Callable[..., Any]) -> Callable[..., Any]:
         envvar="ZK2KRAFT_LISTEN",
         help="Serve the KRaft controller protocol here (the address in the brokers' controller.quorum.voters), "
         "plain TCP; or a Kafka `listeners` value (NAME://HOST:PORT,...) served with the TLS/SASL/ACL settings "
-        "of --config (`controller --config` uses the file's own `listeners`).",
+        "of --config (`controller` and `migrate --follow` with --config use the file's own `listeners`).",
     )(f)

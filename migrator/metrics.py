@@ -206,6 +206,11 @@ class _ZkBrokerCollector:
             "Failed sends, refused requests and partition errors since the channel started",
             labels=label,
         )
+        unreachable = GaugeMetricFamily(
+            "zk2kraft_zk_broker_channel_unreachable",
+            "1 if the broker registers no usable inter-broker endpoint (no channel; status says why)",
+            labels=label,
+        )
         acked = GaugeMetricFamily(
             "zk2kraft_zk_broker_channel_acked_offset",
             "Metadata log offset of the last state the broker acknowledged (-1: none yet)",
@@ -216,6 +221,7 @@ class _ZkBrokerCollector:
             queue.add_metric(b, float(r.get("queued", 0)))
             connected.add_metric(b, 1.0 if r.get("connected") else 0.0)
             errors.add_metric(b, float(r.get("errors", 0)) + float(r.get("partition_errors", 0)))
+            unreachable.add_metric(b, 1.0 if r.get("unreachable") else 0.0)
             acked.add_metric(b, float(r.get("acked_offset", -1)))
         total.add_metric([], float(sum(r.get("queued", 0) for r in rows)))
-        yield from (queue, total, connected, errors, acked)
+        yield from (queue, total, connected, errors, unreachable, acked)

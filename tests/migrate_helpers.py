@@ -175,3 +175,18 @@ def assert_consistent(client: KazooClient, log_dir: str | Path) -> tuple[Cluster
                 )
             raise AssertionError(f"{key} differ: ZooKeeper {left[key]!r} vs log {right[key]!r}")
     return zk.image, replay.image
+
+
+def assert_audit_clean(zk_connect: str, log_dir: str | Path) -> None:
+    """The Spark audit an operator runs after each phase (`zk2kraft audit`): live ZooKeeper against
+    the log, entity by entity, no mismatch (the run's one SparkSession, tests/spark_session.py)."""
+    import spark_session
+
+    from spark_audit.audit import AuditOptions, run_audit
+
+    spark_session.get()
+    result = run_audit(
+        AuditOptions(log_dir=str(log_dir), zookeeper=zk_connect, master=spark_session.MASTER, limit=20)
+    )
+    bad = [d for d in result.differences if d["verdict"] == "mismatch"][:5]
+    assert result.exit_code == 0 and result.mismatches == 0, bad

@@ -182,3 +182,37 @@ def test_secured_listener_reached_with_the_controller_properties(
         finally:
             running.stop()
             set_default_properties({})
+
+
+def test_admin_waits_for_a_controller_that_holds_the_log_but_has_not_announced_yet(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """`migrate --follow` takes the log lock at the claim and announces its listeners only after its
+    first sync: an admin command in between waits for the announcement (or for the lock to go)
+    instead of refusing with exit 3."""
+    import threading
+    import time
+
+    from migrator.kraft.lock import WriterLock
+    from migrator.migration.admin.follower import announce, retire
+    from migrator.migration.steps.admin import await_announcement
+
+    log_dir = tmp_path / "meta"
+    where = ["-z", zk_connect, "-l", str(log_dir)]
+    with cluster(zk, zk_connect):
+        commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        lock = WriterLock(log_dir).acquire()  # held, nothing announced (this process is the holder)
+        try:
+            assert not await_announcement(str(log_dir), timeout_s=0.3)
+            threading.Timer(0.5, announce, args=(str(log_dir), [])).start()
+            t0 = time.monotonic()
+            assert await_announcement(str(log_dir), timeout_s=10)
+            assert 0.4 < time.monotonic() - t0 < 5
+        finally:
+            retire(str(log_dir))
+        threading.Timer(2.0, lock.release).start()  # the holder goes away before it announces
+        t0 = time.monotonic()
+        r = run_cli(["admin", "create-topic", "late-1", "--json", *where])
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["path"] == "direct" and time.monotonic() - t0 >= 1.5
+        assert zk.exists(f"{P.TOPICS}/late-1")

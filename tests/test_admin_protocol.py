@@ -33,7 +33,7 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 from kazoo.client import KazooClient
-from migrate_helpers import assert_consistent, cluster
+from migrate_helpers import assert_audit_clean, assert_consistent, cluster
 
 from migrator import commands
 from migrator.controller import core
@@ -42,19 +42,28 @@ from migrator.controller.client import ControllerClient
 from migrator.controller.service import ControllerService
 from migrator.kraft.records import uuid_to_kafka
 from migrator.zk import paths as P
+from zk_fixtures.broker_sim import SECURITY_PROTOCOLS
 
 pytestmark = pytest.mark.zk
 
 
-def _register_all(service: ControllerService, ids: list[int]) -> None:
+def _register_all(service: ControllerService, ids: list[int], zk: KazooClient | None = None) -> None:
+    """Every broker registers and heartbeats; with ``zk``, with the endpoints and rack of its ZooKeeper
+    registration, as a real ZK-mode broker does (the audit compares the two)."""
     for broker_id in ids:
+        listeners, rack = (
+            _zk_registration(zk, broker_id)
+            if zk is not None
+            else ((core.Listener("PLAINTEXT", f"b{broker_id}", 9092),), None)
+        )
         reply = service.register(
             core.Registration(
                 broker_id,
                 service.core.config.cluster_id,
                 uuid_to_kafka(uuid.uuid4()),
-                (core.Listener("PLAINTEXT", f"b{broker_id}", 9092),),
+                listeners,
                 {"metadata.version": (1, 21)},
+                rack=rack,
                 is_migrating_zk_broker=True,
             )
         )
@@ -125,6 +134,18 @@ def _admin(address: tuple[str, int]) -> KafkaAdminClient:
     )
 
 
+def _zk_registration(zk: KazooClient, broker_id: int) -> tuple[tuple[core.Listener, ...], str | None]:
+    data = json.loads(zk.get(f"{P.BROKER_IDS}/{broker_id}")[0])
+    protocols = data.get("listener_security_protocol_map") or {}
+    listeners = []
+    for endpoint in data["endpoints"]:
+        name, _, address = endpoint.partition("://")
+        host, _, port = address.rpartition(":")
+        protocol = protocols.get(name, name)
+        listeners.append(core.Listener(name, host, int(port), SECURITY_PROTOCOLS.get(protocol, 0)))
+    return tuple(listeners), data.get("rack")
+
+
 def test_kafka_python_admin_creates_and_deletes_topics_through_dual_write(
     zk: KazooClient, zk_connect: str, tmp_path: Path
 ) -> None:
@@ -151,7 +172,7 @@ def test_kafka_python_admin_creates_and_deletes_topics_through_dual_write(
             with ControllerClient(*running.address, timeout_s=30) as c:
                 ask = dc.DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=2)
                 assert c.call(60, 1, ask).error_code == E.NOT_CONTROLLER
-            _register_all(service, ids)
+            _register_all(service, ids, zk)
             assert running.wait_until(lambda r: not service.soft_start, 60), running.error
             assert running.wait_until(lambda r: service.admin is not None, 30), running.error
 
@@ -257,3 +278,4 @@ def test_kafka_python_admin_creates_and_deletes_topics_through_dual_write(
             result = running.stop()
         assert result is not None and result.state_after == "DualWriteMetadata"
         assert_consistent(zk, log_dir)
+        assert_audit_clean(zk_connect, log_dir)  # what `zk2kraft audit` says after the admin steps

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import assert_consistent, cluster
+from migrate_helpers import assert_audit_clean, assert_consistent, cluster
 from test_admin_protocol import _register_all
 
 from migrator import commands
@@ -39,7 +39,7 @@ def test_confluent_admin_client_through_dual_write(zk: KazooClient, zk_connect: 
         try:
             service = running.service
             assert service is not None
-            _register_all(service, ids)
+            _register_all(service, ids, zk)
             assert running.wait_until(lambda r: service.admin is not None, 60), running.error
             host, port = running.address
             admin = A.AdminClient({"bootstrap.servers": f"{host}:{port}", "socket.timeout.ms": 30_000})
@@ -112,6 +112,7 @@ def test_confluent_admin_client_through_dual_write(zk: KazooClient, zk_connect: 
             result = running.stop()
         assert result is not None and result.state_after == "DualWriteMetadata"
         assert_consistent(zk, log_dir)
+        assert_audit_clean(zk_connect, log_dir)  # what `zk2kraft audit` says after the admin steps
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (make system-deps)")

@@ -18,6 +18,7 @@ from kafka.admin import NewPartitions, NewTopic
 from kazoo.client import KazooClient
 from migrate_helpers import SPEC, assert_consistent, cluster
 from test_admin_protocol import _register_all
+from test_admin_protocol_versions import _describe_quorum, _minimal
 
 from migrator import commands
 from migrator.controller import core
@@ -404,15 +405,10 @@ def test_reassignments_features_producer_ids_and_quorum_through_the_listener(
             service = running.service
             assert service is not None and service.soft_start
             _soft_start_refuses(running.address)
-            # DescribeQuorum is Raft's own: the quorum is up in soft start, and Kafka's raft client
-            # answers it whatever the migration's state (as this listener's Raft leader does)
-            early = KafkaAdminClient(
-                bootstrap_servers="{}:{}".format(*running.address), request_timeout_ms=30_000
-            )
-            try:
-                _quorum(early, service)
-            finally:
-                early.close()
+            # DescribeQuorum too, as every admin API until the copy is committed (the soft start)
+            for v in (0, 1, 2):
+                early = _describe_quorum(running.address, v, _minimal(55, v, ""))
+                assert (int(early.error_code), early.topics) == (E.NOT_CONTROLLER, ())
             _register_all(service, ids)
             assert running.wait_until(lambda r: service.admin is not None, 60), running.error
             host, port = running.address

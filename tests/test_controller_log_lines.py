@@ -64,6 +64,11 @@ def test_a_redirected_controller_log_gets_each_line_at_once(
             assert again.register() == 0
             why = _wait_for_line(stderr_file, proc, "again: ")
             assert f"broker {again.broker_id}" in why and "restarted (a new incarnation)" in why, why
+            # Registered brokers are fenced until they heartbeat; a topic is placed on unfenced ones
+            # (Kafka's "All brokers are currently fenced." otherwise)
+            for sim in sims:
+                beat = sim.heartbeat()
+                assert beat is not None and beat.error_code == 0 and not beat.is_fenced
             r = run_cli(["admin", "create-topic", "logged-topic", "-p", "1", "-r", "1", *where])
             assert r.returncode == 0, r.stderr
             applied = _wait_for_line(stderr_file, proc, "admin change applied")

@@ -600,6 +600,7 @@ def test_connection_limits_come_from_kafkas_properties():
         "listener.name.controller.connections.max.idle.ms": "300",
     }
     assert connection_limits(props, "CONTROLLER") == {
+        "max_request_bytes": 104_857_600,  # Kafka's socket.request.max.bytes default
         "max_connections": 1024,
         "max_connections_per_ip": 2,
         "idle_timeout_s": 0.3,
@@ -618,5 +619,32 @@ def test_connection_limits_come_from_kafkas_properties():
             time.sleep(0.05)
         for s in socks:
             s.close()
+    finally:
+        running.stop()
+
+
+def test_socket_request_max_bytes_from_the_properties_bounds_each_request():
+    """Kafka's socket.request.max.bytes: a frame above it is refused unread (connection closed,
+    counted); one within it is served. The server's default is Kafka's 100 MiB."""
+    from migrator.controller.listener_config import start_listeners
+
+    assert ControllerServer.__init__.__kwdefaults__["max_request_bytes"] == 104_857_600
+    props = {"listener.security.protocol.map": "CONTROLLER:PLAINTEXT", "socket.request.max.bytes": "512"}
+    running = start_listeners(Echo(), "CONTROLLER://127.0.0.1:0", props)
+    try:
+        [server] = running.servers
+        assert server.max_request_bytes == 512
+        body = wire.encode_request(M.BROKER_REGISTRATION, 0, 1, "x" * 300, registration(4))[4:]
+        assert 8 < len(body) <= 512
+        with raw(server) as s:  # within the limit: answered
+            s.sendall(struct.pack(">i", len(body)) + body)
+            assert read_frame(s)
+        with raw(server) as s:  # 600 bytes: over the limit, closed before the body is read
+            before = server.closed_for_errors
+            padded = wire.encode_request(M.BROKER_REGISTRATION, 0, 2, "x" * 600, registration(4))
+            assert len(padded) - 4 > 512
+            s.sendall(padded)
+            assert closed(s)
+            assert server.closed_for_errors == before + 1
     finally:
         running.stop()

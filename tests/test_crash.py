@@ -357,6 +357,55 @@ def test_crash_in_follower_after_append(zk: KazooClient, zk_connect: str, tmp_pa
         assert "lost-reply" in zk_image.topics  # durable in the log before the crash: carried over
 
 
+def test_crash_between_the_batch_append_and_zookeeper_keeps_the_request_whole(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """A CreateTopics of three valid topics and an invalid one: SIGKILL after its one batch is durable,
+    before ZooKeeper has it. The log holds the three topics in that one batch and nothing of the
+    invalid one; the next start carries all three to ZooKeeper."""
+    import datetime
+
+    from kio.schema.create_topics.v7 import request as ct
+
+    from migrator.controller.client import ControllerClient, ControllerUnreachable
+    from migrator.kraft.batch import decode_batch_records
+    from migrator.migration.admin.follower import read_follower
+
+    log_dir = tmp_path / "meta"
+    names = ["whole-a", "whole-b", "whole-c"]
+    with cluster(zk, zk_connect):
+        recover(zk_connect, log_dir)
+        start = _log_end(log_dir)
+        proc = _start_follower(zk_connect, log_dir, {"ZK2KRAFT_CRASH_AT": "follow.appended"})
+        try:
+            announced = read_follower(log_dir)
+            assert announced is not None and announced.listeners
+            _name, _proto, host, port = announced.listeners[0]
+            topics = tuple(
+                ct.CreatableTopic(name=n, num_partitions=p, replication_factor=1, assignments=(), configs=())
+                for n, p in (("whole-a", 2), ("..", 1), ("whole-b", 3), ("whole-c", 1))
+            )
+            with pytest.raises(ControllerUnreachable), ControllerClient(host, port, timeout_s=30) as c:
+                c.call(19, 7, ct.CreateTopicsRequest(topics=topics, timeout=datetime.timedelta(seconds=30)))
+            assert proc.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            _stop(proc)
+        assert not set(names) & set(zk.get_children("/brokers/topics"))  # killed before ZooKeeper
+        with MetadataLog.open(log_dir) as log:
+            holding = [
+                [rec for _o, rec in decode_batch_records(b)]
+                for b in log.batches(start)
+                if not b.is_control
+                and any(getattr(r, "name", "") == "TopicRecord" for _o, r in decode_batch_records(b))
+            ]
+        assert len(holding) == 1  # one request, one batch
+        assert [r.fields["Name"] for r in holding[0] if r.name == "TopicRecord"] == names
+        assert sum(r.name == "PartitionRecord" for r in holding[0]) == 6
+        recover(zk_connect, log_dir)
+        zk_image, _ = assert_consistent(zk, log_dir)
+        assert set(names) <= set(zk_image.topics) and ".." not in zk_image.topics
+
+
 @pytest.mark.slow
 def test_kill_follower_at_a_random_moment_under_admin_changes(
     zk: KazooClient, zk_connect: str, tmp_path: Path

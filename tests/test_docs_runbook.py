@@ -18,7 +18,10 @@ DOCS = ["docs/runbook.md", "README.md", "docs/ci.md", "docs/controller-protocol.
 
 def command_lines(text: str) -> list[str]:
     lines = []
-    for block in re.findall(r"```(?:sh|bash)?\n(.*?)```", text, flags=re.S):
+    # every fenced block, whatever its language (a ```properties block must not shift the pairing)
+    for lang, block in re.findall(r"```(\w*)\n(.*?)```", text, flags=re.S):
+        if lang not in ("", "sh", "bash"):
+            continue
         for line in block.splitlines():
             line = line.split(" #")[0].strip().rstrip("&").strip()
             if line.startswith("zk2kraft "):

@@ -346,11 +346,42 @@ def test_admin_changes_direct(zk: KazooClient, zk_connect: str, tmp_path: Path) 
             commands.admin(
                 zk_connect, str(log_dir), AdminChange(kind="create-topic", topic=dotted.replace(".", "_"))
             )
-        with pytest.raises(BadInputError, match="larger than available brokers: 4"):
+        with pytest.raises(BadInputError, match="only 4 broker\\(s\\) are registered"):
             commands.admin(
                 zk_connect, str(log_dir), AdminChange(kind="create-topic", topic="wide", replication_factor=5)
             )
         assert log_replay(log_dir)[1] == end
+
+
+def test_a_request_one_batch_cannot_hold_goes_in_as_one_transaction(
+    zk: KazooClient, zk_connect: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of 5 records: a 6-partition topic (7 records) is appended inside Begin/EndTransaction,
+    still whole; a 3-partition one fits one batch and needs none."""
+    from migrator.migration.steps import follow
+
+    monkeypatch.setattr(follow, "DEFAULT_MAX_BATCH_RECORDS", 5)
+    log_dir = tmp_path / "meta"
+    with cluster(zk, zk_connect):
+        _migrate(zk_connect, log_dir)
+        for name, parts in (("wide", 6), ("narrow", 3)):
+            commands.admin(
+                zk_connect,
+                str(log_dir),
+                AdminChange(kind="create-topic", topic=name, partitions=parts, replication_factor=1),
+            )
+        with MetadataLog.open(log_dir) as log:
+            names = [rec.name for _o, _e, rec in log.read()]
+        assert names[-13:] == [
+            "BeginTransactionRecord",
+            "TopicRecord",
+            *["PartitionRecord"] * 6,
+            "EndTransactionRecord",
+            "TopicRecord",  # the narrow one fits one batch: no transaction
+            *["PartitionRecord"] * 3,
+        ]
+        zk_image, _ = assert_consistent(zk, log_dir)
+        assert len(zk_image.topics["wide"].partitions) == 6
 
 
 def test_rollback_from_dual_write_and_migrate_again(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
@@ -423,39 +454,6 @@ def test_topic_names_are_validated_as_kafka_does() -> None:
     ]:
         with pytest.raises(BadInputError, match=why):
             validate_topic_name(bad)
-
-
-def test_replica_placement_follows_adminutils() -> None:
-    import random
-
-    from migrator.migration.admin import assign_replicas
-
-    # Rack unaware, fixed start (AdminUtilsTest.testReplicaAssignment's expectation for 5 brokers).
-    got = assign_replicas(10, 3, {b: None for b in range(5)}, start_index=0)
-    assert got == {
-        0: [0, 1, 2],
-        1: [1, 2, 3],
-        2: [2, 3, 4],
-        3: [3, 4, 0],
-        4: [4, 0, 1],
-        5: [0, 2, 3],
-        6: [1, 3, 4],
-        7: [2, 4, 0],
-        8: [3, 0, 1],
-        9: [4, 1, 2],
-    }
-    racks = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
-    placed = assign_replicas(60, 3, racks, rng=random.Random(7))
-    for replicas in placed.values():
-        assert len({racks[b] for b in replicas}) == 3  # one replica per rack
-    leaders = [r[0] for r in placed.values()]
-    assert {leaders.count(b) for b in racks} == {10}  # leaders spread evenly
-    with pytest.raises(BadInputError, match="not all brokers have rack information"):
-        assign_replicas(1, 1, {1: "a", 2: None})
-    with pytest.raises(BadInputError, match="larger than available brokers: 2"):
-        assign_replicas(1, 3, {1: None, 2: None})
-    with pytest.raises(BadInputError, match="must be larger than 0"):
-        assign_replicas(0, 1, {1: None})
 
 
 def test_scram_credential_is_kafkas_and_never_shows_secrets() -> None:

@@ -87,14 +87,18 @@ def test_a_long_polling_broker_sees_a_change_quickly(leader) -> None:  # noqa: F
         f.start()
         time.sleep(0.1)  # parked in a long poll (the check below does not depend on it)
         lags = []
-        for i in range(5):
+        for i in range(11):
             t0 = time.monotonic()
             log.append(configs(1000 + i, 1), 1)
             assert wait_until(lambda: f.high_watermark == log.end_offset)
             lags.append(time.monotonic() - t0)
+            time.sleep(0.02)  # parked again before the next append
         assert cache_of(f) == leader_image(log)
         print(f"long-poll lag ms: {[round(x * 1000, 1) for x in lags]}")
-        assert max(lags) < 5.0, lags  # generous on a loaded machine; typically a few ms
+        # the 50 ms, on the median so one stall of a loaded machine is not the verdict; a few ms
+        # is usual (the append's fsync included), and no change may wait for the 10 s MaxWaitMs
+        assert sorted(lags)[len(lags) // 2] < 0.050, lags
+        assert max(lags) < 5.0, lags
     finally:
         f.stop()
 

@@ -191,6 +191,29 @@ def test_batches_respect_max_batch_records(tmp_path):
         assert sizes == [10, 10, 5]
 
 
+def test_single_batch_append_refuses_records_one_batch_cannot_hold(tmp_path, monkeypatch):
+    """An atomic request's records are one batch or nothing is written (the caller then wraps them in
+    a metadata transaction): by record count and by bytes."""
+    from migrator.kraft import log as log_module
+    from migrator.kraft.log import SplitBatchError
+
+    with new_log(tmp_path / "m") as log:
+        first, last = log.append(partitions(10), epoch=1, max_batch_records=10, single_batch=True)
+        assert last - first == 9
+        end = log.end_offset
+        with pytest.raises(SplitBatchError):
+            log.append(partitions(11), epoch=1, max_batch_records=10, single_batch=True)
+        monkeypatch.setattr(log_module, "MAX_BATCH_BYTES", 4096)
+        big = [
+            record("ConfigRecord", 0, ResourceType=2, ResourceName="t", Name=f"c{i}", Value="v" * 1000)
+            for i in range(5)
+        ]
+        with pytest.raises(SplitBatchError):
+            log.append(big, epoch=1, single_batch=True)
+        assert log.end_offset == end
+        assert [b.records_count for b in log.batches() if not b.is_control] == [10]
+
+
 def test_batches_stay_under_the_byte_limit_and_a_record_too_big_goes_alone(tmp_path, monkeypatch):
     from migrator.kraft import log as log_module
 

@@ -5,10 +5,13 @@ from /config/users, ACLs from /kafka-acl)."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import ssl
+import struct
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from kafka.errors import KafkaError
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.metadata import ApiVersionsRequest
 from prometheus_client import generate_latest
-from tls_certs import Certs, make_certs
+from tls_certs import Certs, ExpiredCerts, make_certs, make_expired
 
 from migrator.controller import messages as M
 from migrator.controller import wire
@@ -55,6 +58,11 @@ def _acl(principal: str, op: str = "CLUSTER_ACTION") -> Acl:
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture(scope="module")
+def expired(certs: Certs) -> ExpiredCerts:
+    return make_expired(certs)
 
 
 @pytest.fixture
@@ -278,6 +286,112 @@ def test_bad_input_is_refused_counted_and_the_listener_goes_on(
     assert 'zk2kraft_listener_refused_total{listener="TLS",reason="tls_handshake"}' in scraped
 
 
+def _counted(counter: Counter[str], reason: str, n: int) -> bool:
+    """The server counts a refusal on its connection's thread, after the alert the client reads."""
+    deadline = time.monotonic() + 10
+    while counter[reason] < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return counter[reason] == n
+
+
+def _refused(scraped: str, listener: str, reason: str) -> float:
+    line = f'zk2kraft_listener_refused_total{{listener="{listener}",reason="{reason}"}} '
+    return float(scraped.split(line)[1].split()[0]) if line in scraped else 0.0
+
+
+def test_expired_client_certificate_is_refused_and_the_listener_goes_on(
+    listeners: RunningListeners, certs: Certs, expired: ExpiredCerts, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same DN as the accepted client and signed by the same CA, only out of date: Kafka's
+    SSL listener with ssl.client.auth=required fails the handshake (an SSL handshake failure, counted
+    as a failed authentication) and closes; the client reads the "certificate expired" alert."""
+    tls = _security_of(listeners, "TLS")
+    metrics = MigrationMetrics().registry
+    before = _refused(generate_latest(metrics).decode(), "TLS", "tls_handshake")
+    caplog.set_level(logging.INFO)
+    out_of_date = ClientSecurity(
+        "SSL",
+        ssl_cafile=str(certs.ca),
+        ssl_certfile=str(expired.client_cert),
+        ssl_keyfile=str(expired.client_key),
+    )
+    with pytest.raises(ControllerUnreachable) as refused:
+        ControllerClient(*listeners.addresses["TLS"], security=out_of_date).heartbeat(_heartbeat())
+    line = str(refused.value)
+    assert "\n" not in line and line.endswith(
+        "TLS handshake failed: the controller refused it with the alert 'certificate expired'"
+    ), line
+    host, port = listeners.addresses["TLS"]
+    client = KafkaNetClient(
+        bootstrap_servers=f"{host}:{port}",
+        security_protocol="SSL",
+        ssl_cafile=str(certs.ca),
+        ssl_certfile=str(expired.client_cert),
+        ssl_keyfile=str(expired.client_key),
+        ssl_check_hostname=False,
+        reconnect_backoff_ms=10000,
+    )
+    try:
+        with pytest.raises(KafkaError):
+            client.await_ready("bootstrap-0", timeout_ms=5000)
+    finally:
+        client.close()
+    assert any(
+        "alert certificate expired" in r.getMessage() for r in caplog.records if r.name.startswith("kafka")
+    )
+    assert _counted(tls.refused, "tls_handshake", 2) and set(tls.refused) == {"tls_handshake"}
+    said = [r.getMessage() for r in caplog.records if r.name == "zk2kraft.controller.security"]
+    assert sum("(tls_handshake)" in m and "certificate has expired" in m for m in said) == 2, said
+    assert _refused(generate_latest(metrics).decode(), "TLS", "tls_handshake") == before + 2
+    good = ClientSecurity(
+        "SSL",
+        ssl_cafile=str(certs.ca),
+        ssl_certfile=str(certs.client_cert),
+        ssl_keyfile=str(certs.client_key),
+    )
+    with ControllerClient(*listeners.addresses["TLS"], security=good) as ok:
+        assert ok.heartbeat(_heartbeat()).error_code != 31  # answered and authorized: unharmed
+
+
+def test_an_expired_server_certificate_fails_the_clients_handshake_with_one_clear_line(
+    service: ControllerService, certs: Certs, expired: ExpiredCerts, caplog: pytest.LogCaptureFixture
+) -> None:
+    props = _props(certs, **{"ssl.keystore.location": str(expired.server)})
+    del props["ssl.key.password"]
+    running = start_listeners(service, "SECURE://127.0.0.1:0", props)
+    try:
+        host, port = running.address
+        with pytest.raises(ControllerUnreachable) as refused:
+            ControllerClient(host, port, security=_scram(certs, "broker", BROKER_PW))
+        assert str(refused.value) == (
+            f"cannot reach the controller at {host}:{port}: "
+            "TLS handshake failed: the controller's certificate is not accepted: certificate has expired"
+        )
+        caplog.set_level(logging.INFO)
+        client = KafkaNetClient(
+            bootstrap_servers=f"{host}:{port}",
+            security_protocol="SASL_SSL",
+            ssl_cafile=str(certs.ca),
+            ssl_check_hostname=False,
+            sasl_mechanism="SCRAM-SHA-256",
+            sasl_plain_username="broker",
+            sasl_plain_password=BROKER_PW,
+            reconnect_backoff_ms=10000,
+        )
+        try:
+            with pytest.raises(KafkaError):
+                client.await_ready("bootstrap-0", timeout_ms=5000)
+        finally:
+            client.close()
+        assert any(
+            "certificate has expired" in r.getMessage() for r in caplog.records if r.name.startswith("kafka")
+        )
+        sec = running.servers[0].security
+        assert _counted(sec.refused, "tls_handshake", 2) and sec.authenticated["authenticated"] == 0
+    finally:
+        running.stop()
+
+
 def test_reauthentication_keeps_the_principal(service: ControllerService, certs: Certs) -> None:
     props = _props(certs, **{"connections.max.reauth.ms": "60000"})
     running = start_listeners(service, "SECURE://127.0.0.1:0", props)
@@ -465,3 +579,96 @@ def test_admin_requests_are_narrowed_per_topic_and_config_before_the_handler(
         assert sorted((r.name, int(r.error_code)) for r in parts.results) == [("mine.b", 41), ("theirs", 29)]
     refused = _security_of(listeners, "SECURE").refused
     assert (refused["topic_authorization_failed"], refused["cluster_authorization_failed"]) == (3, 2)
+
+
+def test_ssl_client_auth_requested_serves_clients_with_and_without_a_certificate(
+    service: ControllerService, certs: Certs
+) -> None:
+    """`ssl.client.auth=requested`: a client without a certificate is served as ANONYMOUS, one with a
+    certificate as the principal its DN maps to (`ssl.principal.mapping.rules`), as Kafka's SSL
+    listener does; a certificate nobody trusts is still refused."""
+    recorder = _CallerRecorder(service)
+    props = _props(
+        certs,
+        **{
+            "listener.name.tls.ssl.client.auth": "requested",
+            "ssl.principal.mapping.rules": "RULE:^.*CN=([^,]+).*$/$1/L,DEFAULT",
+            "authorizer.class.name": "",
+        },
+    )
+    running = start_listeners(recorder, "TLS://127.0.0.1:0", props)
+    try:
+        host, port = running.address
+        without = ClientSecurity("SSL", ssl_cafile=str(certs.ca))
+        with ControllerClient(host, port, security=without) as client:
+            assert client.heartbeat(_heartbeat()).error_code == 0
+        with_cert = ClientSecurity(
+            "SSL",
+            ssl_cafile=str(certs.ca),
+            ssl_certfile=str(certs.client_cert),
+            ssl_keyfile=str(certs.client_key),
+        )
+        with ControllerClient(host, port, security=with_cert) as client:
+            assert client.heartbeat(_heartbeat()).error_code == 0
+        rogue = ClientSecurity(
+            "SSL",
+            ssl_cafile=str(certs.ca),
+            ssl_certfile=str(certs.rogue_cert),
+            ssl_keyfile=str(certs.rogue_key),
+        )
+        with pytest.raises(ControllerUnreachable):
+            with ControllerClient(host, port, security=rogue) as client:
+                client.heartbeat(_heartbeat())
+    finally:
+        running.stop()
+    assert [c.principal for c in recorder.callers if c is not None] == ["User:ANONYMOUS", "User:broker-1"]
+
+
+def test_sasl_authenticate_v0_is_answered_without_a_session_lifetime(
+    service: ControllerService, certs: Certs, tmp_path: Path
+) -> None:
+    """SaslAuthenticate v0 (Kafka 1.0's framing, still sent by old clients): the same exchange, its
+    answer without v1's SessionLifetimeMs; a wrong password gets 58 in v0's shape too."""
+    jaas = tmp_path / "kafka_server_jaas.conf"
+    jaas.write_text(
+        "KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '  user_admin="admin-jaas-pw";\n};\n'
+    )
+    props = _props(
+        certs,
+        **{
+            "listener.security.protocol.map": "SP:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "java.security.auth.login.config": str(jaas),
+        },
+    )
+    running = start_listeners(service, "SP://127.0.0.1:0", props)
+
+    def login(password: str) -> tuple[socket.socket, bytes]:
+        sock = socket.create_connection(running.address, timeout=10)
+        sock.sendall(_request(17, 1, 1, "old", struct.pack(">h", 5) + b"PLAIN"))
+        assert struct.unpack_from(">h", _frame_body(sock), 4)[0] == 0
+        token = b"\x00admin\x00" + password.encode()
+        sock.sendall(_request(36, 0, 2, "old", struct.pack(">i", len(token)) + token))
+        return sock, _frame_body(sock)
+
+    try:
+        sock, body = login("admin-jaas-pw")
+        with sock:
+            # correlation id, error 0, null message (-1), empty auth bytes: and nothing after them
+            assert body == struct.pack(">ihhi", 2, 0, -1, 0)
+        sock, body = login("guess")
+        with sock:
+            (cid, error, n) = struct.unpack_from(">ihh", body, 0)
+            assert (cid, error) == (2, 58)
+            assert body[8 : 8 + n] == b"Authentication failed: Invalid username or password"
+            assert len(body) == 8 + n + 4  # then empty auth bytes, no SessionLifetimeMs
+    finally:
+        running.stop()
+
+
+def _frame_body(sock: socket.socket) -> bytes:
+    from migrator.controller.client import _recv
+
+    (size,) = struct.unpack(">i", _recv(sock, 4))
+    return _recv(sock, size)

@@ -3,7 +3,8 @@
 and SSL, no --listen); the simulated brokers authenticate with SASL/PLAIN as the super user from the
 JAAS setting and register in soft start; once migrated, kafka-python logs in with a SCRAM credential
 that came from ZooKeeper, and someone tries a wrong password. The keystore password, the JAAS
-passwords, the SCRAM passwords and the migrated SCRAM keys appear in no output and in no `status --json`."""
+passwords, the SCRAM passwords and the migrated SCRAM salts and keys (in every spelling) appear in no
+output, in no `status --json` and in no Prometheus scrape of the controller's --metrics-listen."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from kafka.net.compat import KafkaNetClient
 from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli
 from test_listener_secure_migration import grant_cluster_action, scram_user
+from test_secrets import _scram_blobs
 from tls_certs import make_certs
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
@@ -67,7 +70,7 @@ def test_secured_controller_from_its_properties_prints_no_secret(
     zk: KazooClient, zk_connect: str, tmp_path: Path
 ) -> None:
     certs = make_certs(tmp_path / "certs")
-    secure, tls = _free_port(), _free_port()
+    secure, tls, metrics = _free_port(), _free_port(), _free_port()
     log_dir = tmp_path / "meta"
     props = tmp_path / "controller.properties"
     props.write_text(
@@ -98,7 +101,11 @@ def test_secured_controller_from_its_properties_prints_no_secret(
     with cluster(zk, zk_connect):
         scram_blobs = scram_user(zk, "app", SCRAM_PW, "SCRAM-SHA-256")
         grant_cluster_action(zk, "User:app")
-        ctl = _start(["-v", "--config", str(props), "controller", "--yes"], ctl_out)
+        scram_blobs |= _scram_blobs(zk, "app")  # raw, base64, urlsafe base64, hex, repr
+        ctl = _start(
+            ["-v", "--config", str(props), "controller", "--yes", "--metrics-listen", f"127.0.0.1:{metrics}"],
+            ctl_out,
+        )
         sim = None
         try:
             deadline = time.monotonic() + 90
@@ -133,12 +140,26 @@ def test_secured_controller_from_its_properties_prints_no_secret(
                 except ConnectionResetError:
                     data = b""
                 assert data == b"" or data[0] == 0x15  # closed (or a TLS alert): no Kafka answer
+            # after logins, a wrong password and a refused handshake: what Prometheus would scrape
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=30) as page:
+                scraped = page.read().decode()
+            ok = 'kafka_server_socket_server_metrics_successful_authentication_total{listener="SECURE"} '
+            failed = 'kafka_server_socket_server_metrics_failed_authentication_total{listener="SECURE"} '
+            assert float(scraped.split(ok)[1].split()[0]) >= 1, scraped[-3000:]
+            assert float(scraped.split(failed)[1].split()[0]) >= 1
+            assert 'zk2kraft_listener_refused_total{listener="TLS",reason="tls_handshake"}' in scraped
+            assert "\nkafka_controller_KafkaController_ZkMigrationState 1.0\n" in scraped  # MIGRATION
         finally:
             for proc in (ctl, sim):
                 if proc is not None and proc.poll() is None:
                     proc.send_signal(signal.SIGTERM)
                     proc.wait(30)
-    texts = {"controller": ctl_out.read_text(), "simulator": sim_out.read_text(), "status --json": status}
+    texts = {
+        "controller": ctl_out.read_text(),
+        "simulator": sim_out.read_text(),
+        "status --json": status,
+        "metrics": scraped,
+    }
     assert "refused a connection (sasl_authentication_failed)" in texts["controller"]  # debug output is there
     assert "refused a connection (tls_handshake)" in texts["controller"]
     secrets = {certs.key_password, JAAS_ADMIN_PW, SCRAM_PW, WRONG_PW} | scram_blobs

@@ -63,7 +63,7 @@ def image(
 def test_kraft_brokers_get_nothing_and_a_reassignment_stops_the_removed_replica(brokers):
     prop = ZkPropagator(None, 3000, 7)
     try:
-        # Broker 4 is a KRaft broker (a ZK broker registering with its id would be this same entry).
+        # Broker 4 is a KRaft broker (a ZK broker registering with its id: test_zk_broker_triggers).
         prop.propagate(1, snapshot(image(brokers, {4}, [1, 2, 4])))
         assert wait_until(prop.in_sync, 10)
         assert sorted(prop.channels) == [1, 2, 3]

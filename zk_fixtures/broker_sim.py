@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -44,11 +44,13 @@ from migrator.controller import messages as M
 from migrator.controller.client import ControllerClient, ControllerUnreachable
 from migrator.controller.client_security import ClientSecurity, SaslRefused, from_client_properties
 from migrator.controller.kafka_errors import name_of
+from migrator.controller.listener_config import listener_specs, protocol_map
 from migrator.errors import BadInputError, UnreachableError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
-from migrator.model import ClusterImage
+from migrator.model import ClusterImage, ScramCredential
 from migrator.properties import read_properties
 from migrator.zk import paths
+from migrator.zk.codec import decode_scram
 from migrator.zk.connection import ZkSecurity, close, connect
 from migrator.zk.reader import read_cluster
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
@@ -95,17 +97,49 @@ def listeners_of(image: ClusterImage) -> tuple[dict[int, list[M.Listener]], dict
     return listeners, {b.id: b.rack for b in image.brokers.values()}
 
 
-def with_plaintext(listeners: list[M.Listener], broker_id: int, address: tuple[str, int]) -> list[M.Listener]:
-    """`listeners` with the PLAINTEXT one (by name, else by protocol, else added) moved to `address`."""
+def with_listener(
+    listeners: list[M.Listener],
+    broker_id: int,
+    address: tuple[str, int],
+    name: str = "PLAINTEXT",
+    protocol: str = "PLAINTEXT",
+) -> list[M.Listener]:
+    """`listeners` with the one named `name` (added if missing) at `address` with `protocol`: the
+    inter-broker listener the simulated broker serves."""
     out = list(listeners) or [M.Listener("PLAINTEXT", f"broker-{broker_id}.sim", 9092, 0)]
-    i = next((i for i, x in enumerate(out) if x.name == "PLAINTEXT"), None)
-    if i is None:
-        i = next((i for i, x in enumerate(out) if x.security_protocol == 0), None)
-    moved = M.Listener(out[i].name if i is not None else "PLAINTEXT", address[0], address[1], 0)
+    moved = M.Listener(name, address[0], address[1], SECURITY_PROTOCOLS[protocol])
+    i = next((i for i, x in enumerate(out) if x.name == name), None)
     if i is None:
         return [*out, moved]
     out[i] = moved
     return out
+
+
+class ZkCredentials:
+    """A ZooKeeper-mode broker's SCRAM credentials: `/config/users/<user>`, read at each login (what its
+    credential cache holds). Shaped as the controller listener's handler (`handler.image.scram_credentials
+    .get((user, mechanism))`), so the listener code builds the simulated brokers' SASL unchanged."""
+
+    def __init__(self, client: Callable[[], KazooClient]) -> None:
+        self._client = client
+
+    @property
+    def image(self) -> ZkCredentials:
+        return self
+
+    @property
+    def scram_credentials(self) -> ZkCredentials:
+        return self
+
+    def get(self, key: tuple[str, str]) -> ScramCredential | None:
+        user, mechanism = key
+        path = paths.config_entity_path(paths.CONFIG_TYPE_USERS, paths.sanitize(user))
+        try:
+            data, _ = self._client().get(path)
+        except NoNodeError:
+            return None
+        value = (json.loads(data).get("config") or {}).get(mechanism)
+        return decode_scram(path, user, mechanism, value) if value else None
 
 
 def read_partitions(client: KazooClient) -> dict[Key, PartitionView]:
@@ -382,6 +416,9 @@ class BrokerSimulator:
         lag_rounds: int = 6,
         zk_auth: Sequence[str] = (),
         inter_broker: bool = False,
+        inter_broker_listener: str = "PLAINTEXT",
+        inter_broker_props: Mapping[str, str] | None = None,
+        inter_broker_names: Mapping[int, str] | None = None,
         security: ClientSecurity | None = None,
         zk_security: ZkSecurity | None = None,
     ) -> None:
@@ -404,15 +441,30 @@ class BrokerSimulator:
             for b in broker_ids
         }
         #: with ``inter_broker``, each broker serves LeaderAndIsr/UpdateMetadata/StopReplica on a loopback
-        #: port it registers as its PLAINTEXT listener, and keeps the metadata cache they build; it then
-        #: leads and fetches only as LeaderAndIsr told it (not as ZooKeeper's state znodes say)
+        #: port it registers as its listener ``inter_broker_listener`` (``inter_broker_names``: another
+        #: name for some brokers), and keeps the metadata cache they build; it then leads and fetches
+        #: only as LeaderAndIsr told it (not as ZooKeeper's state znodes say). ``inter_broker_props``
+        #: are that listener's settings as in a broker's server.properties (listener.security.protocol.map,
+        #: ssl.keystore.location, sasl.enabled.mechanisms, ...): SSL and SASL_SSL are served as the
+        #: controller's own listener serves them, SCRAM logins checked against ZooKeeper's /config/users.
         self.caches: dict[int, ZkBrokerCache] = {}
         self.servers: dict[int, ZkBrokerServer] = {}
         if inter_broker:
+            props = dict(inter_broker_props or {})
             for b, sim in self.brokers.items():
+                name = (inter_broker_names or {}).get(b, inter_broker_listener).upper()
+                protocol = protocol_map(props).get(name)
+                if protocol is None:
+                    raise BadInputError(
+                        f"broker {b}: listener {name} has no protocol in listener.security.protocol.map"
+                    )
+                secured = None
+                if protocol != "PLAINTEXT":
+                    handler = ZkCredentials(self._zk_client)
+                    secured = listener_specs(props, handler, f"{name}://127.0.0.1:0")[0].security
                 self.caches[b] = ZkBrokerCache(b, lambda sim=sim: sim.epoch)
-                self.servers[b] = ZkBrokerServer(self.caches[b]).start()
-                sim.listeners = with_plaintext(sim.listeners, b, self.servers[b].address)
+                self.servers[b] = ZkBrokerServer(self.caches[b], security=secured).start()
+                sim.listeners = with_listener(sim.listeners, b, self.servers[b].address, name, protocol)
         self.partitions: dict[Key, PartitionView] = {}
         #: the newest (partition epoch, leader, leader epoch, ISR) each partition was seen with: ZooKeeper
         #: is written behind the controller's replies, so an AlterPartition's answer can be newer
@@ -429,9 +481,7 @@ class BrokerSimulator:
     # -- life cycle ----------------------------------------------------------------------------
 
     def refresh(self) -> dict[Key, PartitionView]:
-        if self._zk is None:
-            self._zk = connect(self.zookeeper, auth=self.zk_auth, security=self.zk_security)
-        fresh = read_partitions(self._zk)
+        fresh = read_partitions(self._zk_client())
         for key, view in fresh.items() if self.caches else ():
             # A ZK-mode broker of a KRaft controller takes leader, ISR and partition epoch from the
             # controller's requests (its metadata cache), which may be ahead of the state znode: a
@@ -460,29 +510,30 @@ class BrokerSimulator:
         self.partitions = fresh
         return self.partitions
 
-    def _advertise_in_zookeeper(self) -> None:
-        """A broker's `/brokers/ids` entry names the same listeners it registers with the controller:
-        the PLAINTEXT one at its loopback inter-broker port (the controller connects there)."""
+    def _zk_client(self) -> KazooClient:
         if self._zk is None:
-            self._zk = connect(self.zookeeper, auth=self.zk_auth)
-        for b, server in self.servers.items():
+            self._zk = connect(self.zookeeper, auth=self.zk_auth, security=self.zk_security)
+        return self._zk
+
+    def _advertise_in_zookeeper(self) -> None:
+        """A broker's `/brokers/ids` entry names the same listeners it registers with the controller
+        (endpoints and listener_security_protocol_map): the inter-broker one at its loopback port."""
+        zk = self._zk_client()
+        names = {v: k for k, v in SECURITY_PROTOCOLS.items()}
+        for b in self.servers:
             path = paths.broker_path(b)
             try:
-                data, _ = self._zk.get(path)
+                data, _ = zk.get(path)
             except NoNodeError:
                 continue  # not registered in ZooKeeper (a broker that only talks to the controller)
             reg = json.loads(data)
-            name = next(
-                (x.name for x in self.brokers[b].listeners if (x.host, x.port) == server.address), None
-            )
-            if name is None:
-                continue
-            host, port = server.address
-            reg["endpoints"] = [e for e in reg.get("endpoints", []) if not e.startswith(f"{name}://")]
-            reg["endpoints"].append(f"{name}://{host}:{port}")
-            if name == "PLAINTEXT":  # Kafka's legacy host/port fields name the PLAINTEXT listener
-                reg["host"], reg["port"] = host, port
-            self._zk.set(path, json.dumps(reg).encode())
+            listeners = self.brokers[b].listeners
+            reg["endpoints"] = [f"{x.name}://{x.host}:{x.port}" for x in listeners]
+            reg["listener_security_protocol_map"] = {x.name: names[x.security_protocol] for x in listeners}
+            for x in listeners:
+                if x.name == "PLAINTEXT":  # Kafka's legacy host/port fields name the PLAINTEXT listener
+                    reg["host"], reg["port"] = x.host, x.port
+            zk.set(path, json.dumps(reg).encode())
 
     def register_all(self) -> dict[int, int]:
         codes = {b: sim.register() for b, sim in self.brokers.items()}

@@ -1,6 +1,7 @@
 """Certificates for TLS tests and `demo --secure`, made with the openssl command line for each run: a CA, a server
 certificate for 127.0.0.1/localhost, client certificates signed by the CA, and one signed by nobody
-the server trusts."""
+the server trusts; on request (`make_expired`), a client and a server certificate that the same CA signed
+but whose validity ended in 2020."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Certs", "make_certs"]
+__all__ = ["Certs", "ExpiredCerts", "make_certs", "make_expired"]
 
 
 @dataclass(frozen=True)
@@ -130,4 +131,86 @@ def make_certs(d: Path) -> Certs:
         client_dn="CN=broker-1,OU=kafka,O=example",
         rogue_cert=d / "rogue.crt",
         rogue_key=d / "rogue.key",
+    )
+
+
+@dataclass(frozen=True)
+class ExpiredCerts:
+    """Signed by `Certs.ca`, valid only in January 2020: wrong in nothing but their dates."""
+
+    client_cert: Path  # the DN of `Certs.client_dn`, so only the expiry can be why it is refused
+    client_key: Path
+    server: Path  # key + certificate, one PEM file, for 127.0.0.1/localhost
+
+
+_CA_CONFIG = """\
+[ca]
+default_ca = expired
+[expired]
+database = index.txt
+new_certs_dir = .
+certificate = ca.crt
+private_key = ca.key
+default_md = sha256
+policy = any
+rand_serial = yes
+unique_subject = no
+[any]
+commonName = supplied
+organizationName = optional
+organizationalUnitName = optional
+[client]
+basicConstraints = CA:FALSE
+[server]
+subjectAltName = IP:127.0.0.1,DNS:localhost
+"""
+
+
+def _expired_leaf(d: Path, name: str, subject: str, extensions: str) -> None:
+    """`openssl ca` because OpenSSL 3.0's `x509`/`req` cannot set a start date in the past."""
+    _run(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        f"{name}.key",
+        "-subj",
+        subject,
+        "-out",
+        f"{name}.csr",
+        cwd=d,
+    )
+    _run(
+        "ca",
+        "-batch",
+        "-config",
+        "expired-ca.cnf",
+        "-preserveDN",
+        "-notext",
+        "-startdate",
+        "20200101000000Z",
+        "-enddate",
+        "20200131000000Z",
+        "-extensions",
+        extensions,
+        "-in",
+        f"{name}.csr",
+        "-out",
+        f"{name}.crt",
+        cwd=d,
+    )
+
+
+def make_expired(certs: Certs) -> ExpiredCerts:
+    """Expired certificates in the directory of `certs`, signed by its CA."""
+    d = certs.ca.parent
+    (d / "expired-ca.cnf").write_text(_CA_CONFIG)
+    (d / "index.txt").write_text("")
+    _expired_leaf(d, "expired-client", "/O=example/OU=kafka/CN=broker-1", "client")
+    _expired_leaf(d, "expired-server", "/CN=localhost", "server")
+    server = d / "expired-server.pem"
+    server.write_text((d / "expired-server.key").read_text() + (d / "expired-server.crt").read_text())
+    return ExpiredCerts(
+        client_cert=d / "expired-client.crt", client_key=d / "expired-client.key", server=server
     )

@@ -8,6 +8,11 @@ KRaft controller, which sends ISR changes; LeaderAndIsr of Type FULL drops roles
 StopReplica(delete) removes the replica). A request from an older controller epoch than the newest seen
 is refused with STALE_CONTROLLER_EPOCH, one naming an older broker epoch than the broker's own with
 STALE_BROKER_EPOCH, as KafkaApis does.
+
+The listener is served as a broker's `listeners` entry of that name is: PLAINTEXT, or with a
+`ListenerSecurity` (`BrokerSimulator(inter_broker_props=...)`: built from broker-style properties by the controller's
+own listener code) over SSL and/or SASL (ApiVersions, SaslHandshake, SaslAuthenticate first; SCRAM
+credentials looked up as a ZooKeeper-mode broker finds them, in ZooKeeper's /config/users).
 """
 
 from __future__ import annotations
@@ -22,7 +27,11 @@ from typing import Any, NamedTuple
 
 from kio.serial import entity_reader
 
+from migrator.controller import messages as M
+from migrator.controller import wire
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.listener_security import ConnectionSecurity, ListenerSecurity
+from migrator.controller.sasl_session import Accept
 from migrator.controller.zk_broker_codec import encode_fast
 from migrator.controller.zk_broker_requests import LEADER_DURING_DELETE, bulk
 from migrator.controller.zk_broker_requests import encode_entity as write_entity
@@ -228,8 +237,11 @@ _HANDLERS = {
 class ZkBrokerServer:
     """The inter-broker listener of one simulated broker, on a free loopback port."""
 
-    def __init__(self, cache: ZkBrokerCache, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, cache: ZkBrokerCache, host: str = "127.0.0.1", security: ListenerSecurity | None = None
+    ) -> None:
         self.cache = cache
+        self.security = security
         outer = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -266,7 +278,16 @@ class ZkBrokerServer:
 
     def _serve(self, conn: socket.socket) -> None:
         self._conns.add(conn)
+        sec: ConnectionSecurity | None = None
         try:
+            if self.security is not None:
+                secured = self.security.connection(conn, str(conn.getpeername()[0]))
+                if secured is None:
+                    return  # a failed TLS handshake (counted in security.refused)
+                self._conns.discard(conn)
+                conn, sec = secured
+                self._conns.add(conn)
+                conn.settimeout(None)
             while True:
                 head = _recv(conn, 4)
                 if head is None:
@@ -275,11 +296,36 @@ class ZkBrokerServer:
                 frame = _recv(conn, size)
                 if frame is None:
                     return
-                conn.sendall(self._answer(frame))
+                answer, close = (self._answer(frame), False) if sec is None else self._secured(frame, sec)
+                if answer is not None:
+                    conn.sendall(answer)
+                if answer is None or close:
+                    return
         except OSError:
             return
         finally:
             self._conns.discard(conn)
+
+    def _secured(self, frame: bytes, sec: ConnectionSecurity) -> tuple[bytes | None, bool]:
+        """A request on a secured listener: SASL's exchanges first (a SASL listener serves nothing
+        else until authenticated, as Kafka's SaslServerAuthenticator), then the controller's.
+        (The answer or None, close after it): a failed authentication is answered, then closed."""
+        header, pos = wire.decode_request_header(frame)
+        accept = sec.accept(header.api_key)
+        if accept is Accept.CLOSE:
+            return None, True
+        if header.api_key == M.API_VERSIONS:
+            ranges = {k: (lo, hi) for k, (lo, hi, _) in Z.VERSIONS.items()}
+            ranges.update({M.API_VERSIONS: (0, 3), **self._security_versions()})
+            answer = wire.encode_response(header, M.ApiVersionsResponse(0, wire.supported_ranges(ranges)))
+            sec.api_versions_answered()
+            return answer, False
+        if accept is Accept.SASL:
+            return sec.sasl_answer(header.api_key, header.api_version, header.correlation_id, frame, pos)
+        return self._answer(frame), False
+
+    def _security_versions(self) -> dict[int, tuple[int, int]]:
+        return self.security.extra_versions() if self.security is not None else {}
 
     def _answer(self, frame: bytes) -> bytes:
         api_key, version = struct.unpack_from(">hh", frame, 0)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from migrator.controller.inter_broker import inter_broker_config
 from migrator.controller.listener_config import set_default_properties as set_listener_properties
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.kraft.retention import RetentionConfig, set_default_config
+from migrator.migration.admin import TopicDefaults
 from migrator.migration.broker_config import BrokerConfigFile
 from migrator.properties import read_properties
 from migrator.target import option_defaults
@@ -24,7 +26,12 @@ def load_config(config_path: str) -> dict[str, Any]:
     except BadInputError as e:
         raise BadInputError(f"--config: {e}") from None
     try:
+        inter_broker_config(props)  # checked at start, as Kafka checks it (used once the copy commits)
         set_default_config(RetentionConfig.from_properties(props))
+    except BadInputError as e:
+        raise BadInputError(f"--config: {e}") from None
+    try:
+        TopicDefaults.from_properties(props)  # read again by the controller; a bad one refuses the start
     except BadInputError as e:
         raise BadInputError(f"--config: {e}") from None
     set_listener_properties(props)  # TLS/SASL/ACL settings of listeners this process serves

@@ -1,13 +1,15 @@
 """CreateAcls, DeleteAcls and DescribeAcls on the controller listener. Each created binding, and each
-binding a delete filter matches, is one `AdminChange` for the driver's admin path (see `admin_api`);
-filters follow Kafka's AclBindingFilter (ANY, MATCH, LITERAL, PREFIXED; null strings match all)."""
+binding a delete filter matches, is one `AdminChange`; one request's changes go together to the
+driver's admin path (see `admin_api`), appended as one batch (Kafka's createAcls/deleteAcls are
+atomic); a binding matched by two filters is removed once and reported by both, as in Kafka.
+Filters follow Kafka's AclBindingFilter (ANY, MATCH, LITERAL, PREFIXED; null strings match all)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from migrator.controller import kafka_errors as E
-from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_change
+from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
 from migrator.kraft.image import ACL_OPERATIONS, ACL_PERMISSION_TYPES, ACL_RESOURCE_TYPES, PATTERN_TYPES
 from migrator.migration.admin import AclSpec, AdminChange
 from migrator.model import Acl
@@ -37,7 +39,13 @@ def handle(service: Any, api_key: int, version: int, request: Any) -> Any:
 def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
     if api_key == 29:
         m = kio_module(29, version, "response")
-        return build(m.DescribeAclsResponse, throttle_time=ZERO, error_code=error(code), resources=())
+        return build(  # Kafka's getErrorResponse: the error and its message, no resources
+            m.DescribeAclsResponse,
+            throttle_time=ZERO,
+            error_code=error(code),
+            error_message=E.MESSAGES.get(code),
+            resources=(),
+        )
     if api_key == 30:
         return _create_response(version, [(code, None) for _ in getattr(request, "creations", ())])
     return _delete_response(version, [(code, None, []) for _ in getattr(request, "filters", ())])
@@ -83,6 +91,7 @@ def _spec(acl: Acl) -> AclSpec:
 
 def _create(apply: Any, version: int, request: Any) -> Any:
     out: list[tuple[int, str | None]] = []
+    changes: list[tuple[int, AdminChange]] = []
     for c in request.creations:
         names = (
             ACL_RESOURCE_TYPES.get(int(c.resource_type)),
@@ -103,8 +112,12 @@ def _create(apply: Any, version: int, request: Any) -> Any:
             operation=op or "",
             permission_type=perm or "",
         )
-        code, message = run_change(apply, AdminChange(kind="add-acl", acl=spec), False)
-        out.append((INVALID_REQUEST if code not in (E.NONE, E.NOT_CONTROLLER) else code, message))
+        changes.append((len(out), AdminChange(kind="add-acl", acl=spec)))
+        out.append((E.NONE, None))
+    for (i, _change), (code, message, _reply) in zip(
+        changes, run_changes(apply, [c for _, c in changes], False), strict=True
+    ):
+        out[i] = (INVALID_REQUEST if code not in (E.NONE, E.NOT_CONTROLLER) else code, message)
     return _create_response(version, out)
 
 
@@ -123,17 +136,21 @@ def _create_response(version: int, results: list[tuple[int, str | None]]) -> Any
 
 
 def _delete(service: Any, apply: Any, version: int, request: Any) -> Any:
-    out: list[tuple[int, str | None, list[tuple[int, str | None, Acl]]]] = []
+    per_filter: list[list[Acl]] = []
+    changes: list[AdminChange] = []
     for f in request.filters:
-        found = [a for a in service.image.acls if matches(a, f)]
-        done: list[tuple[int, str | None, Acl]] = []
+        found: list[Acl] = []
         seen: set[tuple[str, ...]] = set()
-        for acl in found:
-            if acl.key() in seen:
-                continue
-            seen.add(acl.key())
-            code, message = run_change(apply, AdminChange(kind="remove-acl", acl=_spec(acl)), False)
-            done.append((code, message, acl))
+        for acl in service.image.acls:
+            if matches(acl, f) and acl.key() not in seen:
+                seen.add(acl.key())
+                found.append(acl)
+                changes.append(AdminChange(kind="remove-acl", acl=_spec(acl)))
+        per_filter.append(found)
+    ran = iter(run_changes(apply, changes, False))
+    out: list[tuple[int, str | None, list[tuple[int, str | None, Acl]]]] = []
+    for found in per_filter:
+        done = [(code, message, acl) for acl, (code, message, _reply) in zip(found, ran, strict=False)]
         out.append((E.NONE, None, done))
     return _delete_response(version, out)
 

@@ -1,6 +1,7 @@
 """CreatePartitions and IncrementalAlterConfigs on the controller listener: each topic or config
-resource becomes one `AdminChange` for the driver's admin path (see `admin_api`), so each is applied
-whole or not at all, durable and carried to ZooKeeper before the answer; the legacy AlterConfigs
+resource becomes one `AdminChange`, and one request's changes go together to the driver's admin path
+(see `admin_api`): the valid ones appended as one batch, durable and carried to ZooKeeper before the
+answer, the invalid ones answered with their own errors; the legacy AlterConfigs
 replaces a resource's dynamic configs. DescribeConfigs reads the image: every topic config Kafka
 knows, resolved from the topic's value, the cluster-wide broker default and Kafka's default
 (`admin_config_defaults`), and a broker's dynamic configs (the controller knows no broker's static
@@ -22,9 +23,14 @@ from migrator.controller.admin_api import (
     build,
     error,
     kio_module,
-    run_change,
+    run_changes,
 )
-from migrator.controller.admin_config_defaults import CONFIG_TYPES, TOPIC_CONFIGS, resolve_topic_config
+from migrator.controller.admin_config_defaults import (
+    CONFIG_TYPES,
+    DEFAULT_CONFIG,
+    TOPIC_CONFIGS,
+    resolve_topic_config,
+)
 from migrator.migration.admin import AdminChange
 from migrator.secrets import is_secret_config
 
@@ -75,21 +81,30 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
 def _create_partitions(service: Any, apply: Any, version: int, request: Any, validate_only: bool) -> Any:
     counts = Counter(t.name for t in request.topics)
     out: list[tuple[str, int, str | None]] = []
+    changes: list[tuple[int, AdminChange]] = []
     for t in request.topics:
         if counts[t.name] > 1:
             out.append((t.name, INVALID_REQUEST, "Duplicate topic name."))
-        else:
-            assignment = None
-            if t.assignments:
-                assignment, refused = admin_manual_assignment.check_added(service.image, t)
-                if refused is not None:
-                    out.append((t.name, *refused))
-                    continue
-            change = AdminChange(
-                kind="add-partitions", topic=t.name, partitions=int(t.count), assignment=assignment
-            )
-            out.append((t.name, *run_change(apply, change, validate_only)))
+            continue
+        assignment = None
+        if t.assignments:
+            assignment, refused = admin_manual_assignment.check_added(service.image, t)
+            if refused is not None:
+                out.append((t.name, *refused))
+                continue
+        change = AdminChange(
+            kind="add-partitions", topic=t.name, partitions=int(t.count), assignment=assignment
+        )
+        changes.append((len(out), change))
+        out.append((t.name, E.NONE, None))
+    _fill(out, changes, run_changes(apply, [c for _, c in changes], validate_only))
     return _partitions_response(version, out)
+
+
+def _fill(out: list[Any], changes: list[tuple[int, AdminChange]], ran: list[Any]) -> None:
+    """Each handed-over change's (code, message) into its place in `out` (the item's first fields kept)."""
+    for (i, _change), (code, message, _reply) in zip(changes, ran, strict=True):
+        out[i] = (*out[i][:-2], code, message)
 
 
 def _partitions_response(version: int, results: list[tuple[str, int, str | None]]) -> Any:
@@ -110,6 +125,7 @@ def _partitions_response(version: int, results: list[tuple[str, int, str | None]
 def _alter_configs(service: Any, apply: Any, version: int, request: Any, validate_only: bool) -> Any:
     counts = Counter((int(r.resource_type), r.resource_name) for r in request.resources)
     out: list[tuple[int, str, int, str | None]] = []
+    changes: list[tuple[int, AdminChange]] = []
     for r in request.resources:
         kind, name = int(r.resource_type), r.resource_name
         if counts[(kind, name)] > 1:
@@ -121,7 +137,8 @@ def _alter_configs(service: Any, apply: Any, version: int, request: Any, validat
         except ValueError as e:
             out.append((kind, name, INVALID_CONFIG, str(e)))
             continue
-        out.append((kind, name, *_alter_one(service, apply, kind, name, sets, deletes, validate_only)))
+        _alter_one(service, out, changes, kind, name, sets, deletes)
+    _fill(out, changes, run_changes(apply, [c for _, c in changes], validate_only))
     return _configs_response(version, out, 44)
 
 
@@ -129,6 +146,7 @@ def _legacy_alter_configs(service: Any, apply: Any, version: int, request: Any, 
     """AlterConfigs (33): the resource's dynamic configs become exactly the request's; the rest are removed."""
     counts = Counter((int(r.resource_type), r.resource_name) for r in request.resources)
     out: list[tuple[int, str, int, str | None]] = []
+    changes: list[tuple[int, AdminChange]] = []
     for r in request.resources:
         kind, name = int(r.resource_type), r.resource_name
         if counts[(kind, name)] > 1:
@@ -136,7 +154,8 @@ def _legacy_alter_configs(service: Any, apply: Any, version: int, request: Any, 
             continue
         sets = {c.name: c.value for c in r.configs if c.value is not None}
         deletes = [k for k in _current(service, kind, name) if k not in sets]
-        out.append((kind, name, *_alter_one(service, apply, kind, name, sets, deletes, validate_only)))
+        _alter_one(service, out, changes, kind, name, sets, deletes)
+    _fill(out, changes, run_changes(apply, [c for _, c in changes], validate_only))
     return _configs_response(version, out, 33)
 
 
@@ -184,22 +203,26 @@ def _incremental(kind: int, current: dict[str, str], configs: Any) -> tuple[dict
 
 def _alter_one(
     service: Any,
-    apply: Any,
+    out: list[tuple[int, str, int, str | None]],
+    changes: list[tuple[int, AdminChange]],
     kind: int,
     name: str,
     sets: dict[str, str],
     deletes: list[str],
-    validate_only: bool,
-) -> tuple[int, str | None]:
+) -> None:
+    """One resource's answer into `out`, and its change (if it has one) into `changes`."""
     if kind == TOPIC:
         change = AdminChange(kind="alter-topic-config", topic=name, configs=sets, delete_configs=deletes)
     elif kind == BROKER:
         change = AdminChange(kind="alter-broker-config", broker=name, configs=sets, delete_configs=deletes)
     else:
-        return INVALID_REQUEST, f"Unexpected resource type {kind}"
+        out.append((kind, name, INVALID_REQUEST, f"Unexpected resource type {kind}"))
+        return
     if not sets and not deletes and (kind != TOPIC or name in service.image.topics):
-        return E.NONE, None  # nothing to change (Kafka appends no record either)
-    return run_change(apply, change, validate_only)
+        out.append((kind, name, E.NONE, None))  # nothing to change (Kafka appends no record either)
+        return
+    changes.append((len(out), change))
+    out.append((kind, name, E.NONE, None))
 
 
 def _configs_response(version: int, results: list[tuple[int, str, int, str | None]], api_key: int) -> Any:
@@ -270,6 +293,7 @@ def _describe_configs(service: Any, version: int, request: Any) -> Any:
                 value=None if _sensitive(k) else v,
                 read_only=False,
                 config_source=source,
+                is_default=source == DEFAULT_CONFIG,  # v0 says only this (no ConfigSource)
                 is_sensitive=_sensitive(k),
                 synonyms=tuple(
                     build(m.DescribeConfigsSynonym, name=sn, value=None if _sensitive(sn) else sv, source=ss)

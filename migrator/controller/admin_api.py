@@ -1,10 +1,12 @@
 """Metadata, CreateTopics and DeleteTopics on the controller listener, in kio's own entities.
 
 A change is not decided here: each topic becomes the same `AdminChange` that `zk2kraft admin` sends,
-handed to `service.admin` (installed by the driver while it follows in DualWriteMetadata), which
-validates it with `plan_change`, appends, replays and syncs ZooKeeper before it returns. So an answer
-means durable in the log and carried to ZooKeeper. Without that hook (soft start, or not
-following) every change answers NOT_CONTROLLER and Metadata lists no topics (KIP-866).
+and one request's changes are handed together to `service.admin` (installed by the driver while it
+follows in DualWriteMetadata), which validates each with `plan_change`, appends the records of the
+valid ones as one batch (Kafka's ControllerResult.atomic), replays and syncs ZooKeeper before it
+returns; the invalid ones get their own errors. So an answer means durable in the log and carried
+to ZooKeeper. Without that hook (soft start, or not following) every change answers NOT_CONTROLLER
+and Metadata lists no topics (KIP-866).
 
 Authorization happens before `handle`: `controller.authorizer_requests`, called once from
 `listener_runtime.dispatch`, takes out of each request the topics and configs the caller may not act
@@ -18,17 +20,17 @@ import datetime
 import importlib
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from migrator.controller import kafka_errors as E
-from migrator.controller.kio_apis import NATIVE
+from migrator.controller.kio_apis import schema_module
 from migrator.controller.listener_security import current_caller
 from migrator.errors import BadInputError, FencedError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
-from migrator.migration.admin import AdminChange
+from migrator.migration.admin import AdminChange, AdminReply
 
 __all__ = ["handle", "refuse_all"]
 
@@ -60,25 +62,37 @@ _REFUSALS: list[tuple[str, int]] = [
 
 
 def code_of(e: BadInputError) -> int:
+    code = getattr(e, "kafka_code", None)
+    if isinstance(code, int):
+        return code
     text = str(e)
     return next((code for part, code in _REFUSALS if part in text), INVALID_REQUEST)
 
 
-def run_change(apply: Callable[..., Any], change: AdminChange, validate_only: bool) -> tuple[int, str | None]:
-    """Kafka's (error code, message) for one change handed to the driver's admin path."""
+Ran = tuple[int, str | None, AdminReply | None]  # error code, message, the reply when applied
+
+
+def run_changes(apply: Callable[..., Any], changes: Sequence[AdminChange], validate_only: bool) -> list[Ran]:
+    """Kafka's (error code, message) for each change of one request, handed together to the
+    driver's admin path: the valid ones are appended as one batch, the others answered alone; a
+    failure of the whole batch (fenced, ZooKeeper out of reach) answers every change."""
+    if not changes:
+        return []
     try:
-        apply(change, validate_only)
-    except BadInputError as e:
-        return code_of(e), str(e)
+        outcomes = apply(list(changes), validate_only)
     except FencedError as e:
-        return E.NOT_CONTROLLER, str(e)
+        return [(E.NOT_CONTROLLER, str(e), None)] * len(changes)
+    except BadInputError as e:
+        return [(code_of(e), str(e), None)] * len(changes)
     except ZkKraftError as e:
-        return E.UNKNOWN_SERVER_ERROR, str(e)
-    return E.NONE, None
+        return [(E.UNKNOWN_SERVER_ERROR, str(e), None)] * len(changes)
+    return [
+        (code_of(o), str(o), None) if isinstance(o, BadInputError) else (E.NONE, None, o) for o in outcomes
+    ]
 
 
 def kio_module(api_key: int, version: int, kind: str) -> Any:
-    return importlib.import_module(f"kio.schema.{NATIVE[api_key].module}.v{version}.{kind}")
+    return schema_module(api_key, version, kind)
 
 
 def build(cls: Any, **kw: Any) -> Any:
@@ -282,16 +296,31 @@ def _create_topics(service: Any, version: int, request: Any) -> Any:
     if apply is None:
         return refuse_all(19, version, request, E.NOT_CONTROLLER)
     counts = Counter(t.name for t in request.topics)
-    out: list[_Created] = []
+    validate_only = bool(getattr(request, "validate_only", False))
+    out: list[_Created | None] = []
+    changes: list[tuple[int, str, AdminChange]] = []  # (index in out, name, change)
     for t in request.topics:
         if counts[t.name] > 1:
             out.append((t.name, INVALID_REQUEST, "Duplicate topic name.", None))
             continue
-        out.append(_create_one(service, apply, t, bool(getattr(request, "validate_only", False))))
-    return _create_response(version, out)
+        checked = _create_change(service, t)
+        if isinstance(checked, AdminChange):
+            changes.append((len(out), t.name, checked))
+            out.append(None)
+        else:
+            out.append(checked)
+    ran = run_changes(apply, [c for _, _, c in changes], validate_only)
+    for (i, name, _change), (code, message, reply) in zip(changes, ran, strict=True):
+        made = None
+        if reply is not None:
+            tid = kafka_to_uuid(reply.topic_id) if reply.topic_id and not validate_only else _NO_ID
+            made = (tid, reply.partitions or -1, reply.replication_factor or -1)
+        out[i] = (name, code, message, made)
+    return _create_response(version, [o for o in out if o is not None])
 
 
-def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: bool) -> _Created:
+def _create_change(service: Any, t: Any) -> AdminChange | _Created:
+    """The change one CreatableTopic asks for, or its refusal found before placement."""
     assignment = None
     if t.assignments:
         from migrator.controller import admin_manual_assignment
@@ -308,7 +337,7 @@ def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: 
             f"Null value not supported for topic configs: {', '.join(nulls)}",
             None,
         )
-    change = AdminChange(
+    return AdminChange(
         kind="create-topic",
         topic=t.name,
         partitions=None if t.num_partitions == -1 else int(t.num_partitions),
@@ -316,23 +345,6 @@ def _create_one(service: Any, apply: Callable[..., Any], t: Any, validate_only: 
         configs={k: v for k, v in configs.items() if v is not None},
         assignment=assignment,
     )
-    try:
-        reply = apply(change, validate_only)
-    except BadInputError as e:
-        return (t.name, code_of(e), str(e), None)
-    except FencedError as e:
-        return (t.name, E.NOT_CONTROLLER, str(e), None)
-    except ZkKraftError as e:
-        return (t.name, E.UNKNOWN_SERVER_ERROR, str(e), None)
-    if validate_only:
-        if assignment:
-            return (t.name, E.NONE, None, (_NO_ID, len(assignment), len(assignment[0])))
-        parts = change.partitions or 1
-        return (t.name, E.NONE, None, (_NO_ID, parts, change.replication_factor or -1))
-    topic = service.image.topics[t.name]
-    rf = len(next(iter(topic.partitions.values())).replicas) if topic.partitions else -1
-    tid = kafka_to_uuid(reply.topic_id) if reply.topic_id else _NO_ID
-    return (t.name, E.NONE, None, (tid, len(topic.partitions), rf))
 
 
 def _create_response(version: int, results: list[_Created]) -> Any:
@@ -372,11 +384,12 @@ def _delete_topics(service: Any, version: int, request: Any) -> Any:
         return refuse_all(20, version, request, E.NOT_CONTROLLER)
     counts = Counter(items)
     out: list[tuple[str | None, uuid.UUID | None, int, str | None]] = []
+    changes: list[tuple[int, AdminChange]] = []
+    image = service.image
     for name, tid in items:
         if counts[(name, tid)] > 1:
             out.append((name, tid, INVALID_REQUEST, "Duplicate topic name."))
             continue
-        image = service.image
         if name is None:
             topic = next(
                 (x for x in image.topics.values() if x.topic_id and kafka_to_uuid(x.topic_id) == tid), None
@@ -389,10 +402,12 @@ def _delete_topics(service: Any, version: int, request: Any) -> Any:
             out.append((name, tid, UNKNOWN_TOPIC_OR_PARTITION, None))
             continue
         topic_id = image.topics[name].topic_id
-        code, message = run_change(apply, AdminChange(kind="delete-topic", topic=name), False)
-        if code == E.NONE and topic_id:
-            tid = kafka_to_uuid(topic_id)
-        out.append((name, tid, code, message))
+        changes.append((len(out), AdminChange(kind="delete-topic", topic=name)))
+        out.append((name, kafka_to_uuid(topic_id) if topic_id else tid, E.NONE, None))
+    ran = run_changes(apply, [c for _, c in changes], False)
+    for (i, _change), (code, message, _reply) in zip(changes, ran, strict=True):
+        name, tid, _, _ = out[i]
+        out[i] = (name, tid if code == E.NONE else items[i][1], code, message)
     return _delete_response(version, out)
 
 

@@ -1,10 +1,10 @@
 """AlterClientQuotas and DescribeClientQuotas on the controller listener.
 
-Alter: each entry (one entity, its set and remove ops) is validated whole before anything of it is
-applied, then handed to the driver's admin path (see `admin_api`) as a set-quota and/or a
-remove-quota `AdminChange`, durable in the log and carried to ZooKeeper (`/config/users`,
-`/config/clients`, `/config/ips` plus a change notification) before the answer. Refusals are Kafka's
-INVALID_REQUEST with the reason.
+Alter: each entry (one entity, its set and remove ops) is one `AdminChange` (set-quota, which may
+remove keys too, or remove-quota), valid whole or refused whole; the request's changes go together to
+the driver's admin path (see `admin_api`), appended as one batch and carried to ZooKeeper
+(`/config/users`, `/config/clients`, `/config/ips` plus a change notification) before the answer.
+Refusals are Kafka's INVALID_REQUEST with the reason.
 
 Describe is a broker API in Kafka; it is answered here from the image with Kafka's filter rules
 (`ClientQuotasImage.describe`: exact, default and any-name components, strict matching, IP filters
@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from migrator.controller import kafka_errors as E
-from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module
-from migrator.errors import BadInputError, FencedError, ZkKraftError
+from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
 from migrator.migration.admin import AdminChange
 
 __all__ = ["handle", "refuse_all"]
@@ -58,7 +57,7 @@ def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
 # --- AlterClientQuotas --------------------------------------------------------------------------------
 
 
-def _changes(entry: Any) -> list[AdminChange]:
+def _change(entry: Any) -> AdminChange:
     entity: dict[str, str | None] = {}
     for e in entry.entity:
         if e.entity_type in entity:
@@ -75,35 +74,27 @@ def _changes(entry: Any) -> list[AdminChange]:
             removes.append(op.key)
         else:
             sets[op.key] = float(op.value)
-    out = []
     if sets:
-        out.append(AdminChange(kind="set-quota", quota_entity=entity, quota_values=sets))
-    if removes:
-        out.append(AdminChange(kind="remove-quota", quota_entity=entity, quota_remove=removes))
-    return out
+        return AdminChange(kind="set-quota", quota_entity=entity, quota_values=sets, quota_remove=removes)
+    return AdminChange(kind="remove-quota", quota_entity=entity, quota_remove=removes)
 
 
 def _alter(apply: Any, version: int, request: Any) -> Any:
     validate_only = bool(getattr(request, "validate_only", False))
     results: list[tuple[Any, int, str | None]] = []
+    changes: list[tuple[int, AdminChange]] = []
     for entry in request.entries:
         try:
-            changes = _changes(entry)
-            for change in changes:  # the whole entry is checked before any of it is applied
-                apply(change, True)
-            if not validate_only:
-                for change in changes:
-                    apply(change, False)
+            changes.append((len(results), _change(entry)))
         except _Refused as e:
             results.append((entry.entity, e.code, str(e)))
-        except BadInputError as e:
-            results.append((entry.entity, E.INVALID_REQUEST, str(e)))
-        except FencedError as e:
-            results.append((entry.entity, E.NOT_CONTROLLER, str(e)))
-        except ZkKraftError as e:
-            results.append((entry.entity, E.UNKNOWN_SERVER_ERROR, str(e)))
         else:
             results.append((entry.entity, E.NONE, None))
+    ran = run_changes(apply, [c for _, c in changes], validate_only)
+    for (i, _), (code, message, _reply) in zip(changes, ran, strict=True):
+        if code not in (E.NONE, E.NOT_CONTROLLER, E.UNKNOWN_SERVER_ERROR):
+            code = E.INVALID_REQUEST  # every refusal of an entry's ops is Kafka's INVALID_REQUEST
+        results[i] = (results[i][0], code, message)
     return _alter_response(version, results)
 
 

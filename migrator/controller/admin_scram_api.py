@@ -4,8 +4,9 @@ Alter is validated as Kafka 3.9's `ScramControlManager.alterCredentials` validat
 twice in one request, an empty name, an unknown mechanism, iterations outside 4096..16384, a deletion
 of a credential that does not exist, each with Kafka's code and message); the client sends the salted
 password, from which the controller derives the stored and server keys (RFC 5802) as Kafka's
-`ScramFormatter` does. Each surviving deletion or upsertion is one `AdminChange` for the driver's
-admin path (see `admin_api`): durable in the log and carried to ZooKeeper before the answer.
+`ScramFormatter` does. Each surviving deletion or upsertion is one `AdminChange`; the request's go
+together to the driver's admin path (see `admin_api`): one batch, durable in the log and carried to
+ZooKeeper before the answer.
 
 Describe is a broker API in Kafka (its controller does not list it); it is answered here from the image
 so that an admin client bootstrapped from the controller can read back what it wrote, as Metadata is.
@@ -19,7 +20,7 @@ import hmac
 from typing import Any
 
 from migrator.controller import kafka_errors as E
-from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_change
+from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
 from migrator.kraft.image import SCRAM_MECHANISMS
 from migrator.migration.admin import AdminChange, ScramSpec
 
@@ -125,10 +126,12 @@ def _alter(service: Any, apply: Any, version: int, request: Any) -> Any:
         admit(d.name, lambda d=d: deletion(d))
     for u in request.upsertions:
         admit(u.name, lambda u=u: upsertion(u))
-    results: list[tuple[str, int, str | None]] = []
-    for name, change in changes.items():
-        code, message = run_change(apply, change, False)
-        results.append((name, code, message))
+    results: list[tuple[str, int, str | None]] = [
+        (name, code, message)
+        for name, (code, message, _reply) in zip(
+            changes, run_changes(apply, list(changes.values()), False), strict=True
+        )
+    ]
     results += [(name, code, message) for name, (code, message) in refused.items()]
     return _alter_response(version, results)
 

@@ -27,7 +27,6 @@ must be a decision, not an accident (``listener_security`` lets these kinds thro
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -41,7 +40,7 @@ from migrator.controller.api_acls import (
     TOPIC_AUTHORIZATION_FAILED,
     config_resource_error,
 )
-from migrator.controller.kio_apis import NATIVE
+from migrator.controller.kio_apis import schema_module
 from migrator.controller.listener_security import Caller, authorize_resources, current_caller, may_on_cluster
 from migrator.controller.wire import RequestHeader, error_response
 from migrator.kraft.records import kafka_to_uuid
@@ -60,7 +59,7 @@ Handle = Callable[[Any, int, int, Any], Any]
 
 
 def _module(api_key: int, version: int) -> Any:
-    return importlib.import_module(f"kio.schema.{NATIVE[api_key].module}.v{version}.response")
+    return schema_module(api_key, version, "response")
 
 
 def _build(cls: Any, **kw: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import struct
 import threading
 from typing import Any
@@ -30,6 +31,19 @@ class ControllerUnreachable(UnreachableError):
     failure or a lost connection), which `zk2kraft admin` takes as "no controller is running"."""
 
     refused: bool = False
+
+
+def _why(e: BaseException) -> str:
+    """One line for a failed connection. A TLS failure says what the handshake decided, in words:
+    the controller's certificate refused here (expired, untrusted), or the controller's alert when it
+    refused ours, which a TLS 1.3 client reads only with the first answer."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"TLS handshake failed: the controller's certificate is not accepted: {e.verify_message}"
+    reason = getattr(e, "reason", None)
+    if isinstance(e, ssl.SSLError) and isinstance(reason, str) and "ALERT_" in reason:
+        alert = reason.split("ALERT_", 1)[1].lower().replace("_", " ")
+        return f"TLS handshake failed: the controller refused it with the alert '{alert}'"
+    return str(getattr(e, "strerror", None) or e)
 
 
 class ControllerClient:
@@ -63,7 +77,7 @@ class ControllerClient:
         except OSError as e:  # ssl.SSLError included: an untrusted certificate, a plaintext port
             self._sock = None
             error = ControllerUnreachable(
-                f"cannot reach the controller at {self.host}:{self.port}: {e.strerror or e}"
+                f"cannot reach the controller at {self.host}:{self.port}: {_why(e)}"
             )
             error.refused = isinstance(e, ConnectionRefusedError)
             raise error from None
@@ -141,7 +155,7 @@ class ControllerClient:
                 got, response = wire.decode_response(api_key, version, body)
             except (OSError, EOFError, wire.WireError) as e:
                 self.close()
-                what = "no answer in time" if isinstance(e, TimeoutError) else str(e) or type(e).__name__
+                what = "no answer in time" if isinstance(e, TimeoutError) else _why(e) or type(e).__name__
                 raise ControllerUnreachable(
                     f"{wire.NAMES[api_key]} to {self.host}:{self.port} failed: {what}"
                 ) from None

@@ -1,7 +1,8 @@
 """The client side of the listener's security, as a Kafka broker runs it against its controller: TLS
 (Python's ssl, PEM files), then SaslHandshake v1 and SaslAuthenticate v1 with PLAIN or SCRAM-SHA-256/512
 (RFC 5802/7677, the server signature checked, so a controller that does not hold the credential is
-not believed). Used by ``ControllerClient`` (and so by the broker simulator and benchmarks).
+not believed). Used by ``ControllerClient`` (and so by the broker simulator and benchmarks), and by the
+controller's channels to ZooKeeper-mode brokers (``zk_broker_channel``, ``peer`` naming the broker).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ def _request(api_key: int, version: int, correlation_id: int, client_id: str, bo
 RoundTrip = Callable[[bytes], bytes]
 
 
-def _handshake(rt: RoundTrip, cid: int, client_id: str, mechanism: str) -> None:
+def _handshake(rt: RoundTrip, cid: int, client_id: str, mechanism: str, peer: str) -> None:
     body = rt(_request(17, 1, cid, client_id, _string(mechanism)))
     (error,) = _I16.unpack_from(body, 4)
     if error:
@@ -94,18 +95,18 @@ def _handshake(rt: RoundTrip, cid: int, client_id: str, mechanism: str) -> None:
             enabled.append(body[pos + 2 : pos + 2 + ln].decode())
             pos += 2 + ln
         raise SaslRefused(
-            f"the controller does not offer SASL mechanism {mechanism} (it offers {', '.join(enabled)})"
+            f"{peer} does not offer SASL mechanism {mechanism} (it offers {', '.join(enabled)})"
         )
 
 
-def _authenticate(rt: RoundTrip, cid: int, client_id: str, token: bytes) -> bytes:
+def _authenticate(rt: RoundTrip, cid: int, client_id: str, token: bytes, peer: str) -> bytes:
     body = rt(_request(36, 1, cid, client_id, _I32.pack(len(token)) + token))
     (error,) = _I16.unpack_from(body, 4)
     (ln,) = _I16.unpack_from(body, 6)
     pos = 8 + max(ln, 0)
     message = body[8:pos].decode("utf-8", "replace") if ln >= 0 else ""
     if error:
-        raise SaslRefused(f"SASL authentication refused by the controller (error {error}): {message}")
+        raise SaslRefused(f"SASL authentication refused by {peer} (error {error}): {message}")
     (n,) = _I32.unpack_from(body, pos)
     return body[pos + 4 : pos + 4 + n]
 
@@ -114,13 +115,20 @@ def _saslname(user: str) -> str:
     return user.replace("=", "=3D").replace(",", "=2C")
 
 
-def sasl_authenticate(rt: RoundTrip, ids: Callable[[], int], client_id: str, sec: ClientSecurity) -> None:
-    """Run the SASL exchange on a connection that has just answered ApiVersions."""
+def sasl_authenticate(
+    rt: RoundTrip,
+    ids: Callable[[], int],
+    client_id: str,
+    sec: ClientSecurity,
+    peer: str = "the controller",
+) -> None:
+    """Run the SASL exchange on a connection that has just answered ApiVersions; `peer` names the
+    server in refusals (the controller, or a broker for the controller's inter-broker channel)."""
     mech = sec.sasl_mechanism or ""
     user, password = sec.username or "", sec.password or ""
-    _handshake(rt, ids(), client_id, mech)
+    _handshake(rt, ids(), client_id, mech, peer)
     if mech == "PLAIN":
-        _authenticate(rt, ids(), client_id, f"\0{user}\0{password}".encode())
+        _authenticate(rt, ids(), client_id, f"\0{user}\0{password}".encode(), peer)
         return
     if mech not in HASHES:
         raise BadInputError(
@@ -129,20 +137,20 @@ def sasl_authenticate(rt: RoundTrip, ids: Callable[[], int], client_id: str, sec
     name = HASHES[mech]
     nonce = secrets.token_urlsafe(24)
     first_bare = f"n={_saslname(user)},r={nonce}"
-    server_first = _authenticate(rt, ids(), client_id, ("n,," + first_bare).encode()).decode()
+    server_first = _authenticate(rt, ids(), client_id, ("n,," + first_bare).encode(), peer).decode()
     fields = dict(item.split("=", 1) for item in server_first.split(",") if "=" in item)
     if not fields.get("r", "").startswith(nonce):
-        raise SaslRefused("SCRAM: the controller's nonce does not extend ours")
+        raise SaslRefused(f"SCRAM: {peer}'s nonce does not extend ours")
     salted = hashlib.pbkdf2_hmac(name, password.encode(), base64.b64decode(fields["s"]), int(fields["i"]))
     client_key = hmac.new(salted, b"Client Key", name).digest()
     without_proof = f"c=biws,r={fields['r']}"
     auth_message = f"{first_bare},{server_first},{without_proof}".encode()
     signature = hmac.new(hashlib.new(name, client_key).digest(), auth_message, name).digest()
     proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
-    server_final = _authenticate(rt, ids(), client_id, f"{without_proof},p={proof}".encode()).decode()
+    server_final = _authenticate(rt, ids(), client_id, f"{without_proof},p={proof}".encode(), peer).decode()
     expected = hmac.new(hmac.new(salted, b"Server Key", name).digest(), auth_message, name).digest()
     if not hmac.compare_digest(server_final, "v=" + base64.b64encode(expected).decode()):
-        raise SaslRefused("SCRAM: the controller's signature is wrong (it does not hold this credential)")
+        raise SaslRefused(f"SCRAM: {peer}'s signature is wrong (it does not hold this credential)")
 
 
 _LOGIN_MODULES = {

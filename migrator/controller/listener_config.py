@@ -36,7 +36,9 @@ __all__ = [
     "default_properties",
     "is_listeners_value",
     "listener_specs",
+    "protocol_map",
     "set_default_properties",
+    "setting",
 ]
 
 _DEFAULT_MAP = {p: p for p in PROTOCOLS}
@@ -57,7 +59,8 @@ def is_listeners_value(listen: str) -> bool:
     return "://" in listen
 
 
-def _protocol_map(props: Mapping[str, str]) -> dict[str, str]:
+def protocol_map(props: Mapping[str, str]) -> dict[str, str]:
+    """``listener.security.protocol.map`` (listener name → protocol), Kafka's default when unset."""
     value = props.get("listener.security.protocol.map", "").strip()
     if not value:
         return dict(_DEFAULT_MAP)
@@ -90,12 +93,13 @@ def _parse_listeners(value: str) -> list[tuple[str, str, int]]:
     return out
 
 
-def _setting(props: Mapping[str, str], listener: str, key: str, default: str | None = None) -> str | None:
+def setting(props: Mapping[str, str], listener: str, key: str, default: str | None = None) -> str | None:
+    """``listener.name.<listener>.<key>``, else ``<key>`` (Kafka's valuesWithPrefixOverride)."""
     return props.get(f"listener.name.{listener.lower()}.{key}", props.get(key, default))
 
 
 def _pem_only(props: Mapping[str, str], listener: str, kind: str, location: str) -> None:
-    store_type = (_setting(props, listener, f"ssl.{kind}.type") or "").upper()
+    store_type = (setting(props, listener, f"ssl.{kind}.type") or "").upper()
     if (
         store_type
         and store_type != "PEM"
@@ -109,20 +113,20 @@ def _pem_only(props: Mapping[str, str], listener: str, kind: str, location: str)
 
 
 def ssl_context(props: Mapping[str, str], listener: str) -> ssl.SSLContext:
-    keystore = _setting(props, listener, "ssl.keystore.location")
+    keystore = setting(props, listener, "ssl.keystore.location")
     if not keystore:
         raise BadInputError(f"listener {listener}: TLS needs ssl.keystore.location (PEM key and certificate)")
     _pem_only(props, listener, "keystore", keystore)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
-        ctx.load_cert_chain(keystore, password=_setting(props, listener, "ssl.key.password") or None)
+        ctx.load_cert_chain(keystore, password=setting(props, listener, "ssl.key.password") or None)
     except (OSError, ssl.SSLError) as e:
         # the message never carries the password, only what the file is and why it did not load
         raise BadInputError(
             f"listener {listener}: cannot load ssl.keystore.location {keystore}: {_why(e)}"
         ) from None
-    truststore = _setting(props, listener, "ssl.truststore.location")
+    truststore = setting(props, listener, "ssl.truststore.location")
     if truststore:
         _pem_only(props, listener, "truststore", truststore)
         try:
@@ -131,7 +135,7 @@ def ssl_context(props: Mapping[str, str], listener: str) -> ssl.SSLContext:
             raise BadInputError(
                 f"listener {listener}: cannot load ssl.truststore.location {truststore}: {_why(e)}"
             ) from None
-    client_auth = (_setting(props, listener, "ssl.client.auth", "none") or "none").strip().lower()
+    client_auth = (setting(props, listener, "ssl.client.auth", "none") or "none").strip().lower()
     modes = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
     if client_auth not in modes:
         raise BadInputError(
@@ -152,7 +156,7 @@ def _why(e: Exception) -> str:
 def _mechanisms(
     props: Mapping[str, str], listener: str, image_of: Callable[[], Any]
 ) -> dict[str, ServerFactory]:
-    value = _setting(props, listener, "sasl.enabled.mechanisms")
+    value = setting(props, listener, "sasl.enabled.mechanisms")
     if not value:
         raise BadInputError(
             f"listener {listener}: set sasl.enabled.mechanisms (zk2kraft serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)"
@@ -177,7 +181,7 @@ def _mechanisms(
 
 
 def _int(props: Mapping[str, str], listener: str, key: str, default: int) -> int:
-    value = _setting(props, listener, key, str(default)) or str(default)
+    value = setting(props, listener, key, str(default)) or str(default)
     try:
         return int(value)
     except ValueError:
@@ -185,10 +189,13 @@ def _int(props: Mapping[str, str], listener: str, key: str, default: int) -> int
 
 
 def connection_limits(props: Mapping[str, str], listener: str = "") -> dict[str, Any]:
-    """Kafka's connection settings for one listener (`listener.name.<l>.` first): the server's kwargs."""
+    """Kafka's connection settings for one listener (`listener.name.<l>.` first): the server's kwargs.
+    `socket.request.max.bytes` is server-wide in Kafka (no listener prefix), so it is read so here."""
     from migrator.controller.server import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP
+    from migrator.controller.wire_versions import MAX_FRAME_BYTES
 
     limits = {
+        "max_request_bytes": _int(props, "", "socket.request.max.bytes", MAX_FRAME_BYTES),
         "max_connections": _int(props, listener, "max.connections", DEFAULT_MAX_CONNECTIONS),
         "max_connections_per_ip": _int(
             props, listener, "max.connections.per.ip", DEFAULT_MAX_CONNECTIONS_PER_IP
@@ -208,7 +215,7 @@ def listener_specs(
     value = listeners or props.get("listeners", "")
     if not value.strip():
         raise BadInputError("listeners is not set: e.g. listeners=CONTROLLER://0.0.0.0:9093")
-    protocol_of = _protocol_map(props)
+    protocol_of = protocol_map(props)
 
     def image_of() -> Any:
         return handler.image
@@ -227,7 +234,7 @@ def listener_specs(
             ssl_context=ssl_context(props, name) if protocol in ("SSL", "SASL_SSL") else None,
             mechanisms=_mechanisms(props, name, image_of) if protocol.startswith("SASL_") else {},
             max_reauth_ms=_int(props, name, "connections.max.reauth.ms", 0),
-            principal_mapper=SslPrincipalMapper(_setting(props, name, "ssl.principal.mapping.rules")),
+            principal_mapper=SslPrincipalMapper(setting(props, name, "ssl.principal.mapping.rules")),
             authorizer=authorizer,
         )
         specs.append(ListenerSpec(name, host, port, security))

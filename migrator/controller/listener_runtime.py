@@ -81,6 +81,7 @@ def _attach_raft(servers: list[Any], handler: Any, name: str = "CONTROLLER") -> 
         cluster_id=meta.cluster_id if meta is not None else None,
         epoch=lambda: max(int(getattr(handler, "epoch", -1)), mlog.latest_epoch, 0),
     )
+    leader.soft_start = lambda: bool(getattr(handler, "soft_start", False))
     first = servers[0]
     leader.endpoint = (name, first.address[0], first.address[1])
     for server in servers:

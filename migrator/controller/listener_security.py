@@ -179,10 +179,17 @@ class ListenerSecurity:
         if self.ssl_context is not None:
             try:
                 conn.settimeout(self.handshake_timeout_s)
-                conn = self.ssl_context.wrap_socket(conn, server_side=True)
-            except (ssl.SSLError, OSError) as e:
-                self.refuse("tls_handshake", f"from {ip}: {getattr(e, 'reason', None) or e}")
+                tls = self.ssl_context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+            except OSError as e:
+                self.refuse("tls_handshake", f"from {ip}: {e}")
                 return None
+            try:
+                tls.do_handshake()
+            except OSError as e:  # ssl.SSLError included
+                self.refuse("tls_handshake", f"from {ip}: {_tls_failure(e)}")
+                _close_after_alert(tls)
+                return None
+            conn = tls
             if not self.sasl:
                 cert = conn.getpeercert(binary_form=True) if isinstance(conn, ssl.SSLSocket) else None
                 try:
@@ -192,6 +199,33 @@ class ListenerSecurity:
                     return None
         sec = ConnectionSecurity(self, principal, java_host_address(ip) if ip else "", _local(conn))
         return conn, sec
+
+
+def _tls_failure(e: OSError) -> str:
+    """What went wrong, as a line: an expired client certificate reads "certificate has expired"."""
+    verify = getattr(e, "verify_message", None)
+    reason = getattr(e, "reason", None)
+    if verify:
+        return f"{reason}: {verify}"
+    return str(reason or e)
+
+
+def _close_after_alert(tls: ssl.SSLSocket, linger_s: float = 1.0) -> None:
+    """Close a connection whose handshake failed so that the client reads the TLS alert, as Kafka
+    flushes it before closing. A TLS 1.3 client sends its first request before it learns that its
+    certificate was refused; closing with that request unread sends a TCP reset that can overtake the
+    alert, and the client could only say "connection reset". So: FIN after the alert, then read and
+    drop what the client still sends (bounded in time and bytes) until it closes too."""
+    try:
+        tls.shutdown(socket.SHUT_WR)  # drops the TLS layer: reads below are the raw socket's
+        tls.settimeout(linger_s)
+        left = 1 << 16
+        while left > 0 and (data := tls.recv(min(left, 4096))):
+            left -= len(data)
+    except OSError:
+        pass
+    finally:
+        tls.close()
 
 
 class ConnectionSecurity:

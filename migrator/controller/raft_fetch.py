@@ -14,6 +14,7 @@ import os
 import threading
 import time
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,7 @@ class LogView:
         self._snaps: tuple[tuple[int, int], float, list[SnapshotId]] | None = None
         self._stat_at: tuple[tuple[int, int], float] = ((-1, -1), 0.0)  # (hw, log start), time of last stat
         self._hook: object = None
+        self._woken: list[Callable[[], None]] = []  # called after each append (long_polls.LongPolls)
         self._ensure_hook()
 
     def _ensure_hook(self) -> None:
@@ -95,6 +97,19 @@ class LogView:
             self._hw = self.log.end_offset
             self._reads = {}
             self.changed.notify_all()
+        for woken in self._woken:
+            woken()
+
+    def subscribe(self, woken: Callable[[], None]) -> None:
+        """Call ``woken`` (cheap, non-blocking) after every append and on `wake`."""
+        self._woken.append(woken)
+
+    def wake(self) -> None:
+        """Wake every long poll (the leader is closing)."""
+        with self.changed:
+            self.changed.notify_all()
+        for woken in self._woken:
+            woken()
 
     def wait_beyond(self, offset: int, timeout_s: float, stop: threading.Event | None = None) -> None:
         """Return once the high watermark passes ``offset``, ``timeout_s`` has gone by, or ``stop`` is set

@@ -32,7 +32,7 @@ from migrator.controller import wire
 from migrator.controller.raft_fetch import LogView
 from migrator.kraft.log import MetadataLog
 
-__all__ = ["METADATA_TOPIC", "METADATA_TOPIC_UUID", "RAFT_VERSIONS", "RaftLeader"]
+__all__ = ["METADATA_TOPIC", "METADATA_TOPIC_UUID", "RAFT_VERSIONS", "LongPoll", "RaftLeader"]
 
 log = logging.getLogger("zk2kraft.controller.raft")
 
@@ -81,6 +81,28 @@ class ReplicaState:
     last_caught_up_ms: int = -1
 
 
+@dataclass(slots=True)
+class LongPoll:
+    """A valid Fetch with nothing to hand out yet, waiting for the high watermark to pass ``offset``
+    until ``deadline`` (monotonic seconds); `RaftLeader.complete` answers it."""
+
+    version: int
+    mod: Any
+    offset: int
+    last_epoch: int
+    max_bytes: int
+    deadline: float
+    replica_id: int
+    directory_id: uuid.UUID | None
+    correlation_id: int = 0
+
+
+def _frame(correlation_id: int, body: bytes) -> bytes:
+    """ResponseHeader v1 (the correlation id, an empty tagged-field section) and ``body``, size-prefixed;
+    packed here, since kio's generic encoder for it was a fifth of a woken long poll's answer."""
+    return _FRAME_HEAD.pack(len(body) + 5, correlation_id) + b"\x00" + body
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -113,6 +135,9 @@ class RaftLeader:
         self.cluster_id = cluster_id
         self._epoch = epoch or (lambda: max(metadata_log.latest_epoch, 0))
         self.endpoint: tuple[str, str, int] | None = None  # (listener name, host, port)
+        # True until the copy is committed: DescribeQuorum is an admin API and answers NOT_CONTROLLER
+        # then, as the others do (KIP-866); set by the listener from its service's soft start.
+        self.soft_start: Callable[[], bool] = lambda: False
         self.replicas: dict[tuple[int, uuid.UUID | None], ReplicaState] = {}
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -127,11 +152,14 @@ class RaftLeader:
     def epoch(self) -> int:
         return self._epoch()
 
+    @property
+    def closing(self) -> bool:
+        return self._closing.is_set()
+
     def close(self) -> None:
         """Wake every long poll so that the listener's threads can end."""
         self._closing.set()
-        with self.view.changed:
-            self.view.changed.notify_all()
+        self.view.wake()
 
     # -- framing ------------------------------------------------------------------------------------
 
@@ -139,9 +167,13 @@ class RaftLeader:
     def serves(frame: bytes | memoryview) -> bool:
         return len(frame) >= 2 and _KEY.unpack_from(frame, 0)[0] in RAFT_VERSIONS
 
-    def answer(self, frame: bytes | memoryview) -> bytes | None:
+    def answer(self, frame: bytes | memoryview, park: bool = False) -> bytes | LongPoll | None:
         """The response frame to one Raft request, or None to close the connection (as Kafka does on
-        an unsupported version or bytes that are not the request they claim to be)."""
+        an unsupported version or bytes that are not the request they claim to be).
+
+        A Fetch that has to wait long-polls on this thread, unless ``park``: then it comes back as a
+        `LongPoll` for the listener's `long_polls.LongPolls` to answer (`complete_framed`) when the
+        high watermark moves or its time is up, so that parked fetches hold no thread."""
         try:
             api_key, version = struct.unpack_from(">hh", frame, 0)
             lo, hi = RAFT_VERSIONS[api_key]
@@ -169,13 +201,16 @@ class RaftLeader:
         }[api_key]
         try:
             response = handler(version, request, resp_mod)
+            if isinstance(response, LongPoll):
+                response.correlation_id = header.correlation_id
+                if park:
+                    return response
+                response = self._wait(response)
             body = response if isinstance(response, bytes) else wire._write(type(response), response)
         except Exception as e:  # a bug here must not take the listener down: close this connection
             log.error("Raft apiKey %d v%d failed: %s: %s", api_key, version, type(e).__name__, e)
             return None
-        # ResponseHeader v1 is the correlation id and an empty tagged-field section: packed here, since
-        # kio's generic encoder for it was a fifth of a woken long poll's answer
-        return _FRAME_HEAD.pack(len(body) + 5, header.correlation_id) + b"\x00" + body
+        return _frame(header.correlation_id, body)
 
     # -- shared checks --------------------------------------------------------------------------------
 
@@ -209,35 +244,11 @@ class RaftLeader:
     # -- Fetch ------------------------------------------------------------------------------------------
 
     def _fetch(self, version: int, req: Any, mod: Any) -> Any:
+        """The answer, or a `LongPoll` when a valid fetch finds nothing past its offset and may wait."""
         self.fetches += 1
 
-        def partition(error: int, **kw: Any) -> Any:
-            base: dict[str, Any] = dict(
-                partition_index=0,
-                error_code=ErrorCode(error),
-                high_watermark=-1,
-                log_start_offset=self.view.log.log_start_offset,
-                current_leader=mod.LeaderIdAndEpoch(leader_id=self.node_id, leader_epoch=self.epoch),
-                aborted_transactions=None,
-                records=None,
-            )
-            base.update(kw)
-            return mod.PartitionData(**base)
-
-        def response(error: int, parts: tuple[Any, ...] = ()) -> Any:
-            topics = (
-                (mod.FetchableTopicResponse(topic_id=METADATA_TOPIC_UUID, partitions=parts),) if parts else ()
-            )
-            return _mk(
-                mod.FetchResponse,
-                throttle_time=_NO_THROTTLE,
-                error_code=ErrorCode(error),
-                session_id=0,
-                responses=topics,
-            )
-
         if not self._cluster_ok(req.cluster_id):
-            return response(E.INCONSISTENT_CLUSTER_ID)
+            return self._fetch_response(mod, E.INCONSISTENT_CLUSTER_ID)
         topics = req.topics
         if (
             len(topics) != 1
@@ -245,7 +256,7 @@ class RaftLeader:
             or len(topics[0].partitions) != 1
             or topics[0].partitions[0].partition != 0
         ):
-            return response(E.INVALID_REQUEST)  # KafkaRaftClient: no multi-raft, a mismatch is invalid
+            return self._fetch_response(mod, E.INVALID_REQUEST)  # no multi-raft: a mismatch is invalid
         fp = topics[0].partitions[0]
         max_wait_ms = int(req.max_wait.total_seconds() * 1000)
         if (
@@ -254,34 +265,48 @@ class RaftLeader:
             or fp.last_fetched_epoch < 0
             or fp.last_fetched_epoch > fp.current_leader_epoch
         ):
-            return response(E.INVALID_REQUEST, (partition(E.INVALID_REQUEST),))
+            return self._fetch_response(mod, E.INVALID_REQUEST, self._fetch_partition(mod, E.INVALID_REQUEST))
         error = self._leader_error(fp.current_leader_epoch)
         if error:
-            return response(E.NONE, (partition(error),))
+            return self._fetch_response(mod, E.NONE, self._fetch_partition(mod, error))
         replica_id = int(req.replica_state.replica_id) if version >= 15 else int(req.replica_id)
-        directory_id = getattr(fp, "replica_directory_id", None)
         if replica_id == self.node_id:
             # LeaderState.updateReplicaState: a remote replica with the leader's own id is an
             # IllegalStateException, answered as UNKNOWN_SERVER_ERROR by tryCompleteFetchRequest
             if not self._warned_own_id:  # once: a flood of these must not flood the log too
                 self._warned_own_id = True
                 log.warning("a Fetch claims to come from this leader's own id %d", replica_id)
-            return response(E.NONE, (partition(E.UNKNOWN_SERVER_ERROR),))
-        max_bytes = max(1, min(int(req.max_bytes), int(fp.partition_max_bytes)))
-        deadline = time.monotonic() + max_wait_ms / 1000
-        while True:
-            got = self.view.read(int(fp.fetch_offset), int(fp.last_fetched_epoch), max_bytes)
-            left = deadline - time.monotonic()
-            if got.records or got.verdict.kind != "valid" or left <= 0 or self._closing.is_set():
-                break
-            self.view.wait_beyond(int(fp.fetch_offset), left, self._closing)
-        if got.verdict.kind == "valid":
-            self._note_fetch(replica_id, directory_id, int(fp.fetch_offset), got.high_watermark)
-        key = (
+            return self._fetch_response(mod, E.NONE, self._fetch_partition(mod, E.UNKNOWN_SERVER_ERROR))
+        poll = LongPoll(
             version,
+            mod,
             int(fp.fetch_offset),
             int(fp.last_fetched_epoch),
-            max_bytes,
+            max(1, min(int(req.max_bytes), int(fp.partition_max_bytes))),
+            time.monotonic() + max_wait_ms / 1000,
+            replica_id,
+            getattr(fp, "replica_directory_id", None),
+        )
+        return self.complete(poll) or poll
+
+    def complete(self, poll: LongPoll) -> bytes | None:
+        """The Fetch response body for ``poll``, or None while it should go on waiting: nothing past its
+        offset yet, time left, and the leader not closing (KafkaRaftClient.tryCompleteFetchRequest)."""
+        got = self.view.read(poll.offset, poll.last_epoch, poll.max_bytes)
+        if (
+            not got.records
+            and got.verdict.kind == "valid"
+            and time.monotonic() < poll.deadline
+            and not self._closing.is_set()
+        ):
+            return None
+        if got.verdict.kind == "valid":
+            self._note_fetch(poll.replica_id, poll.directory_id, poll.offset, got.high_watermark)
+        key = (
+            poll.version,
+            poll.offset,
+            poll.last_epoch,
+            poll.max_bytes,
             got.verdict.kind,
             got.verdict.offset,
             got.verdict.epoch,
@@ -293,19 +318,65 @@ class RaftLeader:
         body = self._bodies.get(key)
         if body is not None:
             return body
+        mod = poll.mod
         kw: dict[str, Any] = dict(high_watermark=got.high_watermark, log_start_offset=got.log_start_offset)
         if got.verdict.kind == "diverging":
             kw["diverging_epoch"] = mod.EpochEndOffset(epoch=got.verdict.epoch, end_offset=got.verdict.offset)
         elif got.verdict.kind == "snapshot":
             kw["snapshot_id"] = mod.SnapshotId(end_offset=got.verdict.offset, epoch=got.verdict.epoch)
         kw["records"] = got.records
-        resp = response(E.NONE, (partition(E.NONE, **kw),))
+        resp = self._fetch_response(mod, E.NONE, self._fetch_partition(mod, E.NONE, **kw))
         body = wire._write(type(resp), resp)
         if len(body) <= _CACHED_BODY_BYTES:  # long-poll answers; catch-up reads of 8 MiB are not kept
             if len(self._bodies) >= 64:
                 self._bodies.clear()
             self._bodies[key] = body
         return body
+
+    def complete_framed(self, poll: LongPoll) -> bytes | None:
+        """``complete`` as a response frame (b"" when answering failed: close the connection)."""
+        try:
+            body = self.complete(poll)
+        except Exception as e:  # as in `answer`: close this connection, keep the listener
+            log.error("Raft Fetch v%d failed: %s: %s", poll.version, type(e).__name__, e)
+            return b""
+        return None if body is None else _frame(poll.correlation_id, body)
+
+    def _wait(self, poll: LongPoll) -> bytes:
+        """Long-poll on the calling thread (callers without the listener's `LongPolls`)."""
+        while True:
+            body = self.complete(poll)
+            if body is not None:
+                return body
+            self.view.wait_beyond(poll.offset, poll.deadline - time.monotonic(), self._closing)
+
+    def _fetch_partition(self, mod: Any, error: int, **kw: Any) -> Any:
+        base: dict[str, Any] = dict(
+            partition_index=0,
+            error_code=ErrorCode(error),
+            high_watermark=-1,
+            log_start_offset=self.view.log.log_start_offset,
+            current_leader=mod.LeaderIdAndEpoch(leader_id=self.node_id, leader_epoch=self.epoch),
+            aborted_transactions=None,
+            records=None,
+        )
+        base.update(kw)
+        return mod.PartitionData(**base)
+
+    @staticmethod
+    def _fetch_response(mod: Any, error: int, part: Any = None) -> Any:
+        topics = (
+            (mod.FetchableTopicResponse(topic_id=METADATA_TOPIC_UUID, partitions=(part,)),)
+            if part is not None
+            else ()
+        )
+        return _mk(
+            mod.FetchResponse,
+            throttle_time=_NO_THROTTLE,
+            error_code=ErrorCode(error),
+            session_id=0,
+            responses=topics,
+        )
 
     # -- FetchSnapshot ------------------------------------------------------------------------------------
 
@@ -361,6 +432,14 @@ class RaftLeader:
     # -- DescribeQuorum -----------------------------------------------------------------------------------
 
     def _describe_quorum(self, version: int, req: Any, mod: Any) -> Any:
+        if self.soft_start():  # Kafka's getErrorResponse: the top-level error, no topics
+            return _mk(
+                mod.DescribeQuorumResponse,
+                error_code=ErrorCode(E.NOT_CONTROLLER),
+                error_message=None,
+                topics=(),
+                nodes=(),
+            )
         ok = (
             len(req.topics) == 1
             and req.topics[0].topic_name == METADATA_TOPIC

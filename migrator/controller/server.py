@@ -23,6 +23,8 @@ from migrator.controller import kafka_errors as E
 from migrator.controller import messages as M
 from migrator.controller import wire
 from migrator.controller.listener_security import ConnectionSecurity, ListenerSecurity
+from migrator.controller.long_polls import LongPolls
+from migrator.controller.raft_leader import LongPoll
 from migrator.controller.sasl_session import Accept
 
 __all__ = ["ControllerServer", "RequestHandler"]
@@ -78,12 +80,16 @@ class ControllerServer:
         self.supported = _supported_by(handler)
         self.advertised = {**self.supported, **self.security.extra_versions()}
         self.raft: Any = None  # the Raft leader (raft_leader.RaftLeader), answered outside the handler
+        self.long_polls: LongPolls | None = None  # its parked fetches, on one thread
 
     def attach_raft(self, raft: Any, versions: dict[int, tuple[int, int]]) -> None:
         """Serve Kafka's Raft APIs with ``raft`` on this listener (and list them in ApiVersions)."""
         self.raft = raft
         self.supported.update(versions)
         self.advertised.update(versions)
+        if self.long_polls is None:
+            self.long_polls = LongPolls(self)
+            self.long_polls.start()
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -96,6 +102,8 @@ class ControllerServer:
         self._stopping.set()
         if self.raft is not None:
             self.raft.close()  # wake long-polling fetches
+        if self.long_polls is not None:
+            self.long_polls.stop()  # answers what it holds as the leader closes, then closes them
         _shutdown(self._sock)  # shutdown, not just close: it is what wakes a thread blocked in accept()
         with self._lock:
             conns = list(self._conns.items())
@@ -149,27 +157,68 @@ class ControllerServer:
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             secured = self.security.connection(conn, ip)
-            if secured is None:
-                self.closed_for_errors += 1
-                return
-            if secured[0] is not conn:  # TLS: the wrapped socket now owns the descriptor
-                with self._lock:
-                    self._conns[secured[0]] = self._conns.pop(conn, threading.current_thread())
-                conn = secured[0]
-            sec = secured[1]
+        except TimeoutError:
+            self.release(conn, ip, f"a request frame not completed within {self.request_timeout_s}s, or idle")
+            return
+        except (OSError, EOFError):
+            self.release(conn, ip, "")
+            return
+        if secured is None:
+            self.closed_for_errors += 1
+            self.release(conn, ip, "")
+            return
+        if secured[0] is not conn:  # TLS: the wrapped socket now owns the descriptor
+            with self._lock:
+                self._conns[secured[0]] = self._conns.pop(conn, threading.current_thread())
+        self._loop(secured[0], ip, secured[1], b"", b"")
+
+    def resume(
+        self, conn: socket.socket, ip: str, sec: ConnectionSecurity, inbuf: bytes, unsent: bytes
+    ) -> None:
+        """A connection back from `LongPolls`: a thread again, first sending ``unsent``, then serving
+        the requests in ``inbuf`` and after."""
+        thread = threading.Thread(
+            target=self._loop, args=(conn, ip, sec, inbuf, unsent), name="zk2kraft-conn", daemon=True
+        )
+        with self._lock:
+            if self._stopping.is_set():
+                thread = None
+            else:
+                self._conns[conn] = thread
+        if thread is None:
+            self.release(conn, ip, "")
+            return
+        thread.start()
+
+    def _loop(
+        self, conn: socket.socket, ip: str, sec: ConnectionSecurity, inbuf: bytes, unsent: bytes
+    ) -> None:
+        pending = bytearray(inbuf)  # read by `LongPolls` before it gave the connection back
+        kept = False
+        try:
+            if unsent:
+                conn.settimeout(self.idle_timeout_s)
+                conn.sendall(unsent)
             while not self._stopping.is_set():
                 conn.settimeout(self.idle_timeout_s)  # between requests: Kafka's connections.max.idle.ms
-                first = conn.recv(4)
+                first = bytes(pending[:4]) if pending else conn.recv(4)
+                del pending[: len(first)]
                 if not first:
                     return
                 deadline = time.monotonic() + self.request_timeout_s
-                head = first + _recv_by(conn, 4 - len(first), deadline)
+                head = first + _take(conn, pending, 4 - len(first), deadline)
                 (size,) = _SIZE.unpack(head)
                 if size < 8 or size > self.max_request_bytes:
                     self._close_for(f"a request frame of {size} bytes (limit {self.max_request_bytes})")
                     return
-                body = _recv_by(conn, size, deadline)
+                body = _take(conn, pending, size, deadline)
                 answer, close = self._answer(body, sec)
+                if isinstance(answer, LongPoll):  # a Fetch that waits: the long-poll thread holds it
+                    assert self.long_polls is not None
+                    kept = True
+                    conn.settimeout(None)
+                    self.long_polls.adopt(conn, ip, sec, answer, bytes(pending))  # (sent after it)
+                    return
                 if answer is not None:
                     conn.settimeout(self.idle_timeout_s)  # a reader that never reads holds up only itself
                     conn.sendall(answer)
@@ -181,21 +230,28 @@ class ControllerServer:
         except (OSError, EOFError):
             return
         finally:
-            _shutdown(conn)
-            with self._lock:
-                self._conns.pop(conn, None)
-                left = self._per_ip.get(ip, 0) - 1
-                if left > 0:
-                    self._per_ip[ip] = left
-                else:
-                    self._per_ip.pop(ip, None)
+            if not kept:
+                self.release(conn, ip, "")
+
+    def release(self, conn: socket.socket, ip: str, why: str) -> None:
+        """Close ``conn`` and forget it (saying ``why`` when it is closed for an error)."""
+        if why:
+            self._close_for(why)
+        _shutdown(conn)
+        with self._lock:
+            self._conns.pop(conn, None)
+            left = self._per_ip.get(ip, 0) - 1
+            if left > 0:
+                self._per_ip[ip] = left
+            else:
+                self._per_ip.pop(ip, None)
 
     def _close_for(self, why: str) -> None:
         self.closed_for_errors += 1
         log.info("closing a controller connection: %s", why)
 
-    def _answer(self, frame_bytes: bytes, sec: ConnectionSecurity) -> tuple[bytes | None, bool]:
-        """(The response frame for one request or None, close the connection after it)."""
+    def _answer(self, frame_bytes: bytes, sec: ConnectionSecurity) -> tuple[bytes | LongPoll | None, bool]:
+        """(The response frame for one request, a parked Fetch, or None; close the connection after it)."""
         try:
             header, pos = wire.decode_request_header(frame_bytes)
         except wire.WireError as e:
@@ -218,7 +274,7 @@ class ControllerServer:
             if sec.authorize(header.api_key):
                 self._close_for(f"apiKey {header.api_key} not authorized for {sec.principal}")
                 return None, True
-            answer = self.raft.answer(frame_bytes)
+            answer = self.raft.answer(frame_bytes, park=self.long_polls is not None)
             return answer, answer is None
         lo, hi = self.supported[M.API_VERSIONS]
         known_version = lo <= header.api_version <= hi  # (_request rewrites the header of a refused one)
@@ -299,6 +355,15 @@ def _supported_by(handler: Any) -> dict[int, tuple[int, int]]:
         }
         table = {k: v for k, v in table.items() if v[0] <= v[1]}
     return table
+
+
+def _take(conn: socket.socket, pending: bytearray, n: int, deadline: float) -> bytes:
+    """n bytes, the first from ``pending`` (consumed), the rest as `_recv_by` reads them."""
+    if not pending:
+        return _recv_by(conn, n, deadline)
+    got = bytes(pending[:n])
+    del pending[:n]
+    return got + _recv_by(conn, n - len(got), deadline)
 
 
 def _recv_by(conn: socket.socket, n: int, deadline: float) -> bytes:

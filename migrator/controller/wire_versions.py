@@ -15,11 +15,12 @@ from kio.serial import entity_reader, entity_writer
 
 from migrator.controller import kio_ext
 from migrator.controller import messages as M
-from migrator.controller.kio_apis import NATIVE
+from migrator.controller.kio_apis import NATIVE, schema_module
 
-#: The largest request the listener reads (Kafka's socket.request.max.bytes default is 100 MiB; a
-#: controller request is tiny, so a much smaller bound keeps a bad client from costing memory).
-MAX_FRAME_BYTES = 8 * 1024 * 1024
+#: The largest request the listener reads unless `socket.request.max.bytes` says otherwise
+#: (`listener_config.connection_limits`): Kafka's default, 100 MiB. Also the largest response the
+#: client reads.
+MAX_FRAME_BYTES = 104_857_600
 
 #: apiKey -> (min, max) version served.
 SUPPORTED: dict[int, tuple[int, int]] = {
@@ -80,6 +81,13 @@ def _classes(api_key: int, version: int) -> tuple[type, type]:
         )
     elif api_key == M.ALTER_REPLICA_STATE and version == 0:
         pair = (kio_ext.AlterReplicaStateRequestV0, kio_ext.AlterReplicaStateResponseV0)
+    elif api_key in NATIVE:
+        name = NAMES[api_key]
+        req_m, resp_m = (
+            schema_module(api_key, version, "request"),
+            schema_module(api_key, version, "response"),
+        )
+        pair = (getattr(req_m, name + "Request"), getattr(resp_m, name + "Response"))
     else:
         base = f"kio.schema.{_KIO_MODULES[api_key]}.v{version}"
         req = importlib.import_module(base + ".request")

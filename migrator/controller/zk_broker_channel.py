@@ -1,7 +1,10 @@
 """One channel per ZooKeeper-mode broker: an in-order queue, batching, retries, a full resend on reconnect.
 
 As Kafka's ControllerChannelManager keeps one RequestSendThread per broker, each channel owns a thread
-and a TCP connection to the broker's inter-broker endpoint, and sends one round at a time, waiting for
+and a connection to the broker's inter-broker endpoint, secured as the controller's inter-broker
+listener settings say (`inter_broker.InterBroker`: TLS, then ApiVersions and SASL PLAIN/SCRAM through
+`client_security`, as Kafka's SaslClientAuthenticator does; every reconnect redoes the handshake;
+a refused handshake is reported and retried like any lost connection), and sends one round at a time, waiting for
 its responses: a request, or a LeaderAndIsr and the UpdateMetadata after it, written together and
 answered in order (one round trip per round, not two). What is queued meanwhile is merged: consecutive
 items of one type become one request (`zk_broker_requests.merge`), and a channel behind by several
@@ -18,6 +21,7 @@ controller exists and this one may not speak for the cluster; other errors are c
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -26,7 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from migrator.controller import kafka_errors as E
+from migrator.controller import messages as M
+from migrator.controller import wire
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.client_security import ClientSecurity, sasl_authenticate
 from migrator.controller.zk_broker_requests import (
     Header,
     Item,
@@ -36,6 +43,7 @@ from migrator.controller.zk_broker_requests import (
     merge,
     response_errors,
 )
+from migrator.errors import ZkKraftError
 
 __all__ = ["BrokerChannel", "ChannelStatus", "ZkBrokerTarget"]
 
@@ -87,8 +95,11 @@ class BrokerChannel:
         max_backoff_ms: int = 2_000,
         client_id: str = "zk2kraft-controller",
         say: Callable[[str], None] | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.target = target
+        self.security = security if security is not None else ClientSecurity()
+        self._ssl_context: ssl.SSLContext | None = None
         self._header = header
         self._full_state = full_state
         self.request_timeout = request_timeout
@@ -183,14 +194,16 @@ class BrokerChannel:
         backoff = self.backoff_ms
         while not self._stop.is_set():
             if self._sock is None:
+                t = self.target
                 try:
-                    t = self.target
-                    self._sock = socket.create_connection((t.host, t.port), timeout=self.request_timeout)
-                    self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    self._connect(t)
                     self.status.connected = True
                     self.status.connects += 1
-                except OSError as e:
-                    self._failed(f"cannot connect to {t.host}:{t.port}: {e}")
+                except (OSError, ValueError, struct.error, ZkKraftError, wire.WireError) as e:
+                    self._close()
+                    self._failed(
+                        f"cannot connect to {t.host}:{t.port} ({self.security.security_protocol}): {e}"
+                    )
                     self._stop.wait(backoff / 1000)
                     backoff = min(backoff * 2, self.max_backoff_ms)
                     continue
@@ -209,6 +222,41 @@ class BrokerChannel:
                     self._busy = False
                 self._stop.wait(backoff / 1000)
                 backoff = min(backoff * 2, self.max_backoff_ms)
+
+    def _connect(self, t: ZkBrokerTarget) -> None:
+        """TCP, then TLS and SASL as the inter-broker listener wants (Kafka's clientChannelBuilder).
+        The socket is ours from the start, so `stop` can close it mid-handshake."""
+        sec = self.security
+        sock = socket.create_connection((t.host, t.port), timeout=self.request_timeout)
+        self._sock = sock
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if sec.tls:
+            if self._ssl_context is None:
+                self._ssl_context = sec.ssl_context()
+            sock = self._ssl_context.wrap_socket(sock, server_hostname=t.host)
+            self._sock = sock
+        if not sec.sasl:
+            return
+
+        def round_trip(frame: bytes) -> bytes:
+            sock.sendall(frame)
+            (size,) = struct.unpack(">i", _recv(sock, 4))
+            if size < 4 or size > 1 << 20:
+                raise ValueError(f"response size {size} during the SASL handshake")
+            return _recv(sock, size)
+
+        def next_id() -> int:
+            self._correlation += 1
+            return self._correlation
+
+        # Kafka's SaslClientAuthenticator asks ApiVersions first (the SaslHandshake version to use).
+        cid = next_id()
+        request = M.ApiVersionsRequest("zk2kraft", "1")
+        frame = wire.encode_request(M.API_VERSIONS, 3, cid, self.client_id, request)
+        got, resp = wire.decode_response(M.API_VERSIONS, 3, round_trip(frame))
+        if got != cid or resp.error_code != E.NONE:
+            raise ValueError(f"ApiVersions before SASL: error {resp.error_code}, correlation id {got}")
+        sasl_authenticate(round_trip, next_id, self.client_id, sec, peer=f"broker {t.broker_id}")
 
     def _failed(self, text: str) -> None:
         first = self.status.last_error != text

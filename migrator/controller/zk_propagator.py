@@ -15,8 +15,11 @@ diffs it against the last one it propagated:
 - a change of live brokers: UpdateMetadata with the new list to every ZK-mode broker.
 
 KRaft-mode brokers get nothing, and so does a ZK broker whose id a KRaft broker holds (its registration
-in the image is the KRaft one). Requests carry the KRaft node id with `isKRaftController`, the claim's
-`/controller_epoch`, and each broker's epoch from its BrokerRegistration.
+in the image is the KRaft one): KIP-866's "log an error and fence the errant ZK broker by not sending it
+UpdateMetadataRequests". Such a broker shows in /brokers/ids (the service's `zk_broker_ids`); it is named
+once through `say` and kept in `errant`, so `status` and the metrics report it. Requests carry the
+KRaft node id with `isKRaftController`, the claim's `/controller_epoch`, and each broker's epoch from
+its BrokerRegistration.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from migrator.controller import zk_broker_messages as Z
+from migrator.controller.inter_broker import InterBroker, inter_broker_endpoint
 from migrator.controller.zk_broker_channel import BrokerChannel, ChannelStatus, ZkBrokerTarget
 from migrator.controller.zk_broker_requests import (
     LEADER_DURING_DELETE,
@@ -50,7 +54,8 @@ from migrator.model import Broker, ClusterImage, Partition
 __all__ = ["STATUS_FILE", "Snapshot", "ZkPropagator", "read_status", "snapshot"]
 
 #: Where the running controller leaves its channels' status for `zk2kraft status` (in the log
-#: directory, next to the admin inbox); observability only, never read to derive a state.
+#: directory, next to the follower announcement `zk2kraft-follower.json`); observability only, never
+#: read to derive a state.
 STATUS_FILE = "zk-broker-channels.json"
 
 #: Kafka's LeaderAndIsr.EpochDuringDelete: the leader epoch StopReplica(delete) carries.
@@ -226,18 +231,6 @@ def _leadership(s: PartitionState) -> PartitionState:
     return dataclasses.replace(s, offline=())
 
 
-def inter_broker_endpoint(broker: Broker, listener_name: str) -> tuple[str, int] | None:
-    """The endpoint named `listener_name` (inter.broker.listener.name), else the one whose security
-    protocol is that name (security.inter.broker.protocol, PLAINTEXT by default)."""
-    for e in broker.endpoints:
-        if e.listener == listener_name:
-            return e.host, e.port
-    for e in broker.endpoints:
-        if e.security_protocol == listener_name:
-            return e.host, e.port
-    return None
-
-
 def versions_for(broker: Broker, cluster_mv: int | None) -> dict[int, int]:
     """Request versions for `broker`: its IBP is the metadata.version it and the cluster both support."""
     fr = broker.features.get("metadata.version")
@@ -258,7 +251,7 @@ class ZkPropagator:
         controller_id: int,
         controller_epoch: int,
         *,
-        listener_name: str = "PLAINTEXT",
+        inter_broker: InterBroker | None = None,
         request_timeout: float = 30.0,
         backoff_ms: int = 50,
         metadata_version: int | None = None,
@@ -274,13 +267,15 @@ class ZkPropagator:
         self._status_at = 0.0
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
-        self.listener_name = listener_name
+        #: the brokers' listener the channels connect to, and its TLS/SASL (controller properties)
+        self.inter_broker = inter_broker if inter_broker is not None else InterBroker()
         self.request_timeout = request_timeout
         self.backoff_ms = backoff_ms
         self.metadata_version = metadata_version
         self.say = say
         self.channels: dict[int, BrokerChannel] = {}
-        self.unreachable: dict[int, str] = {}  # ZK brokers with no inter-broker endpoint
+        self.unreachable: dict[int, str] = {}  # ZK brokers with no usable inter-broker endpoint
+        self.errant: dict[int, str] = {}  # ids in /brokers/ids that a KRaft broker holds: fenced
         self._lock = threading.RLock()
         self._snap: Snapshot | None = None
         self._builder: object = None  # the image builder whose changes we take
@@ -352,6 +347,7 @@ class ZkPropagator:
             svc.wait_for(changed, 0.5)  # type: ignore[attr-defined]
             if got:
                 self.propagate(*got[-1])
+            self._find_errant()
             if self.status_dir is not None and time.monotonic() - self._status_at >= 1.0:
                 self._status_at = time.monotonic()
                 self._write_status()
@@ -361,10 +357,35 @@ class ZkPropagator:
         with self._lock:
             rows = [dataclasses.asdict(s) for s in self.status()]
             rows += [
-                {"broker_id": b, "endpoint": "", "connected": False, "last_error": why}
+                {"broker_id": b, "endpoint": "", "connected": False, "last_error": why, "unreachable": True}
                 for b, why in sorted(self.unreachable.items())
             ]
+            rows += [
+                {"broker_id": b, "endpoint": "", "connected": False, "last_error": why}
+                for b, why in sorted(self.errant.items())
+            ]
         return rows
+
+    def _find_errant(self) -> None:
+        """ZK brokers registered in ZooKeeper under the id of a KRaft broker of the image (KIP-866's
+        errant ZK broker): they get no channel, hence nothing; each is named once when it appears."""
+        core = getattr(self.service, "core", None)
+        zk_ids: frozenset[int] = getattr(core, "zk_broker_ids", frozenset())
+        with self._lock:
+            snap = self._snap
+            if snap is None:
+                return
+            now = {
+                b: f"errant ZooKeeper-mode broker: registered in /brokers/ids with the id of KRaft broker {b}; "
+                "fenced, it gets no UpdateMetadata or LeaderAndIsr"
+                for b in zk_ids
+                if (reg := snap.brokers.get(b)) is not None and not reg.is_migrating_zk_broker
+            }
+            new = sorted(now.keys() - self.errant.keys())
+            self.errant = now
+        for b in new:
+            if self.say is not None:
+                self.say(f"ZK broker {b}: {now[b]}")
 
     def _write_status(self) -> None:
         text = json.dumps({"pid": os.getpid(), "channels": self.status_rows()}, sort_keys=True)
@@ -484,8 +505,8 @@ class ZkPropagator:
         for s in parts.values():
             b = snap.brokers.get(s.leader)
             if b is not None and s.leader in live and s.leader not in out:
-                ep = inter_broker_endpoint(b, self.listener_name)
-                if ep is not None:
+                ep = inter_broker_endpoint(b, self.inter_broker)
+                if not isinstance(ep, str):
                     out[s.leader] = ep
         return out
 
@@ -493,9 +514,11 @@ class ZkPropagator:
         for bid in [b for b in self.channels if b not in snap.zk]:
             self.channels.pop(bid).stop(wait=False)  # never wait under our lock: its thread may want it
         for bid, broker in snap.zk.items():
-            ep = inter_broker_endpoint(broker, self.listener_name)
-            if ep is None:
-                reason = f"no {self.listener_name} endpoint among {[e.listener for e in broker.endpoints]}"
+            ep = inter_broker_endpoint(broker, self.inter_broker)
+            if isinstance(ep, str):  # why it has none: reported (status, metrics), no channel
+                reason = ep
+                if self.channels.get(bid) is not None:
+                    self.channels.pop(bid).stop(wait=False)
                 if self.unreachable.get(bid) != reason and self.say is not None:
                     self.say(f"ZK broker {bid}: {reason}")
                 self.unreachable[bid] = reason
@@ -514,6 +537,7 @@ class ZkPropagator:
                     backoff_ms=self.backoff_ms,
                     client_id=f"zk2kraft-controller-{self.controller_id}",
                     say=self.say,
+                    security=self.inter_broker.security,
                 ).start()
             elif ch.target != target:
                 ch.retarget(target)

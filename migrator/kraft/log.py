@@ -82,6 +82,10 @@ class OffsetOutOfRangeError(BadInputError):
     """A read below the log start offset (Kafka's OFFSET_OUT_OF_RANGE)."""
 
 
+class SplitBatchError(ValueError):
+    """Records that were to be one batch need more (over the records or bytes limit of a batch)."""
+
+
 class OffsetOrderError(CorruptLogError):
     """CRC-valid batches whose offsets go backwards: damage, never a torn tail."""
 
@@ -677,8 +681,12 @@ class MetadataLog:
         epoch: int,
         timestamp_ms: int | None = None,
         max_batch_records: int = DEFAULT_MAX_BATCH_RECORDS,
+        single_batch: bool = False,
     ) -> tuple[int, int]:
         """Append `records` in leader epoch `epoch`; returns (first offset, last offset).
+
+        `single_batch`: the records must be one batch (an atomic request); if they do not fit one,
+        SplitBatchError is raised before anything is written.
 
         Records become batches of at most `max_batch_records` records and 8 MiB; the segment rolls
         before a batch that would push it past `segment_bytes`. One fsync covers the whole call. The
@@ -699,6 +707,8 @@ class MetadataLog:
         ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         # encoded in full first: a record that cannot be encoded fails the append before a byte is written
         batches = encode_record_batches(records, epoch, ts, max_batch_records, MAX_BATCH_BYTES)
+        if single_batch and len(batches) > 1:
+            raise SplitBatchError(f"{len(records)} records need {len(batches)} batches")
         before = (len(self.segments), self._active_end, self._end_offset, list(self._epochs))
         written = sum(len(data) for data, _count in batches)
         try:

@@ -1,7 +1,8 @@
 """Metadata changes during dual-write: validated as Kafka validates them, turned into log records.
 
-One room per job: `change` (the change and its records), `rules` (Kafka's validation), `placement`
-(replica placement), `scram` (SCRAM derivation), `follower` (where a running controller
+One room per job: `change` (the change and its records), `rules` (Kafka's validation), `striped`
+(replica placement as Kafka's KRaft controller places), `topic_defaults` (`num.partitions`,
+`default.replication.factor`), `scram` (SCRAM derivation), `follower` (where a running controller
 announces its listeners for `zk2kraft admin`). Everything callers used from the former single
 module is importable from here.
 """
@@ -14,12 +15,14 @@ from migrator.migration.admin.change import (
     AdminChange,
     AdminReply,
     Kind,
+    Pending,
+    Placing,
     Planned,
+    Refusal,
     plan_change,
     refused_state,
 )
 from migrator.migration.admin.follower import FOLLOWER_FILE, follower_pid, read_follower, writer_lock_held
-from migrator.migration.admin.placement import assign_replicas
 from migrator.migration.admin.rules import (
     CLUSTER_RESOURCE_NAME,
     MAX_TOPIC_NAME,
@@ -33,6 +36,8 @@ from migrator.migration.admin.scram import (
     ScramSpec,
     scram_credential,
 )
+from migrator.migration.admin.striped import PlacementError, UsableBroker
+from migrator.migration.admin.topic_defaults import TopicDefaults
 
 __all__ = [
     "BIG_CHANGE_RECORDS",
@@ -45,9 +50,14 @@ __all__ = [
     "AdminChange",
     "AdminReply",
     "Kind",
+    "Pending",
+    "PlacementError",
+    "Placing",
     "Planned",
+    "Refusal",
     "ScramSpec",
-    "assign_replicas",
+    "TopicDefaults",
+    "UsableBroker",
     "plan_change",
     "refused_state",
     "follower_pid",

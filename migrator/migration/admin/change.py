@@ -3,16 +3,19 @@
 During DualWriteMetadata the log is the source of truth and ZooKeeper its write-behind copy, so an
 operator's change (create a topic, alter a config, add an ACL, ...) becomes records appended to the
 log; the syncer carries them to ZooKeeper. Nothing else writes ZooKeeper. Kafka's rules are in
-`rules`, replica placement in `placement`, SCRAM derivation in `scram`.
+`rules`, replica placement in `striped` (Kafka's KRaft placer), the -1 defaults in `topic_defaults`,
+SCRAM derivation in `scram`. One request's changes are planned together (`Pending` carries what
+the earlier ones of the request do) and appended as one batch by the caller.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import random
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -27,7 +30,6 @@ from migrator.kraft.image import (
     SCRAM_MECHANISMS,
 )
 from migrator.kraft.records import MetadataRecord, kafka_to_uuid, record
-from migrator.migration.admin.placement import assign_replicas
 from migrator.migration.admin.rules import (
     QUOTA_KEYS,
     acl_of,
@@ -38,6 +40,8 @@ from migrator.migration.admin.rules import (
     validate_topic_name,
 )
 from migrator.migration.admin.scram import SCRAM_HASH, ScramSpec, check_scram
+from migrator.migration.admin.striped import PlacementError, RandomSource, UsableBroker, place
+from migrator.migration.admin.topic_defaults import TopicDefaults
 from migrator.model import Acl, ClusterImage
 
 __all__ = [
@@ -46,7 +50,10 @@ __all__ = [
     "AdminChange",
     "AdminReply",
     "Kind",
+    "Pending",
+    "Placing",
     "Planned",
+    "Refusal",
     "plan_change",
     "refused_state",
 ]
@@ -65,6 +72,44 @@ Kind = Literal[
     "delete-scram",
 ]
 BIG_CHANGE_RECORDS = 10_000  # above one batch, a change is appended inside a metadata transaction
+
+
+class Refusal(BadInputError):
+    """A refusal with Kafka's error code for it (the listener answers `kafka_code`)."""
+
+    def __init__(self, kafka_code: int, message: str) -> None:
+        super().__init__(message)
+        self.kafka_code = kafka_code
+
+
+INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR = 37, 38
+_RNG = random.Random()  # Kafka's controller places with one java.util.Random of its own
+
+
+@dataclass(frozen=True)
+class Placing:
+    """What placement sees besides the live brokers: the registered fenced ones (a replica there only
+    when the unfenced cannot reach the replication factor, never a leader), the -1 defaults, the
+    random source."""
+
+    fenced: Mapping[int, str | None] = field(default_factory=dict)
+    defaults: TopicDefaults = field(default_factory=TopicDefaults)
+    rng: RandomSource = _RNG
+
+    def usable(self, brokers: Mapping[int, str | None]) -> list[UsableBroker]:
+        live = [UsableBroker(b, rack) for b, rack in sorted(brokers.items())]
+        return live + [UsableBroker(b, r, True) for b, r in sorted(self.fenced.items()) if b not in brokers]
+
+
+@dataclass
+class Pending:
+    """What the earlier changes of the same request do, for the checks of the later ones (their
+    records are not in the image yet: the request is appended as one batch)."""
+
+    topics: set[str] = field(default_factory=set)
+    acls_added: set[tuple[str, ...]] = field(default_factory=set)
+    acls_removed: set[str] = field(default_factory=set)
+    topics_removed: set[str] = field(default_factory=set)
 
 
 def _code(table: Mapping[int, str], name: str) -> int:
@@ -134,6 +179,8 @@ class AdminReply(BaseModel):
     migration_offset: int | None = None  # what /migration covers after the sync
     topic_id: str | None = None
     follower_pid: int | None = None
+    partitions: int | None = None  # create-topic: what it got (the -1 defaults filled in)
+    replication_factor: int | None = None
 
 
 def refused_state(state_name: str) -> FindingsError:
@@ -150,6 +197,8 @@ class Planned:
     summary: str
     topic_id: str | None = None
     noop: bool = False
+    partitions: int | None = None  # create-topic: the partitions and replication factor it got
+    replication_factor: int | None = None
 
 
 def _topic(image: ClusterImage, name: str | None) -> str:
@@ -177,7 +226,7 @@ def _partition_records(
     topic_id: uuid.UUID, assignment: Mapping[int, list[int]], live: Mapping[int, object] | None = None
 ) -> list[MetadataRecord]:
     """One PartitionRecord per partition; with `live`, the ISR is the live replicas (Kafka's isActive
-    filter, which matters only for a manual assignment) and the leader its first."""
+    filter: a fenced broker the placer had to use is a replica, not in the ISR) and the leader its first."""
     out = []
     for pid, replicas in sorted(assignment.items()):
         isr = [r for r in replicas if live is None or r in live] or list(replicas)
@@ -199,14 +248,24 @@ def _partition_records(
     return out
 
 
+def _placed(
+    partitions: int, rf: int, brokers: Mapping[int, str | None], placing: Placing
+) -> dict[int, list[int]]:
+    return dict(enumerate(place(partitions, rf, placing.usable(brokers), placing.rng)))
+
+
 def _plan_create_topic(
-    change: AdminChange, image: ClusterImage, brokers: Mapping[int, str | None]
+    change: AdminChange,
+    image: ClusterImage,
+    brokers: Mapping[int, str | None],
+    placing: Placing,
+    pending: Pending,
 ) -> Planned:
     name = change.topic or ""
     validate_topic_name(name)
-    if name in image.topics:
+    if name in image.topics or name in pending.topics:
         raise BadInputError(f"topic {name!r} already exists")
-    for other in image.topics:
+    for other in (*image.topics, *pending.topics):
         if collides(name, other):
             raise BadInputError(
                 f"topic {name!r} collides with existing topic {other!r} ('.' and '_' collide)"
@@ -216,25 +275,43 @@ def _plan_create_topic(
         assignment = {int(k): list(v) for k, v in change.assignment.items()}
         partitions, rf = len(assignment), len(assignment[0])
     else:
-        partitions = change.partitions if change.partitions is not None else 1
-        rf = change.replication_factor if change.replication_factor is not None else min(3, len(brokers))
-        if not brokers:
-            raise BadInputError("no broker is registered: a new topic has nowhere to place its replicas")
-        assignment = assign_replicas(partitions, rf, brokers)
+        # Kafka's createTopic: -1 takes num.partitions / default.replication.factor
+        if change.replication_factor is not None and change.replication_factor <= 0:
+            raise Refusal(
+                INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if change.partitions is not None and change.partitions <= 0:
+            raise Refusal(
+                INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+            )
+        partitions = placing.defaults.num_partitions if change.partitions is None else change.partitions
+        rf = (
+            placing.defaults.replication_factor
+            if change.replication_factor is None
+            else change.replication_factor
+        )
+        try:
+            assignment = _placed(partitions, rf, brokers, placing)
+        except PlacementError as e:
+            raise PlacementError(f"Unable to replicate the partition {rf} time(s): {e}") from None
     topic_id_text = dirfiles.random_kafka_uuid()
     tid = kafka_to_uuid(topic_id_text)
     records = [record("TopicRecord", 0, Name=name, TopicId=tid)]
     records += _config_records(2, name, change.configs, [])
-    records += _partition_records(tid, assignment, brokers if change.assignment else None)
+    records += _partition_records(tid, assignment, brokers)
+    pending.topics.add(name)
     return Planned(
         records=records,
         summary=f"created topic {name} (id {topic_id_text}) with {partitions} partitions, replication factor {rf}",
         topic_id=topic_id_text,
+        partitions=partitions,
+        replication_factor=rf,
     )
 
 
 def _plan_add_partitions(
-    change: AdminChange, image: ClusterImage, brokers: Mapping[int, str | None]
+    change: AdminChange, image: ClusterImage, brokers: Mapping[int, str | None], placing: Placing
 ) -> Planned:
     name = _topic(image, change.topic)
     topic = image.topics[name]
@@ -252,15 +329,12 @@ def _plan_add_partitions(
             raise BadInputError(
                 f"topic {name}: the assignment names partitions {sorted(assignment)}, not {current}..{wanted - 1}"
             )
-        records = _partition_records(kafka_to_uuid(topic.topic_id), assignment, brokers)
-        return Planned(records=records, summary=f"topic {name}: {current} → {wanted} partitions")
-    existing = topic.partitions.get(0) or next(iter(topic.partitions.values()), None)
-    rf = len(existing.replicas) if existing is not None else 1
-    ordered = sorted(brokers)
-    first = existing.replicas[0] if existing is not None and existing.replicas else ordered[0]
-    start = max(0, next((i for i, b in enumerate(ordered) if b >= first), 0))
-    assignment = assign_replicas(wanted - current, rf, brokers, start_index=start, start_partition=current)
-    records = _partition_records(kafka_to_uuid(topic.topic_id), assignment)
+    else:
+        existing = topic.partitions.get(0) or next(iter(topic.partitions.values()), None)
+        rf = len(existing.replicas) if existing is not None else 1
+        placed = _placed(wanted - current, rf, brokers, placing)  # Kafka's own message, unprefixed
+        assignment = {current + i: replicas for i, replicas in placed.items()}
+    records = _partition_records(kafka_to_uuid(topic.topic_id), assignment, brokers)
     return Planned(records=records, summary=f"topic {name}: {current} → {wanted} partitions")
 
 
@@ -268,12 +342,13 @@ def _acl_of(spec: AclSpec) -> Acl:
     return acl_of(**spec.model_dump())
 
 
-def _plan_add_acl(change: AdminChange, image: ClusterImage) -> Planned:
+def _plan_add_acl(change: AdminChange, image: ClusterImage, pending: Pending) -> Planned:
     if change.acl is None:
         raise BadInputError("add-acl needs an ACL")
     acl = _acl_of(change.acl)
-    if any(a.key() == acl.key() for a in image.acls):
+    if acl.key() in pending.acls_added or any(a.key() == acl.key() for a in image.acls):
         return Planned(records=[], summary="the ACL already exists; nothing to do", noop=True)
+    pending.acls_added.add(acl.key())
     rec = record(
         "AccessControlEntryRecord",
         0,
@@ -289,24 +364,29 @@ def _plan_add_acl(change: AdminChange, image: ClusterImage) -> Planned:
     return Planned(records=[rec], summary=f"added ACL {change.describe().removeprefix('add-acl ')}")
 
 
-def _plan_remove_acl(change: AdminChange, image: ClusterImage) -> Planned:
+def _plan_remove_acl(change: AdminChange, image: ClusterImage, pending: Pending) -> Planned:
     if change.acl is None:
         raise BadInputError("remove-acl needs an ACL")
     acl = _acl_of(change.acl)
-    matches = [a for a in image.acls if a.key() == acl.key() and a.acl_id]
+    matches = [
+        a for a in image.acls if a.key() == acl.key() and a.acl_id and a.acl_id not in pending.acls_removed
+    ]
     if not matches:
         return Planned(records=[], summary="no such ACL; nothing to remove", noop=True)
+    pending.acls_removed.update(a.acl_id or "" for a in matches)
     recs = [record("RemoveAccessControlEntryRecord", 0, Id=kafka_to_uuid(a.acl_id or "")) for a in matches]
     return Planned(records=recs, summary=f"removed {len(recs)} ACL binding(s)")
 
 
 def _plan_quota(change: AdminChange, image: ClusterImage) -> Planned:
+    """set-quota sets `quota_values` and removes `quota_remove` (one AlterClientQuotas entry, whole or
+    not at all); remove-quota removes."""
     ent = quota_entity(change.quota_entity)
     kinds = set(change.quota_entity)
+    recs = []
     if change.kind == "set-quota":
-        if not change.quota_values:
+        if not change.quota_values and not change.quota_remove:
             raise BadInputError("set-quota needs at least one KEY=VALUE")
-        recs = []
         for key, value in change.quota_values.items():
             spec = QUOTA_KEYS.get(key)
             if spec is None:
@@ -319,21 +399,20 @@ def _plan_quota(change: AdminChange, image: ClusterImage) -> Planned:
             if kind in ("long", "int") and value != int(value):
                 raise BadInputError(f"quota {key}={value} must be a whole number")
             recs.append(record("ClientQuotaRecord", 0, Entity=ent, Key=key, Value=float(value), Remove=False))
-        return Planned(
-            records=recs, summary=f"set {len(recs)} quota value(s) on {change.describe().split(' ', 1)[1]}"
-        )
-    if not change.quota_remove:
+    elif not change.quota_remove:
         raise BadInputError("remove-quota needs at least one KEY")
     for key in change.quota_remove:
         if key not in QUOTA_KEYS:
             raise BadInputError(f"unknown quota key {key!r} (known: {', '.join(QUOTA_KEYS)})")
-    recs = [
+    removed = [
         record("ClientQuotaRecord", 0, Entity=ent, Key=key, Value=0.0, Remove=True)
         for key in change.quota_remove
     ]
-    return Planned(
-        records=recs, summary=f"removed {len(recs)} quota value(s) from {change.describe().split(' ', 1)[1]}"
-    )
+    who = change.describe().split(" ", 1)[1]
+    if change.kind == "set-quota":
+        extra = f", removed {len(removed)}" if removed else ""
+        return Planned(records=recs + removed, summary=f"set {len(recs)} quota value(s){extra} on {who}")
+    return Planned(records=removed, summary=f"removed {len(removed)} quota value(s) from {who}")
 
 
 def _plan_scram(change: AdminChange, image: ClusterImage) -> Planned:
@@ -372,13 +451,25 @@ def _plan_scram(change: AdminChange, image: ClusterImage) -> Planned:
     return Planned(records=[rec], summary=f"{verb} the {spec.mechanism} credential of {spec.user}")
 
 
-def plan_change(change: AdminChange, image: ClusterImage, brokers: Mapping[int, str | None]) -> Planned:
-    """Validate `change` against the current image and live brokers (id → rack); its records."""
+def plan_change(
+    change: AdminChange,
+    image: ClusterImage,
+    brokers: Mapping[int, str | None],
+    placing: Placing | None = None,
+    pending: Pending | None = None,
+) -> Planned:
+    """Validate `change` against the current image, the live brokers (id → rack) and what the
+    request's earlier changes do (`pending`, updated here); its records."""
+    placing = placing or Placing()
+    pending = pending if pending is not None else Pending()
     k = change.kind
     if k == "create-topic":
-        return _plan_create_topic(change, image, brokers)
+        return _plan_create_topic(change, image, brokers, placing, pending)
     if k == "delete-topic":
         name = _topic(image, change.topic)
+        if name in pending.topics_removed:  # named and given by id in one request: deleted once (Kafka)
+            return Planned(records=[], summary=f"deleted topic {name}", noop=True)
+        pending.topics_removed.add(name)
         tid = image.topics[name].topic_id
         assert tid is not None
         return Planned(
@@ -386,7 +477,7 @@ def plan_change(change: AdminChange, image: ClusterImage, brokers: Mapping[int, 
             summary=f"deleted topic {name}",
         )
     if k == "add-partitions":
-        return _plan_add_partitions(change, image, brokers)
+        return _plan_add_partitions(change, image, brokers, placing)
     if k == "alter-topic-config":
         name = _topic(image, change.topic)
         if not change.configs and not change.delete_configs:
@@ -416,9 +507,9 @@ def plan_change(change: AdminChange, image: ClusterImage, brokers: Mapping[int, 
             records=recs, summary=f"{who}: {len(change.configs)} set, {len(change.delete_configs)} deleted"
         )
     if k == "add-acl":
-        return _plan_add_acl(change, image)
+        return _plan_add_acl(change, image, pending)
     if k == "remove-acl":
-        return _plan_remove_acl(change, image)
+        return _plan_remove_acl(change, image, pending)
     if k in ("set-quota", "remove-quota"):
         return _plan_quota(change, image)
     return _plan_scram(change, image)

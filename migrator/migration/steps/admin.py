@@ -6,14 +6,17 @@ running follower announced in its log directory) each change is sent as the matc
 (`controller.admin_client`). With nothing listening and the log's writer lock free, the run takes
 the log itself: it claims ZooKeeper once and reconciles once (every new writer first repairs drift,
 as Kafka's does), then appends and syncs each change before the next, so a stopped controller is
-still recoverable. A held lock with an unreachable listener is refused (exit 3), never raced.
+still recoverable. A held lock with an unreachable listener is refused (exit 3), never raced; a held
+lock whose holder has not announced its listeners yet (a follower's first sync) is waited for first.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from migrator import stop
 from migrator.controller.admin_client import AdminClient, Answer
 from migrator.controller.admin_endpoint import Endpoint, resolve_endpoint
 from migrator.controller.client import ControllerUnreachable
@@ -64,12 +67,15 @@ def admin_many(
             on_result(result)
 
     changes = list(changes)
-    announced = read_follower(opts.log_dir) if opts.log_dir else None
-    endpoint = resolve_endpoint(
-        bootstrap, security, default_properties(), announced.listeners if announced else ()
-    )
-    unreachable: ControllerUnreachable | None = None
-    if endpoint is not None:
+
+    def over_protocol() -> tuple[Endpoint | None, ControllerUnreachable | None, bool]:
+        """(the listener, why it could not be reached, whether the changes went over it)."""
+        announced = read_follower(opts.log_dir) if opts.log_dir else None
+        endpoint = resolve_endpoint(
+            bootstrap, security, default_properties(), announced.listeners if announced else ()
+        )
+        if endpoint is None:
+            return None, None, False
         try:
             client = AdminClient(endpoint, timeout)
         except ControllerUnreachable as e:
@@ -78,41 +84,66 @@ def admin_many(
                     f"the controller's listener at {endpoint.describe()} ({endpoint.origin}) cannot be "
                     f"reached: {str(e).split(': ', 1)[-1]}; nothing was applied"
                 ) from None
-            unreachable = e
-        else:
-            with client:
-                for change in changes:
-                    done(protocol_result(change, client.send(change), endpoint))
-            return results
-    with connected(opts) as zk:
-        run = Run.start(zk, opts)
-        log_binding.guard(run.client, run.facts, opts.log_dir)
-        if run.state is not S.DUAL_WRITE_METADATA:
-            raise refused_admin(run.facts, opts)
-        require_own_log(run.facts)
-        if writer_lock_held(Path(opts.log_dir)):
-            raise held_but_unreachable(opts.log_dir, endpoint, unreachable)
-        node_id = run.node_id
-        log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, node_id)
-        try:
-            facts = run.regather()
-            if facts.derived.state is not S.DUAL_WRITE_METADATA:
-                raise refused_state(public(facts.derived.state))
-            taken, migration = claim(zk, log, facts, node_id, covered(facts, log))
-            s = syncer(run.client, log, taken, migration, facts)
-            s.reconcile(run.replay())  # every new writer first repairs drift, as Kafka's does
-            ctl = Controller(zk, log, s, taken.kraft_epoch, facts)
-            why = (
-                "no controller is running"
-                if endpoint is None
-                else f"nothing listens at {endpoint.describe()}"
-            )
-            via = f"direct: {why}, so this command took the log lock, appended and synced"
+            return endpoint, e, False
+        with client:
             for change in changes:
-                done(admin_result(change, ctl.apply(change, "admin.appended"), via))
-        finally:
-            log.close()
-    return results
+                done(protocol_result(change, client.send(change), endpoint))
+        return endpoint, None, True
+
+    waited = False
+    while True:
+        endpoint, unreachable, sent = over_protocol()
+        if sent:
+            return results
+        with connected(opts) as zk:
+            run = Run.start(zk, opts)
+            log_binding.guard(run.client, run.facts, opts.log_dir)
+            if run.state is not S.DUAL_WRITE_METADATA:
+                raise refused_admin(run.facts, opts)
+            require_own_log(run.facts)
+            if writer_lock_held(Path(opts.log_dir)):
+                if endpoint is None and not waited and await_announcement(opts.log_dir):
+                    waited = True
+                    continue  # it announced its listeners (or let the log go) meanwhile: again
+                raise held_but_unreachable(opts.log_dir, endpoint, unreachable)
+            node_id = run.node_id
+            log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, node_id)
+            try:
+                facts = run.regather()
+                if facts.derived.state is not S.DUAL_WRITE_METADATA:
+                    raise refused_state(public(facts.derived.state))
+                taken, migration = claim(zk, log, facts, node_id, covered(facts, log))
+                s = syncer(run.client, log, taken, migration, facts)
+                s.reconcile(run.replay())  # every new writer first repairs drift, as Kafka's does
+                ctl = Controller(zk, log, s, taken.kraft_epoch, facts)
+                why = (
+                    "no controller is running"
+                    if endpoint is None
+                    else f"nothing listens at {endpoint.describe()}"
+                )
+                via = f"direct: {why}, so this command took the log lock, appended and synced"
+                for change in changes:
+                    done(admin_result(change, ctl.apply(change, "admin.appended"), via))
+            finally:
+                log.close()
+            return results
+
+
+#: How long `admin` waits for the running controller to announce its listeners: `migrate --follow`
+#: announces them after its first sync, seconds after DualWriteMetadata (more at hundreds of
+#: thousands of partitions); an admin command in that window must not fail for it.
+ANNOUNCEMENT_WAIT_S = 30.0
+
+
+def await_announcement(log_dir: str, timeout_s: float = ANNOUNCEMENT_WAIT_S) -> bool:
+    """Whether the holder of the log's writer lock announced its listeners (or let the lock go)
+    within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while read_follower(log_dir) is None and writer_lock_held(Path(log_dir)):
+        if time.monotonic() >= deadline:
+            return False
+        stop.wait(0.1, "waiting for the controller to announce its listeners")
+    return True
 
 
 def held_but_unreachable(

@@ -11,15 +11,25 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 
+from migrator.controller.listener_config import default_properties
 from migrator.controller.service import ControllerService
-from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError
+from migrator.errors import BadInputError, FencedError, UnreachableError
 from migrator.kraft.image import ImageBuilder
-from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
-from migrator.kraft.records import MetadataRecord, record
+from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog, SplitBatchError
+from migrator.kraft.records import record
 from migrator.migration import health
-from migrator.migration.admin import BIG_CHANGE_RECORDS, AdminChange, AdminReply, plan_change
+from migrator.migration.admin import (
+    AdminChange,
+    AdminReply,
+    Pending,
+    Placing,
+    Planned,
+    TopicDefaults,
+    plan_change,
+)
 from migrator.migration.admin import follower as follower_file
 from migrator.migration.facts import Facts, gather_zk
 from migrator.migration.faults import crash_point
@@ -58,65 +68,131 @@ class Controller:
         # With a protocol service running, its image is the one image: admin changes replay into it.
         self.builder = service.builder if service is not None else ImageBuilder(facts.log.replay)
         self.service = service
+        # CreateTopics' -1 defaults, from the controller's properties (`--config`), as Kafka's
+        self.topic_defaults = TopicDefaults.from_properties(default_properties())
+        self.last_batch_end: int | None = None  # the last offset of apply_many's batch, if it appended
 
     @property
     def image(self) -> ClusterImage:
         return self.builder.image
 
+    def brokers(self, changes: Sequence[AdminChange]) -> tuple[dict[int, str | None], dict[int, str | None]]:
+        """(live, fenced) brokers with their racks, for placement and the broker checks: live
+        replicas and leaders go to the first, the registered fenced ones only when needed (Kafka's
+        usable brokers: none in controlled shutdown)."""
+        kinds = {c.kind for c in changes}
+        if not kinds & {"create-topic", "add-partitions", "alter-broker-config"}:
+            return {}, {}
+        if self.service is None or "alter-broker-config" in kinds:
+            return self.zk.live_brokers(gather_zk(self.zk.zk).registered_brokers), {}
+        # The live ZooKeeper brokers (ids refreshed by the follow loop; a registered one as its
+        # registration says, fenced or not) and unfenced KRaft brokers, racks from their
+        # registrations: no ZooKeeper read per broker per topic (issue 13's bench).
+        regs = self.image.brokers
+        live: dict[int, str | None] = {}
+        fenced: dict[int, str | None] = {}
+        for i in self.service.core.zk_broker_ids:
+            b = regs.get(i)
+            if b is None:
+                live[i] = None
+            elif not b.in_controlled_shutdown:
+                (fenced if b.fenced else live)[i] = b.rack
+        for b in regs.values():
+            if not b.in_controlled_shutdown and not b.is_migrating_zk_broker:
+                (fenced if b.fenced else live)[b.id] = b.rack
+        return live, fenced
+
+    def apply_many(
+        self,
+        changes: Sequence[AdminChange],
+        after_append: str,
+        validate_only: bool = False,
+        sync: bool = True,
+    ) -> list[AdminReply | BadInputError]:
+        """Validate every change of one request, then append the records of the valid ones as one
+        batch (Kafka's ControllerResult.atomic: one request, one batch; when one batch cannot hold it, a
+        metadata transaction) and sync: the one way admin changes enter the migration (the protocol's,
+        `controller.admin_api`, and `zk2kraft admin`'s direct path). Each change gets its reply or its
+        refusal. `validate_only`: validate and stop there. `sync` False: the caller carries the batch
+        to ZooKeeper after releasing the service (`ControllerService.carry`)."""
+        live, fenced = self.brokers(changes)
+        placing = Placing(fenced=fenced, defaults=self.topic_defaults)
+        pending = Pending()
+        outcomes: list[Planned | BadInputError] = []
+        for change in changes:
+            try:
+                planned = plan_change(change, self.image, live, placing, pending)
+                # Before anything is appended: a write ZooKeeper can never take would stall the lag.
+                if planned.records:
+                    refuse_oversized_change(
+                        self.syncer.writer,
+                        self.image,
+                        planned.records,
+                        self.syncer.inner.state_epoch,
+                        self.builder.topic_names,
+                    )
+            except BadInputError as e:
+                outcomes.append(e)
+            else:
+                outcomes.append(planned)
+        records = [r for o in outcomes if isinstance(o, Planned) for r in o.records]
+        first = None
+        self.last_batch_end = None
+        if records and not validate_only:
+            batch = records
+            try:
+                first, self.last_batch_end = self.log.append(
+                    batch, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS, single_batch=True
+                )
+            except SplitBatchError:
+                # more than one batch holds: a metadata transaction keeps the request atomic (KIP-868)
+                kinds = sorted({c.kind for c in changes})
+                batch = [
+                    record("BeginTransactionRecord", 0, Name=f"zk2kraft {' '.join(kinds)}"),
+                    *records,
+                    record("EndTransactionRecord", 0),
+                ]
+                first, self.last_batch_end = self.log.append(
+                    batch, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS
+                )
+            for i, rec in enumerate(batch):
+                self.builder.replay(first + i, rec)
+            self.builder.finish()
+            crash_point(after_append)
+            if sync:
+                self.syncer.sync()
+                crash_point("admin.synced")
+            first += 1 if len(batch) > len(records) else 0  # past the BeginTransactionRecord
+        covered = self.syncer.writer.migration.kraft_metadata_offset
+        replies: list[AdminReply | BadInputError] = []
+        at = first
+        for o in outcomes:
+            if isinstance(o, BadInputError):
+                replies.append(o)
+                continue
+            reply = AdminReply(
+                ok=True,
+                message=o.summary,
+                topic_id=o.topic_id,
+                follower_pid=os.getpid(),
+                partitions=o.partitions,
+                replication_factor=o.replication_factor,
+            )
+            if at is not None and o.records:
+                reply.first_offset, reply.last_offset = at, at + len(o.records) - 1
+                reply.records, reply.migration_offset = len(o.records), covered
+                at += len(o.records)
+            replies.append(reply)
+        return replies
+
     def apply(
         self, change: AdminChange, after_append: str, validate_only: bool = False, sync: bool = True
     ) -> AdminReply:
-        """Validate, append, sync: the one way an admin change enters the migration (the protocol's,
-        `controller.admin_api`, and `zk2kraft admin`'s direct path). `validate_only`: validate and stop
-        there. `sync` False: the caller carries it to ZooKeeper after releasing the service
-        (`ControllerService.carry`)."""
-        needs_brokers = change.kind in ("create-topic", "add-partitions", "alter-broker-config")
-        if self.service is not None and change.kind != "alter-broker-config":
-            # The live ZooKeeper brokers (ids refreshed by the follow loop) and unfenced KRaft brokers,
-            # racks from their registrations: no ZooKeeper read per broker per topic (issue 13's bench).
-            zk_ids = self.service.core.zk_broker_ids
-            regs = self.image.brokers
-            brokers = {i: regs[i].rack if i in regs else None for i in zk_ids}
-            brokers.update(
-                {b.id: b.rack for b in regs.values() if not b.fenced and not b.is_migrating_zk_broker}
-            )
-        else:
-            brokers = self.zk.live_brokers(gather_zk(self.zk.zk).registered_brokers) if needs_brokers else {}
-        planned = plan_change(change, self.image, brokers)
-        if planned.noop:
-            return AdminReply(ok=True, message=planned.summary, follower_pid=os.getpid())
-        records: list[MetadataRecord] = planned.records
-        if len(records) > BIG_CHANGE_RECORDS:
-            records = [
-                record("BeginTransactionRecord", 0, Name=f"zk2kraft {change.kind}"),
-                *records,
-                record("EndTransactionRecord", 0),
-            ]
-        # Before anything is appended: a write ZooKeeper can never take would stall the lag for good.
-        refuse_oversized_change(
-            self.syncer.writer, self.image, records, self.syncer.inner.state_epoch, self.builder.topic_names
-        )
-        if validate_only:
-            return AdminReply(ok=True, message=planned.summary, follower_pid=os.getpid())
-        first, last = self.log.append(records, self.epoch, max_batch_records=DEFAULT_MAX_BATCH_RECORDS)
-        for i, rec in enumerate(records):
-            self.builder.replay(first + i, rec)
-        self.builder.finish()
-        crash_point(after_append)
-        if sync:
-            self.syncer.sync()
-            crash_point("admin.synced")
-        covered = self.syncer.writer.migration.kraft_metadata_offset
-        return AdminReply(
-            ok=True,
-            message=planned.summary,
-            first_offset=first,
-            last_offset=last,
-            records=len(records),
-            migration_offset=covered,
-            topic_id=planned.topic_id,
-            follower_pid=os.getpid(),
-        )
+        """One change alone (`zk2kraft admin`'s direct path): its reply, or its refusal raised."""
+        (outcome,) = self.apply_many([change], after_append, validate_only, sync)
+        if isinstance(outcome, BadInputError):
+            raise outcome
+        return outcome
 
 
 def follow(run: Run) -> None:
@@ -140,29 +216,28 @@ def follow(run: Run) -> None:
         opts.metrics.track_lag(syncer.lag)  # read at each scrape, so a sync stuck on ZooKeeper shows
     if service is not None:
 
-        def admin(change: AdminChange, validate_only: bool) -> AdminReply:
-            try:
-                with exclusive():
-                    reply = ctl.apply(change, "follow.appended", validate_only, sync=False)
-                    result.changes_applied += 0 if reply.records == 0 else 1
-            except (BadInputError, FindingsError) as e:
-                if not validate_only:
-                    opts.note(
-                        health.admin_line(
-                            change.describe(), AdminReply(ok=False, exit_code=e.exit_code, message=str(e))
-                        )
-                    )
-                raise
-            if reply.last_offset is not None:
+        def admin(changes: Sequence[AdminChange], validate_only: bool) -> list[AdminReply | BadInputError]:
+            """One request's changes: validated, appended as one batch, answered once in ZooKeeper."""
+            with exclusive():
+                outcomes = ctl.apply_many(changes, "follow.appended", validate_only, sync=False)
+                end = ctl.last_batch_end
+            applied = [o for o in outcomes if isinstance(o, AdminReply) and o.records]
+            result.changes_applied += len(applied)
+            if end is not None and not validate_only:
                 # Answered once in ZooKeeper too, written without the service's locks: brokers'
                 # requests go on meanwhile, and a ZooKeeper outage holds up only this reply.
-                last = reply.last_offset
-                service.carry(lambda: syncer.writer.migration.kraft_metadata_offset >= last)
+                service.carry(lambda: syncer.writer.migration.kraft_metadata_offset >= end)
                 crash_point("admin.synced")
-                reply.migration_offset = syncer.writer.migration.kraft_metadata_offset
+                for reply in applied:
+                    reply.migration_offset = syncer.writer.migration.kraft_metadata_offset
             if not validate_only:
-                opts.note(health.admin_line(change.describe(), reply))
-            return reply
+                for change, o in zip(changes, outcomes, strict=True):
+                    if isinstance(o, BadInputError):
+                        o_reply = AdminReply(ok=False, exit_code=o.exit_code, message=str(o))
+                        opts.note(health.admin_line(change.describe(), o_reply))
+                    else:
+                        opts.note(health.admin_line(change.describe(), o))
+            return outcomes
 
         service.admin = admin  # the protocol's admin APIs, until this loop ends
     # once the admin APIs are served: `zk2kraft admin` finds the listener here

@@ -56,9 +56,13 @@ class Listener:
     """The controller service and its protocol server, as the driver runs them."""
 
     def __init__(self, service: ControllerService, listen: str) -> None:
+        from migrator.controller.inter_broker import inter_broker_config
+        from migrator.controller.listener_config import default_properties
         from migrator.controller.listener_runtime import start_server
 
         self.service = service
+        # How ZK-mode brokers are reached once active; a bad setting fails here, before serving.
+        self.inter_broker = inter_broker_config(default_properties())
         self.server = start_server(service, listen)
         self.address: tuple[str, int] = self.server.address
         self.propagator: ZkPropagator | None = None
@@ -78,6 +82,8 @@ class Listener:
                 svc,
                 svc.core.config.node_id,
                 zk_controller_epoch,
+                inter_broker=self.inter_broker,
+                request_timeout=self.inter_broker.request_timeout_s,
                 say=svc.say,
                 status_dir=opts.log_dir,
                 metadata_version=svc.core.config.metadata_version,
