@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["without_gc"]
+__all__ = ["with_gc", "without_gc"]
 
 _lock = threading.Lock()
 _depth = 0
@@ -37,3 +37,21 @@ def without_gc() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and _resume:
                 gc.enable()
+
+
+@contextmanager
+def with_gc() -> Iterator[None]:
+    """The collector running again inside a pause, for a stretch that can last (a wait on other
+    processes: registering brokers, minutes or hours): what it allocates meanwhile (requests, exceptions
+    with their tracebacks' cycles) is collected. The first collection moves the paused build's objects to
+    the old generation once; the pause goes on after the stretch."""
+    with _lock:
+        resumed = _depth > 0 and _resume and not gc.isenabled()
+        if resumed:
+            gc.enable()
+    try:
+        yield
+    finally:
+        with _lock:
+            if resumed and _depth > 0:
+                gc.disable()

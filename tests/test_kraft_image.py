@@ -657,6 +657,48 @@ def test_open_transaction_at_end_is_reported_not_applied():
     assert result.last_offset == 0
 
 
+def test_the_bet_that_transactions_commit_gives_the_buffered_result_or_refuses(tmp_path):
+    """ImageBuilder(committed=True) applies a transaction's records as they come: a committed one
+    ends exactly as the buffered replay; an aborted or open one, or one whose record does not
+    apply, raises Uncommitted, and MetadataLog.load_image then replays buffered."""
+    from migrator.kraft.image import Uncommitted
+    from migrator.kraft.log import MetadataLog
+
+    committed = [
+        record("ZkMigrationStateRecord", 0, ZkMigrationState=2),
+        record("BeginTransactionRecord", 0, Name="ZK Migration"),
+        *base_records(),
+        record("ZkMigrationStateRecord", 0, ZkMigrationState=1),
+        record("EndTransactionRecord", 0),
+    ]
+    bet = ImageBuilder(committed=True)
+    for i, r in enumerate(committed):
+        bet.replay(i, r)
+    assert bet.finish().model_dump() == replay(enumerate(committed)).model_dump()
+    aborted = [*committed[:-1], record("AbortTransactionRecord", 0, Reason="failover")]
+    unknown_topic = record("PartitionRecord", 0, PartitionId=0, TopicId=uuid.UUID(int=77), Replicas=[1],
+                           Isr=[1], Leader=1, LeaderEpoch=0, PartitionEpoch=0)  # fmt: skip
+    bad_then_aborted = [*committed[:2], unknown_topic, record("AbortTransactionRecord", 0, Reason="x")]
+    for recs, end in [(aborted, True), (committed[:-1], False), (bad_then_aborted, True)]:
+        bet = ImageBuilder(committed=True)
+        with pytest.raises(Uncommitted):
+            for i, r in enumerate(recs):
+                bet.replay(i, r)
+            bet.finish()
+        assert end or recs == committed[:-1]
+        with MetadataLog.open(
+            tmp_path / str(len(recs)) / str(end), writable=True, cluster_id="c", node_id=1
+        ) as log:
+            log.append(recs, 1)
+            loaded = log.load_image().result
+        buffered = replay(enumerate(recs))
+        buffered.image.cluster_id = "c"  # the log's own, set by load_image
+        # (offsets apart: the log's first batch is its LeaderChangeMessage)
+        for field in ("image", "open_transaction", "aborted_transactions", "committed_transactions"):
+            assert getattr(loaded, field) == getattr(buffered, field) or field == "open_transaction"
+        assert (loaded.open_transaction is None) == (buffered.open_transaction is None)
+
+
 def test_transaction_marker_misuse_names_offset():
     with pytest.raises(BadInputError, match="offset 1: BeginTransactionRecord while"):
         replay(enumerate([record("BeginTransactionRecord", 0), record("BeginTransactionRecord", 0)]))

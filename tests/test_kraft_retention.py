@@ -236,3 +236,36 @@ def test_config_file_sets_the_cadence_of_a_migration(zk: KazooClient, zk_connect
     bad.write_text("metadata.max.retention.ms=soon\n")
     r = run_cli(["--config", str(bad), "status", "-z", zk_connect, "-l", str(log_dir)])
     assert r.returncode == 2 and "--config: metadata.max.retention.ms='soon': not an integer" in r.stderr
+
+
+@pytest.mark.parametrize("due_at_commit", [True, False])
+def test_the_image_kept_after_a_snapshot_is_what_a_reader_of_the_directory_loads(
+    tmp_path, due_at_commit
+) -> None:
+    """snapshot_now keeps the image it snapshotted (MetadataLog.snapshot_written) instead of replaying
+    the new snapshot: what it keeps must be, field for field, what a fresh load of the directory gives."""
+    from migrator.migration import copy
+    from migrator.zk.layout import LayoutResult
+    from zk_fixtures.generator import ClusterSpec, generate
+
+    generated = generate(ClusterSpec(topics=12, partitions=5, legacy_topics=0, acls=10, tokens=2))
+    threshold = 1 if due_at_commit else 1 << 30  # the copy's commit makes a snapshot due, or not
+    config = RetentionConfig(max_bytes_between_snapshots=threshold, snapshot_interval_ms=0, **NO_RETENTION)
+    with new_log(tmp_path / "meta", config) as log:
+        reloads = []
+        full_load = log._load_image
+        log._load_image = lambda: reloads.append(1) or full_load()  # type: ignore[method-assign]
+        copy.append_bootstrap(log, 1)
+        copy.copy_zk_data(log, 1, LayoutResult(generated.image, generated.control), take=True)
+        if not due_at_commit:
+            log.append(configs(1), 1)
+            log.load_image()  # the image continued to the end, then snapshotted
+            assert snapshot_now(log) == log.end_offset
+        reloads.clear()
+        kept = log.load_image()
+        assert kept.snapshot_end_offset == log.end_offset and not reloads  # kept, not replayed again
+    with MetadataLog.open(tmp_path / "meta") as reread:
+        fresh = reread.load_image()
+    assert fresh.snapshot_end_offset == kept.snapshot_end_offset and fresh.snapshot == kept.snapshot
+    assert kept.result.model_dump() == fresh.result.model_dump()
+    assert kept == fresh

@@ -55,6 +55,7 @@ __all__ = [
     "records_from_image",
     "replay",
     "snapshot_records",
+    "Uncommitted",
 ]
 
 # Kafka's code tables (reference §4), code -> Java enum name.
@@ -353,11 +354,23 @@ class ImageChanges:
     brokers: set[int] = field(default_factory=set)  # registered, unregistered, fenced, changed
 
 
+class Uncommitted(Exception):
+    """An optimistic replay (`ImageBuilder(committed=True)`) met a transaction that does not commit
+    (aborted, open at the end, or a record inside it that does not apply): replay again, buffered."""
+
+
 class ImageBuilder:
     """Replays (offset, record) pairs into a ClusterImage with KIP-868 transaction semantics."""
 
-    def __init__(self, start: ReplayResult | ClusterImage | None = None, *, copy: bool = True) -> None:
-        """`copy=False` takes a ReplayResult over instead of copying it: its giver must not use it again."""
+    def __init__(
+        self, start: ReplayResult | ClusterImage | None = None, *, copy: bool = True, committed: bool = False
+    ) -> None:
+        """`copy=False` takes a ReplayResult over instead of copying it: its giver must not use it again.
+
+        `committed`: apply a transaction's records as they come instead of holding them until its
+        EndTransactionRecord, betting that it commits; anything else raises `Uncommitted` (the
+        caller replays again without the bet). Holding the copy's records was a whole cluster's
+        records at once (~1 GB at 1M partitions) beside the image they build."""
         if isinstance(start, ReplayResult):
             if start.open_transaction is not None:
                 raise ValueError("cannot continue a replay from a result with an open transaction")
@@ -378,6 +391,7 @@ class ImageBuilder:
         self._last_offset = self.result.last_offset
         self._txn: tuple[int, str | None] | None = None
         self._pending: list[tuple[int, MetadataRecord | OpaqueRecord]] = []
+        self._committed = committed
         #: None until a reader asks for changes (`track_changes`): nothing is recorded for nobody
         self._changes: ImageChanges | None = None
 
@@ -409,7 +423,13 @@ class ImageBuilder:
             self._transaction_marker(offset, rec)
             return
         if self._txn is not None:
-            self._pending.append((offset, rec))
+            if not self._committed:
+                self._pending.append((offset, rec))
+                return
+            try:
+                self._apply(offset, rec)  # the bet: `_last_offset` moves at the commit, as buffered
+            except Exception as e:  # an aborted transaction's bad record must not fail the replay
+                raise Uncommitted(f"offset {offset}: {e}") from e
             return
         self._apply(offset, rec)
         self._last_offset = offset
@@ -423,6 +443,8 @@ class ImageBuilder:
         """The result so far; an open transaction is reported, its records stay unapplied."""
         self.result.last_offset = self._last_offset
         if self._txn is not None:
+            if self._committed:
+                raise Uncommitted(f"transaction {self._txn[1]!r} begun at offset {self._txn[0]} is open")
             self.result.open_transaction = OpenTransaction(
                 name=self._txn[1], begin_offset=self._txn[0], pending_records=len(self._pending)
             )
@@ -447,6 +469,8 @@ class ImageBuilder:
             for o, r in pending:
                 self._apply(o, r)
             self.result.committed_transactions += 1
+        elif self._committed:
+            raise Uncommitted(f"offset {offset}: transaction aborted")
         else:
             self.result.aborted_transactions += 1
         self._last_offset = offset

@@ -19,17 +19,19 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.kraft.batch import decode_batch_records
+from migrator.kraft.image import snapshot_records
+from migrator.kraft.records import MetadataRecord
 from migrator.kraft.snapshot import list_snapshots, read_snapshot_timestamp, write_snapshot
 
 if TYPE_CHECKING:
     from migrator.kraft.log import MetadataLog
-    from migrator.kraft.records import MetadataRecord, OpaqueRecord
+    from migrator.kraft.records import OpaqueRecord
 
 __all__ = [
     "PROPERTY_KEYS",
@@ -114,8 +116,20 @@ def snapshot_now(log: MetadataLog) -> int | None:
     loaded = log.load_image()
     if loaded.result.open_transaction is not None:
         return None
-    write_snapshot(log, loaded.result, end_offset=end)
+    counts: dict[str, int] = {}
+    path = write_snapshot(log, _counted(snapshot_records(loaded.result), counts), end_offset=end)
+    log.snapshot_written(loaded, path, counts)
     return end
+
+
+def _counted(
+    records: Iterable[MetadataRecord | OpaqueRecord], counts: dict[str, int]
+) -> Iterator[MetadataRecord | OpaqueRecord]:
+    """`records`, counting them by name as they go (what a replay of the snapshot counts)."""
+    for rec in records:
+        name = rec.name if isinstance(rec, MetadataRecord) else "UnknownRecord"
+        counts[name] = counts.get(name, 0) + 1
+        yield rec
 
 
 def clean(log: MetadataLog, config: RetentionConfig, now_ms: int | None = None) -> bool:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from kazoo.client import KazooClient
 
 from migrator import stop as stopping
+from migrator.bulk import without_gc
 from migrator.controller import core as ctl_core
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
@@ -184,7 +185,11 @@ def migrate(
         if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and not brokers_from_zk and listen is None:
             raise BadInputError(BROKERS_FLAG_MESSAGE)
         try:
-            with run.held:  # what a step holds for the steps after it (the brokers' wait during the copy)
+            # `run.held`: what a step holds for the steps after it (the brokers' wait during the copy).
+            # The collector is paused from the pre-flight to the goal: the steps keep whole-cluster
+            # trees and images alive (millions of objects, no cycles) that every collection between
+            # the bulk builds rescanned (7 s of a 78 s `migrate` at 1M partitions; migrator.bulk).
+            with run.held, without_gc():
                 while not at_goal(run):
                     event = STEPS[run.state](run)
                     if event is not None:

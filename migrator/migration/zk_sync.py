@@ -40,7 +40,9 @@ from migrator.migration.log_tail import LogTail
 from migrator.migration.zk_diff import (
     Repair,
     ZkCache,
+    ZkPicture,
     deletable,
+    is_state_path,
     notification_for,
     owned,
     plan,
@@ -483,7 +485,7 @@ class ZkSyncer:
     def reconcile(
         self,
         image: ReplayResult | None = None,
-        tree: ZkTree | None = None,
+        tree: ZkTree | ZkPicture | None = None,
         *,
         take: bool = False,
         loaded: bool = False,
@@ -501,7 +503,11 @@ class ZkSyncer:
             return self._reconcile(image, tree, take, loaded)
 
     def _reconcile(
-        self, image: ReplayResult | None, tree: ZkTree | None, take: bool = False, loaded: bool = False
+        self,
+        image: ReplayResult | None,
+        tree: ZkTree | ZkPicture | None,
+        take: bool = False,
+        loaded: bool = False,
     ) -> list[Repair]:
         with self._lock:
             started = time.perf_counter()
@@ -523,18 +529,20 @@ class ZkSyncer:
                         "records"
                     )
                 if tree is None:
-                    tree = read_tree(self.client)
-                actual = {p: n.data for p, n in tree.nodes.items() if owned(p) or structural(p)}
-                versions = {p: n.version for p, n in tree.nodes.items() if _is_state_path(p)}
-                if take:  # the caller gave the tree away too: its znodes go before the image's are built
-                    tree.nodes.clear()
-                    tree.children.clear()
-                cache = ZkCache.of(actual)
-                want: dict[str, bytes | None] = {
-                    p: d
-                    for p, d in layout.znodes_from_image(self._builder.image, self.control).items()
-                    if owned(p) or structural(p)
-                }
+                    tree, take = read_tree(self.client), True  # its own read: nobody else holds it
+                # `take`: the caller gave the tree away too; its znodes go before the image's are built
+                if isinstance(tree, ZkPicture):
+                    picture, ours = tree, take
+                else:
+                    picture, ours = ZkPicture.of(tree, take=take), True
+                del tree
+                actual, versions = picture.actual, picture.versions
+                if not ours:  # the caller's picture stays as it was
+                    actual, versions = dict(actual), dict(versions)
+                cache = ZkCache.adopt(actual)  # the picture's dict itself, not a copy of it
+                want: dict[str, bytes | None] = layout.znodes_from_image(self._builder.image, self.control)  # type: ignore[assignment]
+                for p in [p for p in want if not (owned(p) or structural(p))]:
+                    del want[p]  # a few control znodes: filtered in place, not into a second dict
                 for path in actual:
                     if path not in want and deletable(path):
                         want[path] = None
@@ -734,15 +742,11 @@ class ZkSyncer:
                     self._progress.wait(min(remaining, 0.5))
 
 
-def _is_state_path(path: str) -> bool:
-    return path.endswith("/state") and path.startswith(P.TOPICS + "/") and path.count("/") == 6
-
-
 def _count_versions(versions: dict[str, int], ops: Iterable[ZkOp]) -> None:
     """Each write to a state znode as ZooKeeper counts it: create → 0, set → +1, delete → gone."""
     for op in ops:
         path = op.path
-        if not _is_state_path(path):
+        if not is_state_path(path):
             continue
         if op.kind == "set":
             if path in versions:

@@ -23,6 +23,7 @@ from migrator.migration.facts import Facts
 from migrator.migration.faults import CrashPointWriter, crash_point
 from migrator.migration.log_tail import LogTail
 from migrator.migration.steps.run import RefusedError, Run
+from migrator.migration.zk_diff import ZkPicture
 from migrator.migration.zk_sync import Repair, SyncReport, ZkSyncer
 from migrator.model import MigrationZnode
 from migrator.results import ClaimInfo
@@ -142,7 +143,11 @@ class GuardedSyncer:
         self._checked = max(self._checked, self.log.end_offset)
 
     def reconcile(
-        self, image: ReplayResult | None = None, tree: ZkTree | None = None, *, take: bool = False
+        self,
+        image: ReplayResult | None = None,
+        tree: ZkTree | ZkPicture | None = None,
+        *,
+        take: bool = False,
     ) -> list[Repair]:
         self._guard()
         t0 = time.perf_counter()

@@ -17,6 +17,7 @@ from migrator.migration.steps.claim import abort_reason, claim_for_run
 from migrator.migration.steps.preflight import open_run_log
 from migrator.migration.steps.run import E, Run
 from migrator.migration.steps.soft_start import soft_start_and_wait
+from migrator.migration.zk_diff import ZkPicture
 from migrator.zk import paths as P
 from migrator.zk.migration_client import LayoutResult, ZkTree
 from state_machine import MigrationEvent
@@ -80,6 +81,10 @@ def claim_and_copy(run: Run) -> None:
         run.note("reading ZooKeeper")
         layout, zxid, consistent, tree = copy_mod.read_zk_tree_image(run.client)
     read_seconds = time.perf_counter() - t1 + run.timings.get("reuse_check", 0.0)
+    # What the first sync needs of the read, and nothing more: the ZNodes go before the copy's
+    # commit replays the log (the tree was 1.1 GB at 1M partitions, its picture ~0.5 GB)
+    picture = ZkPicture.of(tree, take=True) if consistent else None
+    del tree, reused
     run.note("copying into the log")
     manifest = copy_mod.copy_zk_data(
         log,
@@ -89,6 +94,7 @@ def claim_and_copy(run: Run) -> None:
         consistent=consistent,
         read_seconds=read_seconds,
         progress=run.migrate.progress,
+        take=True,  # the decoded image goes before the commit's replay (`del` below: the rest)
     )
     run.timings["copy"] = manifest.duration_seconds
     result.manifest = manifest
@@ -96,13 +102,8 @@ def claim_and_copy(run: Run) -> None:
         f"copied {manifest.records} records ({manifest.topics} topics, {manifest.partitions} partitions) in "
         f"{manifest.batches} batches, offsets {manifest.first_offset}-{manifest.last_offset}"
     )
-    del (
-        layout,
-        reused,
-        decoded,
-    )  # the decoded image goes before the log's replay is built (1.6 GB at 1M partitions)
-    run.tree = tree if consistent else None
-    del tree
+    del layout, decoded  # the rest of the decoded image (copy_zk_data dropped its partitions)
+    run.tree = picture
     run.regather()
     run.copied = True
 

@@ -24,6 +24,7 @@ from migrator.kraft.image import MIGRATION_STATES, ReplayResult
 from migrator.kraft.log import MetadataLog
 from migrator.metrics import MigrationMetrics
 from migrator.migration.facts import Facts, gather
+from migrator.migration.zk_diff import ZkPicture
 from migrator.model import MigrationZnode
 from migrator.zk.migration_client import (
     Claim,
@@ -135,7 +136,7 @@ class Run:
     # what the steps leave for the ones after them
     claim: Claim | None = None
     migration: MigrationZnode | None = None
-    tree: ZkTree | None = None  # the copy's consistent read, reused by the first sync
+    tree: ZkPicture | None = None  # the copy's consistent read (its picture), reused by the first sync
     # the pre-flight's read and this session's writes since: the copy reuses it if nothing else changed
     preflight_tree: ZkTree | None = None
     preflight_layout: LayoutResult | None = None  # its decode, reused when only control znodes changed

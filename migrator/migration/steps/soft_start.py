@@ -9,9 +9,11 @@ of every change from then on.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from migrator import stop as stopping
+from migrator.bulk import with_gc
 from migrator.controller import core as ctl_core
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
@@ -207,14 +209,27 @@ def wait_for_brokers(run: Run, runtime: Listener) -> None:
     service = runtime.service
     timeout, stop = run.migrate.broker_wait_timeout, run.migrate.stop
     deadline = time.monotonic() + timeout
-    last_read = -1e9
-    zk_ids: set[int] = set()
-    assigned: set[int] = set()
-    said: list[int] | None = None
 
     def registered() -> set[int]:
         return {b.id for b in service.image.brokers.values() if b.is_migrating_zk_broker}
 
+    with with_gc():  # `migrate` pauses the collector for its bulk steps; this wait can last hours
+        _wait(run, runtime, registered, deadline, timeout, stop)
+
+
+def _wait(
+    run: Run,
+    runtime: Listener,
+    registered: Callable[[], set[int]],
+    deadline: float,
+    timeout: float,
+    stop: Any,
+) -> None:
+    service = runtime.service
+    last_read = -1e9
+    zk_ids: set[int] = set()
+    assigned: set[int] = set()
+    said: list[int] | None = None
     while True:
         now = time.monotonic()
         if now - last_read >= 2.0:
