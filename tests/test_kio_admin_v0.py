@@ -10,27 +10,17 @@ of both. zk2kraft's declarations must produce the same bytes for the same values
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import io
-import json
-import sys
-import typing
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.errors import ErrorCode
+from kafka_schema_codec import F, kafka_python_classes, kio_value, kp_value
 from kio.serial import entity_reader, entity_writer
 
 from migrator.controller import kio_admin_v0
 from migrator.controller.kio_apis import schema_module
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def F(name: str, type_: str, versions: str, **kw: Any) -> dict[str, Any]:  # noqa: N802 - reads like the JSON
-    return {"name": name, "type": type_, "versions": versions, **kw}
 
 
 ACL_FILTER = [
@@ -438,65 +428,7 @@ def sample(name: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def kp_classes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """kafka-python message classes built from the schemas above (it reads them as JSON resources).
-
-    Building a response class registers it as kafka-python's decoder for its apiKey, process-wide; the
-    registry is put back, or later kafka-python clients in the run would decode CreateTopics and the
-    others with these (garbage-collected) classes."""
-    from kafka.protocol.api_header import ResponseClassRegistry
-    from kafka.protocol.api_message import ApiMessage
-
-    registry = dict(ResponseClassRegistry._response_class_registry)
-
-    root: Path = tmp_path_factory.mktemp("schemas")
-    pkg = root / "zk2kraft_k39_admin_schemas"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    for name, schema in SCHEMAS.items():
-        (pkg / f"{name}.json").write_text(json.dumps({"name": name, **schema}))
-    sys.path.insert(0, str(root))
-    try:
-        import zk2kraft_k39_admin_schemas  # type: ignore[import-not-found]
-
-        return {name: type(name, (ApiMessage,), {}, load_json=zk2kraft_k39_admin_schemas) for name in SCHEMAS}
-    finally:
-        sys.path.remove(str(root))
-        ResponseClassRegistry._response_class_registry.clear()
-        ResponseClassRegistry._response_class_registry.update(registry)
-
-
-def _kp_value(cls: Any, container: Any, value: dict[str, Any]) -> Any:
-    kwargs: dict[str, Any] = {}
-    for fname, f in cls.fields.items():
-        if fname not in value:
-            continue
-        v = value[fname]
-        if isinstance(v, list) and v and isinstance(v[0], dict):
-            sub = f._json["type"][2:]
-            sub_cls = getattr(cls, sub, None) or getattr(container, sub)
-            v = [_kp_value(sub_cls, container, item) for item in v]
-        kwargs[fname] = v
-    return cls(**kwargs)
-
-
-def _kio_value(cls: Any, value: dict[str, Any]) -> Any:
-    """The entity for `value`, taking only the fields this version declares."""
-    by_kio = {_KIO_NAMES.get(k, k): v for k, v in value.items()}
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        v = by_kio[f.name]
-        if f.metadata.get("kafka_type") == "timedelta_i32":
-            v = datetime.timedelta(milliseconds=v)
-        elif f.metadata.get("kafka_type") == "error_code":
-            v = ErrorCode(v)
-        elif isinstance(v, list):
-            inner = typing.get_args(f.type)[0]
-            if dataclasses.is_dataclass(inner):
-                v = tuple(_kio_value(inner, item) for item in v)
-            else:
-                v = tuple(v)
-        kwargs[f.name] = v
-    return cls(**kwargs)
+    return kafka_python_classes(tmp_path_factory.mktemp("schemas"), "zk2kraft_k39_admin_schemas", SCHEMAS)
 
 
 CASES = [
@@ -517,11 +449,11 @@ def test_declared_bytes_match_kafka_39_schema(
 ) -> None:
     value = sample(name)
     kp_cls = kp_classes[name]
-    expected = bytes(_kp_value(kp_cls, kp_cls, value).encode(version=version))
+    expected = bytes(kp_value(kp_cls, kp_cls, value).encode(version=version))
 
     cls = getattr(schema_module(api_key, version, kind), name)
     assert cls.__version__ == version and cls.__api_key__ == api_key and not cls.__flexible__
-    entity = _kio_value(cls, value)
+    entity = kio_value(cls, value, _KIO_NAMES)
     buf = io.BytesIO()
     entity_writer(cls)(buf, entity)
     assert buf.getvalue() == expected

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
-import sys
-import typing
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_schema_codec import F, kafka_python_classes, kio_value, kp_value
 from kio.serial import entity_reader, entity_writer
 
 from migrator.controller import zk_broker_messages as Z
@@ -27,10 +24,6 @@ from migrator.controller.zk_broker_codec import encode_fast
 
 # kafka-python reads its schema resources with importlib.resources.read_text, deprecated in 3.11.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-
-def F(name: str, type_: str, versions: str, **kw: Any) -> dict[str, Any]:  # noqa: N802 - reads like the JSON
-    return {"name": name, "type": type_, "versions": versions, **kw}
 
 
 LAI_PARTITION_STATE = [
@@ -350,52 +343,7 @@ def sample(name: str, v: int) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def kp_classes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """kafka-python message classes built from the schemas above (it reads them as JSON resources)."""
-    from kafka.protocol.api_message import ApiMessage
-
-    root: Path = tmp_path_factory.mktemp("schemas")
-    pkg = root / "zk2kraft_k39_schemas"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    for name, schema in SCHEMAS.items():
-        (pkg / f"{name}.json").write_text(json.dumps({"name": name, **schema}))
-    sys.path.insert(0, str(root))
-    try:
-        import zk2kraft_k39_schemas  # type: ignore[import-not-found]
-
-        return {name: type(name, (ApiMessage,), {}, load_json=zk2kraft_k39_schemas) for name in SCHEMAS}
-    finally:
-        sys.path.remove(str(root))
-
-
-def _kp_value(cls: Any, container: Any, value: dict[str, Any]) -> Any:
-    """A kafka-python data object for `value`: nested lists become the schema's nested struct classes."""
-    kwargs: dict[str, Any] = {}
-    for fname, f in cls.fields.items():
-        if fname not in value:
-            continue
-        v = value[fname]
-        if isinstance(v, list) and v and isinstance(v[0], dict):
-            sub = f._json["type"][2:]
-            sub_cls = getattr(cls, sub, None) or getattr(container, sub)
-            v = [_kp_value(sub_cls, container, item) for item in v]
-        kwargs[fname] = v
-    return cls(**kwargs)
-
-
-def _kio_value(cls: Any, value: dict[str, Any]) -> Any:
-    """The kio entity for `value`, taking only the fields this version declares."""
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        v = value[f.name]
-        if isinstance(v, list):
-            (inner, _) = typing.get_args(f.type)
-            if dataclasses.is_dataclass(inner):
-                v = tuple(_kio_value(inner, item) for item in v)
-            else:
-                v = tuple(v)
-        kwargs[f.name] = v
-    return cls(**kwargs)
+    return kafka_python_classes(tmp_path_factory.mktemp("schemas"), "zk2kraft_k39_schemas", SCHEMAS)
 
 
 CASES = [
@@ -418,12 +366,12 @@ def test_bytes_match_kafka_39_schema(
 ) -> None:
     value = sample(name, version)
     kp_cls = kp_classes[name]
-    expected = bytes(_kp_value(kp_cls, kp_cls, value).encode(version=version))
+    expected = bytes(kp_value(kp_cls, kp_cls, value).encode(version=version))
 
     kio_cls = (
         Z.request_class(api_key, version) if name.endswith("Request") else Z.response_class(api_key, version)
     )
-    entity = _kio_value(kio_cls, value)
+    entity = kio_value(kio_cls, value)
     buf = io.BytesIO()
     entity_writer(kio_cls)(buf, entity)
     assert buf.getvalue() == expected
