@@ -190,3 +190,28 @@ def assert_audit_clean(zk_connect: str, log_dir: str | Path) -> None:
     )
     bad = [d for d in result.differences if d["verdict"] == "mismatch"][:5]
     assert result.exit_code == 0 and result.mismatches == 0, bad
+
+
+def simulated_brokers(
+    address: tuple[str, int],
+    zk_connect: str,
+    generated: GeneratedCluster,
+    ids: list[int] | None = None,
+    **kw: Any,
+) -> Any:
+    """A BrokerSimulator for the generated cluster's brokers (``ids``: some of them), each registering
+    with the endpoints and rack of its ZooKeeper registration, as a ZK-mode broker does; ``kw`` as
+    BrokerSimulator takes them (``interval_s`` 0.3 unless given)."""
+    from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+
+    listeners, racks = listeners_of(generated.image)
+    kw.setdefault("interval_s", 0.3)
+    return BrokerSimulator(
+        address,
+        zk_connect,
+        generated.image.cluster_id or "",
+        sorted(generated.image.brokers) if ids is None else ids,
+        racks=racks,
+        listeners=kw.pop("listeners", listeners),
+        **kw,
+    )

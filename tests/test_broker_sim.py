@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import ROOT, cluster
+from migrate_helpers import ROOT, cluster, simulated_brokers
 
 from migrator import commands
 from migrator.controller import kafka_errors as E
 from migrator.zk import paths as P
-from zk_fixtures.broker_sim import BrokerSimulator, PartitionView, listeners_of
+from zk_fixtures.broker_sim import BrokerSimulator, PartitionView
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
 
@@ -55,15 +55,11 @@ def migrated(
             session_timeout_ms=SESSION_MS,
         )
         proc: subprocess.Popen | None = None
-        listeners, racks = listeners_of(generated.image)
-        sim = BrokerSimulator(
+        sim = simulated_brokers(
             running.address,
             zk_connect,
-            generated.image.cluster_id or "",
+            generated,
             [b for b in ids if b not in process_brokers],
-            racks=racks,
-            listeners=listeners,
-            interval_s=0.3,
             own_timeout_s=2.0,
         )
         try:

@@ -9,7 +9,7 @@ import subprocess
 import time
 
 import pytest
-from migrate_helpers import ZK2KRAFT
+from migrate_helpers import ZK2KRAFT, simulated_brokers
 from test_broker_sim import migrated
 
 from migrator import commands
@@ -74,7 +74,6 @@ def test_after_an_aborted_copy_is_redone_a_kraft_broker_never_sees_it(zk, zk_con
     from test_crash import assert_aborted_copy_gone
 
     from migrator.kraft.log import MetadataLog
-    from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
     from zk_fixtures.kraft_broker import MetadataFollower
 
     log_dir = tmp_path / "meta"
@@ -87,16 +86,7 @@ def test_after_an_aborted_copy_is_redone_a_kraft_broker_never_sees_it(zk, zk_con
         running = commands.start_controller(
             zk_connect, str(log_dir), listen="127.0.0.1:0", yes=True, broker_wait_timeout=60
         )
-        listeners, racks = listeners_of(generated.image)
-        sim = BrokerSimulator(
-            running.address,
-            zk_connect,
-            generated.image.cluster_id or "",
-            sorted(generated.image.brokers),
-            racks=racks,
-            listeners=listeners,
-            interval_s=0.3,
-        )
+        sim = simulated_brokers(running.address, zk_connect, generated)
         follower = None
         try:
             sim.start()

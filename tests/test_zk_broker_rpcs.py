@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import cluster
+from migrate_helpers import cluster, simulated_brokers
 from prometheus_client import generate_latest
 
 from migrator import commands
@@ -27,7 +27,7 @@ from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AdminChange
 from migrator.zk import paths as P
 from migrator.zk.codec import decode_controller_epoch
-from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+from zk_fixtures.broker_sim import BrokerSimulator
 from zk_fixtures.zk_broker_server import CachedPartition
 
 pytestmark = [pytest.mark.zk]
@@ -50,18 +50,7 @@ def controller_and_brokers(
             session_timeout_ms=SESSION_MS,
             metrics=metrics,
         )
-        listeners, racks = listeners_of(generated.image)
-        sim = BrokerSimulator(
-            running.address,
-            zk_connect,
-            generated.image.cluster_id or "",
-            sorted(generated.image.brokers),
-            racks=racks,
-            listeners=listeners,
-            interval_s=0.3,
-            own_timeout_s=2.0,
-            inter_broker=True,
-        )
+        sim = simulated_brokers(running.address, zk_connect, generated, own_timeout_s=2.0, inter_broker=True)
         try:
             sim.start()
             service = running.service

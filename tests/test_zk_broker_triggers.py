@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import SPEC, run_cli
+from migrate_helpers import SPEC, run_cli, simulated_brokers
 from prometheus_client import generate_latest
 from test_zk_broker_channel import Flaky
 from test_zk_broker_rpcs import SESSION_MS, converged
@@ -44,7 +44,7 @@ from migrator.model import Broker, Endpoint
 from migrator.zk import paths as P
 from migrator.zk.codec import decode_controller_epoch, encode_broker
 from migrator.zk.connection import close, connect
-from zk_fixtures.broker_sim import DUPLICATE_BROKER_REGISTRATION, BrokerSimulator, SimBroker, listeners_of
+from zk_fixtures.broker_sim import DUPLICATE_BROKER_REGISTRATION, BrokerSimulator, SimBroker
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import GeneratedCluster, load_cluster
 from zk_fixtures.kraft_broker import restart_in_kraft_mode
@@ -121,18 +121,7 @@ def cluster_running(zk: KazooClient, zk_connect: str, tmp_path: Path) -> Iterato
     c: Cluster | None = None
     try:
         running = start_controller(zk_connect, log_dir, metrics, "127.0.0.1:0")
-        listeners, racks = listeners_of(generated.image)
-        sim = BrokerSimulator(
-            running.address,
-            zk_connect,
-            generated.image.cluster_id or "",
-            sorted(generated.image.brokers),
-            racks=racks,
-            listeners=listeners,
-            interval_s=0.3,
-            own_timeout_s=2.0,
-            inter_broker=True,
-        )
+        sim = simulated_brokers(running.address, zk_connect, generated, own_timeout_s=2.0, inter_broker=True)
         sim.start()
         active(running, log_dir)
         c = Cluster(running, sim, metrics, sessions, generated, zk_connect, log_dir)
