@@ -19,6 +19,7 @@ ZooKeeper is reached through `zk.migration_client` only.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -184,6 +185,7 @@ def migrate(
             return _finalized(run)
         if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and not brokers_from_zk and listen is None:
             raise BadInputError(BROKERS_FLAG_MESSAGE)
+        frozen = False
         try:
             # `run.held`: what a step holds for the steps after it (the brokers' wait during the copy).
             # The collector is paused from the pre-flight to the goal: the steps keep whole-cluster
@@ -194,8 +196,17 @@ def migrate(
                     event = STEPS[run.state](run)
                     if event is not None:
                         run.advance(event)
+                # What lives now (the image, the syncer's picture: millions of objects allocated while
+                # the collector was paused, all in its youngest generation) is frozen before it resumes:
+                # else its first collections walk all of it, once per generation, right after the
+                # activation, while brokers call (AlterPartition p99 about 1 s and -30% at 100k).
+                # Unfrozen when this run ends, so that an in-process caller's garbage is collected.
+                gc.freeze()
+                frozen = True
             _serve_and_follow(run, started)
         finally:
+            if frozen:
+                gc.unfreeze()
             if run.own_writes is not None:  # a run refused before the copy: stop recording writes
                 run.own_writes.stop()
             try:
