@@ -39,6 +39,7 @@ from migrator.migration.zk_fit import refuse_oversized_change
 from migrator.model import ClusterImage
 from migrator.zk import paths as P
 from migrator.zk.migration_client import MigrationClient
+from migrator.zk.retry import TRANSIENT
 
 # What the stop line says while following, and what the next run does.
 FOLLOWING = (
@@ -274,8 +275,9 @@ def follow(run: Run) -> None:
                 delay = poll_interval
             except FencedError:
                 raise
-            except UnreachableError as e:
-                opts.note(f"ZooKeeper unavailable ({e}); retrying in {delay:.1f}s")
+            except (UnreachableError, *TRANSIENT) as e:
+                # (a bare kazoo call, the /brokers/ids watch, raises kazoo's own ConnectionLoss)
+                opts.note(f"ZooKeeper unavailable ({e or type(e).__name__}); retrying in {delay:.1f}s")
                 delay = min(delay * 2, 5.0)
             stop.wait(delay)
     finally:
