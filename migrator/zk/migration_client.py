@@ -37,7 +37,7 @@ from migrator.zk.leadership import (
 )
 from migrator.zk.read_reuse import OwnWrites, refresh
 from migrator.zk.reader import read_tree
-from migrator.zk.retry import retry_transient
+from migrator.zk.retry import TRANSIENT, retry_transient
 from migrator.zk.tree import ZkTree
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "permission_denied",
     "read_migration",
     "read_tree",
+    "TRANSIENT",
     "retry_transient",
     "with_control_from",
 ]

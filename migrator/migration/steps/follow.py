@@ -38,8 +38,7 @@ from migrator.migration.steps.run import RefusedError, Run, S, public
 from migrator.migration.zk_fit import refuse_oversized_change
 from migrator.model import ClusterImage
 from migrator.zk import paths as P
-from migrator.zk.migration_client import MigrationClient
-from migrator.zk.retry import TRANSIENT
+from migrator.zk.migration_client import TRANSIENT, MigrationClient
 
 # What the stop line says while following, and what the next run does.
 FOLLOWING = (
