@@ -25,18 +25,18 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 
+from migrator.controller.kio_fields import BOOL as _BOOL
+from migrator.controller.kio_fields import ERROR_CODE as _ERROR
+from migrator.controller.kio_fields import INT8 as _INT8
+from migrator.controller.kio_fields import INT16 as _INT16
+from migrator.controller.kio_fields import INT32 as _INT32
+from migrator.controller.kio_fields import STRING as _STRING
+from migrator.controller.kio_fields import TIMEDELTA_I32 as _MS
+
 __all__ = ["DECLARED", "declared"]
 
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = 19, 20, 32
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
-
-_INT8 = {"kafka_type": "int8"}
-_INT32 = {"kafka_type": "int32"}
-_INT16 = {"kafka_type": "int16"}
-_BOOL = {"kafka_type": "bool"}
-_STRING = {"kafka_type": "string"}
-_ERROR = {"kafka_type": "error_code"}
-_MS = {"kafka_type": "timedelta_i32"}
 
 
 def _entities(api_key: int, version: int, request: bool, *classes: type) -> None:

@@ -22,6 +22,14 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i64
 
+from migrator.controller.kio_fields import BOOL as _BOOL
+from migrator.controller.kio_fields import INT8 as _INT8
+from migrator.controller.kio_fields import INT16 as _INT16
+from migrator.controller.kio_fields import INT32 as _INT32
+from migrator.controller.kio_fields import INT64 as _INT64
+from migrator.controller.kio_fields import STRING as _STRING
+from migrator.controller.kio_fields import UUID as _UUID
+
 LEADER_AND_ISR = 4
 STOP_REPLICA = 5
 UPDATE_METADATA = 6
@@ -38,13 +46,6 @@ TYPE_INCREMENTAL = 0
 TYPE_FULL = 1
 
 _ZERO_UUID = uuid.UUID(int=0)
-_INT32 = {"kafka_type": "int32"}
-_INT16 = {"kafka_type": "int16"}
-_INT64 = {"kafka_type": "int64"}
-_INT8 = {"kafka_type": "int8"}
-_BOOL = {"kafka_type": "bool"}
-_STRING = {"kafka_type": "string"}
-_UUID = {"kafka_type": "uuid"}
 
 
 def is_flexible(api_key: int, version: int) -> bool:
