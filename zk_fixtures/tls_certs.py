@@ -29,7 +29,8 @@ def _run(*args: str, cwd: Path) -> None:
     subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
-def _leaf(d: Path, name: str, subject: str, ca: bool = True, san: str | None = None) -> None:
+def _key_and_csr(d: Path, name: str, subject: str) -> None:
+    """`name`.key (RSA 2048, unencrypted) and `name`.csr for `subject`, in `d`."""
     _run(
         "req",
         "-newkey",
@@ -43,6 +44,10 @@ def _leaf(d: Path, name: str, subject: str, ca: bool = True, san: str | None = N
         f"{name}.csr",
         cwd=d,
     )
+
+
+def _leaf(d: Path, name: str, subject: str, ca: bool = True, san: str | None = None) -> None:
+    _key_and_csr(d, name, subject)
     ext = d / f"{name}.ext"
     ext.write_text(f"subjectAltName={san}\n" if san else "basicConstraints=CA:FALSE\n")
     if ca:
@@ -168,19 +173,7 @@ subjectAltName = IP:127.0.0.1,DNS:localhost
 
 def _expired_leaf(d: Path, name: str, subject: str, extensions: str) -> None:
     """`openssl ca` because OpenSSL 3.0's `x509`/`req` cannot set a start date in the past."""
-    _run(
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        f"{name}.key",
-        "-subj",
-        subject,
-        "-out",
-        f"{name}.csr",
-        cwd=d,
-    )
+    _key_and_csr(d, name, subject)
     _run(
         "ca",
         "-batch",
