@@ -55,7 +55,7 @@ class Parked:
 class LongPolls:
     """The listener's parked fetches; ``server`` is the `ControllerServer` whose connections they are.
 
-    The server provides ``raft``, ``max_request_bytes``, ``idle_timeout_s``, ``request_timeout_s``,
+    The server provides ``raft``, ``max_request_bytes``, ``idle_timeout_s``, ``request_timeout_s``, ``timed_out``,
     ``resume(sock, ip, sec, inbuf, unsent)`` (a thread takes the connection back) and
     ``release(sock, ip, why)`` (closed: forget it, and say why unless ``why`` is empty)."""
 
@@ -253,10 +253,13 @@ class LongPolls:
         for p in list(self._held.values()):
             if p.poll is not None:
                 continue
-            if p.inbuf and now - p.frame_from > server.request_timeout_s:
-                self._close(p, f"a request frame not completed within {server.request_timeout_s}s, or idle")
-            elif not p.inbuf and now - p.active > server.idle_timeout_s:
-                self._close(p, f"a request frame not completed within {server.request_timeout_s}s, or idle")
+            late = (
+                now - p.frame_from > server.request_timeout_s
+                if p.inbuf
+                else now - p.active > server.idle_timeout_s
+            )
+            if late:
+                self._close(p, server.timed_out)
 
     # -- giving connections up ---------------------------------------------------------------------------
 

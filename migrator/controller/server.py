@@ -158,7 +158,7 @@ class ControllerServer:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             secured = self.security.connection(conn, ip)
         except TimeoutError:
-            self.release(conn, ip, f"a request frame not completed within {self.request_timeout_s}s, or idle")
+            self.release(conn, ip, self.timed_out)
             return
         except (OSError, EOFError):
             self.release(conn, ip, "")
@@ -225,7 +225,7 @@ class ControllerServer:
                 if answer is None or close:
                     return
         except TimeoutError:
-            self._close_for(f"a request frame not completed within {self.request_timeout_s}s, or idle")
+            self._close_for(self.timed_out)
             return
         except (OSError, EOFError):
             return
@@ -245,6 +245,11 @@ class ControllerServer:
                 self._per_ip[ip] = left
             else:
                 self._per_ip.pop(ip, None)
+
+    @property
+    def timed_out(self) -> str:
+        """Why a connection is closed for a half-sent request or idleness (the threads and `LongPolls`)."""
+        return f"a request frame not completed within {self.request_timeout_s}s, or idle"
 
     def _close_for(self, why: str) -> None:
         self.closed_for_errors += 1
