@@ -181,11 +181,10 @@ class ControllerServer:
             target=self._loop, args=(conn, ip, sec, inbuf, unsent), name="zk2kraft-conn", daemon=True
         )
         with self._lock:
-            if self._stopping.is_set():
-                thread = None
-            else:
+            stopping = self._stopping.is_set()
+            if not stopping:
                 self._conns[conn] = thread
-        if thread is None:
+        if stopping:
             self.release(conn, ip, "")
             return
         thread.start()
