@@ -41,6 +41,7 @@ from migrator.controller import kafka_errors as E
 from migrator.controller.client import ControllerClient
 from migrator.controller.service import ControllerService
 from migrator.kraft.records import uuid_to_kafka
+from migrator.zk import codec
 from migrator.zk import paths as P
 from zk_fixtures.broker_sim import SECURITY_PROTOCOLS
 
@@ -135,15 +136,14 @@ def _admin(address: tuple[str, int]) -> KafkaAdminClient:
 
 
 def _zk_registration(zk: KazooClient, broker_id: int) -> tuple[tuple[core.Listener, ...], str | None]:
-    data = json.loads(zk.get(f"{P.BROKER_IDS}/{broker_id}")[0])
-    protocols = data.get("listener_security_protocol_map") or {}
-    listeners = []
-    for endpoint in data["endpoints"]:
-        name, _, address = endpoint.partition("://")
-        host, _, port = address.rpartition(":")
-        protocol = protocols.get(name, name)
-        listeners.append(core.Listener(name, host, int(port), SECURITY_PROTOCOLS.get(protocol, 0)))
-    return tuple(listeners), data.get("rack")
+    """The endpoints and rack of the broker's ZooKeeper registration, read by zk2kraft's own codec."""
+    path = f"{P.BROKER_IDS}/{broker_id}"
+    broker = codec.decode_broker(path, zk.get(path)[0], broker_id)
+    listeners = tuple(
+        core.Listener(e.listener, e.host, e.port, SECURITY_PROTOCOLS.get(e.security_protocol, 0))
+        for e in broker.endpoints
+    )
+    return listeners, broker.rack
 
 
 def test_kafka_python_admin_creates_and_deletes_topics_through_dual_write(
