@@ -59,6 +59,7 @@ class AuditOptions(BaseModel):
     zk_export: str | None = None
     master: str | None = None
     slices: int | None = None  # tasks per source; default: half the master's cores, at least 1
+    whole_fold: bool = False  # the log read as before the map-reduce: each slice replays it all
     limit: int = 20
     report: str | None = None
     verbose: bool = False
@@ -297,7 +298,7 @@ def run_audit(
 
             zk_df = zk_df.persist(StorageLevel.MEMORY_AND_DISK)
         note(f"comparing ({phase})")
-        result = compare(zk_df, _kraft_df(spark, opts.log_dir, cut, slices), phase, opts.limit)
+        result = compare(zk_df, _kraft_df(spark, opts, cut, slices), phase, opts.limit)
         lap("both inputs read and compared (Spark)")
         if phase == "dual-write" and zk_identity is None:
             cut = _migration_offset(
@@ -306,7 +307,7 @@ def run_audit(
             _check_cut(cut, scan)
             if cut < scan.last_record_offset:
                 note(f"comparing again with the log's image at ZooKeeper's /migration offset {cut}")
-                result = compare(zk_df, _kraft_df(spark, opts.log_dir, cut, slices), phase, opts.limit)
+                result = compare(zk_df, _kraft_df(spark, opts, cut, slices), phase, opts.limit)
                 kraft_reads = 2
                 lap("the log read again at /migration and compared")
         if may_recut:
@@ -322,6 +323,9 @@ def run_audit(
 
     zk_in = result.inputs.get("zookeeper", zk_identity or {})
     kraft_in = result.inputs.get("kraft", {})
+    counted = {c.kind: c.kraft for c in result.counts}
+    kraft_in.setdefault("topics", counted.get("topic", 0))  # the map-reduce learns them from its rows
+    kraft_in.setdefault("partitions", counted.get("partition", 0))
     if zk_in.get("cluster_id") and not (zk_identity and zk_identity.get("cluster_id")):
         _check_cluster(zk_in, scan)
     warnings += list(zk_in.get("warnings") or [])
@@ -348,7 +352,13 @@ def run_audit(
     return out
 
 
-def _kraft_df(spark: Any, log_dir: str, cut: int | None, slices: int) -> Any:
+def _kraft_df(spark: Any, opts: AuditOptions, cut: int | None, slices: int) -> Any:
+    if not opts.whole_fold:
+        from spark_audit.spread import default_tasks, kraft_rows
+
+        tasks, reducers = default_tasks(spark)
+        return kraft_rows(spark, opts.log_dir, cut, opts.slices or tasks, reducers)[0]
+    log_dir = opts.log_dir
     reader = spark.read.format("kraft-log").option("path", log_dir).option("slices", str(slices))
     if cut is not None:
         reader = reader.option("up_to_offset", str(cut))
@@ -436,6 +446,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--phase", choices=PHASES)
     ap.add_argument("--master")
     ap.add_argument("--slices", type=int)
+    ap.add_argument(
+        "--whole-fold",
+        action="store_true",
+        help="read the log as one replay per slice (the old way, to compare)",
+    )
     ap.add_argument("--limit", type=int, default=20)
     ap.add_argument("--report")
     ap.add_argument("--json", action="store_true")
@@ -463,6 +478,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             zk_export=args.zk_export,
             master=args.master,
             slices=args.slices,
+            whole_fold=args.whole_fold,
             limit=args.limit,
             report=args.report,
             verbose=args.verbose,

@@ -231,3 +231,39 @@ def test_a_partition_of_an_unknown_topic_fails_as_the_whole_fold_does(tmp_path: 
     with pytest.raises(BadInputError, match="unknown topic id") as spread:
         spread_rows(log_dir, None)
     assert str(spread.value) == str(whole.value)
+
+
+# --- on Spark: the shuffle and sort are Spark's ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark() -> object:
+    import spark_session
+
+    return spark_session.get()
+
+
+def _frame_rows(df: object) -> Counter[tuple[str | None, ...]]:
+    rows = df.where(f"kind != '{R.INPUT_KIND}'").collect()  # type: ignore[attr-defined]
+    return Counter(tuple(r[c] for c in R.COLUMNS) for r in rows)
+
+
+def test_spark_map_reduce_equals_the_whole_fold(spark: object, tmp_path: Path) -> None:
+    from spark_audit.spread import kraft_rows
+
+    generated = generate(SPEC)
+    log_dir = tmp_path / "meta"
+    _copy(log_dir, generated.image)
+    _changes(log_dir, generated.image, snapshot_mid_log=True)
+    with MetadataLog.open(log_dir) as log:
+        inside_open_transaction = log.end_offset - 2
+    for cut in (None, inside_open_transaction):
+        df, identity = kraft_rows(spark, str(log_dir), cut, tasks=4, reducers=3)
+        assert _frame_rows(df) == whole_rows(log_dir, cut), f"cut {cut}"
+        assert identity["map_tasks"] > 1
+    with pytest.raises(Exception, match="unknown topic id"):
+        with MetadataLog.open(log_dir, writable=True) as log:
+            log.append(
+                [record("PartitionChangeRecord", 0, PartitionId=0, TopicId=uuid.UUID(int=7), Isr=[1])], 4
+            )
+        kraft_rows(spark, str(log_dir), None, tasks=2, reducers=2)[0].collect()  # type: ignore[attr-defined]
