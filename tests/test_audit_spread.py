@@ -255,12 +255,11 @@ def test_spark_map_reduce_equals_the_whole_fold(spark: object, tmp_path: Path) -
     log_dir = tmp_path / "meta"
     _copy(log_dir, generated.image)
     _changes(log_dir, generated.image, snapshot_mid_log=True)
-    with MetadataLog.open(log_dir) as log:
-        inside_open_transaction = log.end_offset - 2
-    for cut in (None, inside_open_transaction):
-        df, identity = kraft_rows(spark, str(log_dir), cut, tasks=4, reducers=3)
-        assert _frame_rows(df) == whole_rows(log_dir, cut), f"cut {cut}"
-        assert identity["map_tasks"] > 1
+    # the log's end: an aborted transaction, an open one left out, a snapshot mid-log (every cut is
+    # compared without Spark above; Spark adds only the shuffle and the sort)
+    df, identity = kraft_rows(spark, str(log_dir), None, tasks=4, reducers=3)
+    assert _frame_rows(df) == whole_rows(log_dir, None)
+    assert identity["map_tasks"] > 1 and identity["open_transaction"]["name"] == "open"
     with MetadataLog.open(log_dir, writable=True) as log:
         log.append([record("AbortTransactionRecord", 0, Reason="end the open one")], 4)
         log.append([record("PartitionChangeRecord", 0, PartitionId=0, TopicId=uuid.UUID(int=7), Isr=[1])], 4)
