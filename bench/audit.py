@@ -318,6 +318,59 @@ def _audit(
     }
 
 
+def log_fold_cpu(log_dir: Path, tasks: int, reducers: int) -> None:
+    """The log's fold without Spark in this process: CPU seconds of the whole replay (today's one task)
+    against the map-reduce's plan, map and fold steps (each a set of tasks Spark runs in parallel),
+    and the largest single map task and reducer (what bounds the wall time with enough cores)."""
+    import zlib
+
+    import pyarrow as pa
+
+    from spark_audit.inputs import load_kraft
+    from spark_audit.logfold import fold_rows, map_piece, plan_log
+    from spark_audit.rows import image_batches
+
+    cpu = time.process_time
+    t = cpu()
+    result, _ = load_kraft(log_dir)
+    whole_rows = sum(b.num_rows for b in image_batches(result.image, side="kraft"))
+    whole = cpu() - t
+    del result
+    t = cpu()
+    plan = plan_log(log_dir, None, tasks)
+    planned = cpu() - t
+    shares: list[list[tuple[int, int, bytes]]] = [[] for _ in range(reducers)]
+    map_max = map_all = 0.0
+    for piece in plan.pieces:
+        t = cpu()
+        for batch in map_piece(plan, piece):
+            c = batch.to_pydict()
+            for g, o, q, v in zip(c["group"], c["offset"], c["seq"], c["value"], strict=True):
+                shares[zlib.crc32(g.encode()) % reducers].append((o, q, v))
+        took = cpu() - t
+        map_max, map_all = max(map_max, took), map_all + took
+    fold_max = fold_all = 0.0
+    rows = 0
+    for share in shares:
+        share.sort(key=lambda r: (r[0], r[1]))
+        batch = pa.RecordBatch.from_pydict({"offset": [r[0] for r in share], "value": [r[2] for r in share]})
+        share.clear()
+        t = cpu()
+        rows += sum(b.num_rows for b in fold_rows(iter([batch])))
+        took = cpu() - t
+        fold_max, fold_all = max(fold_max, took), fold_all + took
+    assert rows == whole_rows, (rows, whole_rows)
+    print(
+        f"log fold, CPU seconds in one process ({len(plan.pieces)} map tasks, {reducers} reducers, {rows:,} rows):"
+    )
+    print("| step | CPU s, all tasks | CPU s, largest task |")
+    print("| --- | ---: | ---: |")
+    print(f"| whole replay + rows (one task today) | {whole:.1f} | {whole:.1f} |")
+    print(f"| plan on the driver | {planned:.1f} | {planned:.1f} |")
+    print(f"| map: CRC, decode, group | {map_all:.1f} | {map_max:.1f} |")
+    print(f"| reduce: decode, replay, rows | {fold_all:.1f} | {fold_max:.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=1_000_000)
@@ -326,6 +379,9 @@ def main() -> None:
     ap.add_argument("--old", action="store_true", help="also the whole fold (before) on local[2]")
     ap.add_argument("--cluster", action="store_true", help="also a standalone cluster: 2 workers, 2 GiB each")
     ap.add_argument("--slices", type=int)
+    ap.add_argument(
+        "--log-fold-cpu", action="store_true", help="only the log's fold without Spark: CPU seconds per step"
+    )
     ap.add_argument("--keep", help="build the inputs in this directory and keep them")
     args = ap.parse_args()
 
@@ -350,7 +406,11 @@ def main() -> None:
         f"log {seg_bytes / 1e6:.0f} MB (setup {setup:.0f}s) in {tmp}"
     )
 
-    runs = [(m, False) for m in args.masters.split(",")]
+    if args.log_fold_cpu:
+        log_fold_cpu(log_dir, 4, 8)
+        runs = []
+    else:
+        runs = [(m, False) for m in args.masters.split(",")]
     if args.old:
         runs.append(("local[2]", True))
     cluster = None
@@ -373,6 +433,8 @@ def main() -> None:
         f"{args.partitions:,} partitions, {os.cpu_count()} cores, load average after the runs "
         f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
     )
+    if not results:
+        print("(no Spark runs)")
     print(
         "| run | verdict | whole audit (s) | Spark step (s) | Python worker peak per task (GiB) | workers together (GiB) | JVMs (GiB) | load (1 min) before |"
     )
