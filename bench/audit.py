@@ -7,11 +7,18 @@ own format by bench/zk_snapshot.py's writer (which checks against SnapshotFormat
 server; that bench also compares the snapshot parser's MB/s with SnapshotFormatter). The snapshot
 holds a KRaft-held /controller and a /migration at the log's last offset, as after the first sync.
 
-Timed: `python -m spark_audit.audit --zk-snapshot DIR --log-dir DIR --master local[2]` in a fresh
-process (JVM start included), wall time; peak RSS of the Python driver (VmHWM), and of the Spark
-JVM and the Python workers (sampled every 0.2 s). The audit must come back consistent (exit 0).
+Timed, side by side in one run: `python -m spark_audit.audit --zk-snapshot DIR --log-dir DIR --master M`
+in a fresh process (JVM start included) for each of `--masters` (default local[2] and local[1]: the
+speed-up), with `--old` also the whole fold of the log (`--whole-fold`, as before the map-reduce) on
+local[2], with `--cluster` also a standalone cluster (tests/spark_cluster.py: a master and two
+1-core workers, 2 GiB executors). Wall time; peak RSS of the JVMs, of the Python workers together
+and of the largest single Python worker (one task at a time per worker: the peak per task), sampled
+every 0.2 s; the load average before each run. Every audit must come back consistent (exit 0).
+`--log-fold-cpu` instead measures the log's fold without Spark: CPU seconds of the whole replay
+against the map-reduce's plan, map and fold steps.
 
-    .venv/bin/python bench/audit.py [--partitions 1000000] [--per-topic 30] [--master local[2]] [--slices N]
+    .venv/bin/python bench/audit.py [--partitions 1000000] [--per-topic 30] [--masters local[2],local[1]] [--old] [--cluster]
+    .venv/bin/python bench/audit.py --partitions 200000 --log-fold-cpu
 """
 
 from __future__ import annotations
