@@ -417,7 +417,7 @@ def main() -> None:
         log_fold_cpu(log_dir, 4, 8)
         runs = []
     else:
-        runs = [(m, False) for m in args.masters.split(",")]
+        runs: list[tuple[str, bool]] = [(m, False) for m in args.masters.split(",")]
     if args.old:
         runs.append(("local[2]", True))
     cluster = None
@@ -430,7 +430,8 @@ def main() -> None:
     results = []
     try:
         for master, whole in runs:
-            results.append(_audit(args, master, whole, zk_dir, log_dir, cluster))
+            on = cluster if cluster is not None and master == cluster.url else None
+            results.append(_audit(args, master, whole, zk_dir, log_dir, on))
     finally:
         if cluster is not None:
             cluster.stop()
