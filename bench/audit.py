@@ -289,8 +289,7 @@ def _audit(
     cmd += ["--master", master, "--json"]
     if args.slices:
         cmd += ["--slices", str(args.slices)]
-    if whole:
-        cmd.append("--whole-fold")
+    cmd.append("--whole-fold" if whole else "--spread")  # each side named: the default depends on the master
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
     if cluster is not None:
         env.update(cluster.env())  # type: ignore[attr-defined]

@@ -59,7 +59,9 @@ class AuditOptions(BaseModel):
     zk_export: str | None = None
     master: str | None = None
     slices: int | None = None  # tasks per source; default: half the master's cores, at least 1
-    whole_fold: bool = False  # the log read as before the map-reduce: each slice replays it all
+    # The log read as a map-reduce (True) or as one replay per slice (False); None: the map-reduce on a
+    # cluster master, the whole fold on a local one, where it measured faster (docs/benchmarks.md).
+    spread: bool | None = None
     limit: int = 20
     report: str | None = None
     verbose: bool = False
@@ -353,7 +355,9 @@ def run_audit(
 
 
 def _kraft_df(spark: Any, opts: AuditOptions, cut: int | None, slices: int) -> Any:
-    if not opts.whole_fold:
+    from spark_audit.session import is_local
+
+    if opts.spread if opts.spread is not None else not is_local(spark.sparkContext.master):
         from spark_audit.spread import default_tasks, kraft_rows
 
         tasks, reducers = default_tasks(spark)
@@ -446,10 +450,20 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--phase", choices=PHASES)
     ap.add_argument("--master")
     ap.add_argument("--slices", type=int)
-    ap.add_argument(
+    fold = ap.add_mutually_exclusive_group()
+    fold.add_argument(
+        "--spread",
+        dest="spread",
+        action="store_const",
+        const=True,
+        help="read the log as a map-reduce (the default on a cluster master)",
+    )
+    fold.add_argument(
         "--whole-fold",
-        action="store_true",
-        help="read the log as one replay per slice (the old way, to compare)",
+        dest="spread",
+        action="store_const",
+        const=False,
+        help="read the log as one replay per slice (the default on a local master)",
     )
     ap.add_argument("--limit", type=int, default=20)
     ap.add_argument("--report")
@@ -478,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             zk_export=args.zk_export,
             master=args.master,
             slices=args.slices,
-            whole_fold=args.whole_fold,
+            spread=args.spread,
             limit=args.limit,
             report=args.report,
             verbose=args.verbose,
