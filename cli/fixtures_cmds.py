@@ -12,6 +12,7 @@ import click
 from cli import render
 from cli.options import json_option, zookeeper_options
 from migrator import commands
+from migrator.zk.bulk_write import ZnodeExistsError
 from zk_fixtures.generator import ClusterSpec, GeneratedCluster
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -110,10 +111,17 @@ def load(target: commands.Target, exist_ok: bool, as_json: bool, **spec: Any) ->
     """
     cluster_spec = _spec(spec)
     # a new cluster's chroot is created
-    if not as_json and sys.stderr.isatty():
-        generated = _load_with_progress(target, cluster_spec, exist_ok)
-    else:
-        generated = commands.fixtures_load(target, cluster_spec, exist_ok=exist_ok)
+    try:
+        if not as_json and sys.stderr.isatty():
+            generated = _load_with_progress(target, cluster_spec, exist_ok)
+        else:
+            generated = commands.fixtures_load(target, cluster_spec, exist_ok=exist_ok)
+    except ZnodeExistsError as e:  # said in this command's words: its option, or a fresh ZooKeeper
+        raise ZnodeExistsError(
+            f"{e}: ZooKeeper holds a cluster already; pass --exist-ok to keep it and add what is missing, "
+            "or start from an empty one (`zk2kraft zk stop --data-dir DIR --delete-data`)",
+            e.path,
+        ) from None
     summary = _summary(generated, target.zookeeper)
     if as_json:
         click.echo(json.dumps(summary, indent=2))

@@ -134,11 +134,10 @@ def run_migrate(
                 return prompts.confirm(question)
 
     say: Callable[[str], None] | None = None
-    # Without a terminal (systemd, a CI log, `| tee`): a long-running controller's every note as a
-    # timestamped line, flushed as it happens; every run a periodic "still <phase>" line.
-    lines = progress_lines.PhaseLines(
-        progress_lines.interval_from_env(), announce=bool(follow or target.listen) and not as_json
-    )
+    # Without a terminal (systemd, nohup, a CI log, `| tee`): every note as a timestamped stderr line,
+    # flushed as it happens, and a periodic "still <phase>" line during a long phase: a one-shot
+    # migrate of 40,000 partitions is as long-running for its log as a controller.
+    lines = progress_lines.PhaseLines(progress_lines.interval_from_env(), announce=not as_json)
     if interactive:
 
         def say(text: str) -> None:
@@ -173,6 +172,7 @@ def run_migrate(
             reconcile=reconcile,
             session_timeout_ms=session_timeout_ms,
             on_metrics=on_metrics,
+            heartbeat=lines.interval,
         )
         signalled = stopping.signal_number()
     _render_migrate(result, target.log_dir, as_json)

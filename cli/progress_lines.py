@@ -17,7 +17,8 @@ from contextlib import contextmanager
 import click
 
 DEFAULT_INTERVAL = 10.0
-# Not a phase that ends: a following controller is not "still" anything every ten seconds.
+# Not a phase that ends: a following controller is not "still" anything every ten seconds; its own
+# heartbeat line ("serving N brokers, write-behind lag L, …") says what it does instead.
 _STEADY = ("following as the controller",)
 
 
@@ -51,8 +52,11 @@ class PhaseLines:
 
     def say(self, text: str) -> None:
         with self._lock:
-            self._phase, self._since = text, time.monotonic()
-            self._last = self._since
+            # Once following, a note is an event (an admin change, a broker), not a phase: it is
+            # printed once and never repeated as "still …"; the follower says what it does itself.
+            if self._phase is None or not self._phase.startswith(_STEADY):
+                self._phase, self._since = text, time.monotonic()
+                self._last = self._since
         if self.announce:
             self.echo(text)
 
