@@ -16,6 +16,7 @@ from rich.text import Text
 from cli import render
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands, results
+from migrator.controller.zk_propagator import EXAMPLE_DOMAIN
 from migrator.errors import EXIT_FINDINGS, UnreachableError
 
 # --- status ----------------------------------------------------------------------------------------
@@ -102,7 +103,7 @@ def _status_rows(s: results.StatusResult) -> list[tuple[str, str]]:
     if unresolved:  # the rehearsal's generated brokers: one line, not one failure per broker
         ids = ", ".join(str(ch.get("broker_id")) for ch in unresolved)
         hosts = sorted({str(ch.get("endpoint", "")).rpartition(":")[0] for ch in unresolved})
-        example = all(h.endswith(_EXAMPLE_DOMAIN) for h in hosts)
+        example = all(h.endswith(EXAMPLE_DOMAIN) for h in hosts)
         what = "rehearsal brokers at example hosts" if example else "their registered hosts do not resolve"
         table.add_row(
             f"ZK brokers {ids}",
@@ -116,20 +117,13 @@ def _status_rows(s: results.StatusResult) -> list[tuple[str, str]]:
     return table
 
 
-#: the domain `zk2kraft fixtures load` registers its brokers under (zk_fixtures.generator)
-_EXAMPLE_DOMAIN = ".example.internal"
-#: getaddrinfo's "no such name" (EAI_NONAME, EAI_NODATA) as the channel reports it
-_UNRESOLVED = ("Name or service not known", "No address associated with hostname", "nodename nor servname")
-
-
 def _split_unresolved(channels: list[dict]) -> tuple[list[dict], list[dict]]:
     """(the rest, channels never connected because their host has no address): a host that does not
     resolve was never contacted, which is the nature of a rehearsal's generated cluster."""
     rest, unresolved = [], []
     for ch in channels:
-        error = str(ch.get("last_error") or "")
         never = not ch.get("connected") and not ch.get("stopped") and ch.get("acked_offset", -1) < 0
-        (unresolved if never and any(u in error for u in _UNRESOLVED) else rest).append(ch)
+        (unresolved if never and ch.get("unresolved") else rest).append(ch)
     return rest, unresolved
 
 

@@ -251,7 +251,8 @@ def follow(run: Run) -> None:
     try:
         while not stop.is_set():
             if beat.due():
-                opts.note(beat.line(ctl.image, syncer.lag(), log.end_offset, service is not None))
+                zk_ids = service.core.zk_broker_ids if service is not None else frozenset()
+                opts.note(beat.line(ctl.image, zk_ids, syncer.lag(), log.end_offset, service is not None))
             if service is not None and service.fenced:  # outside the retry: it cannot serve again
                 raise service.failure or FencedError(
                     "the controller was fenced by a newer one while serving brokers"
@@ -302,14 +303,18 @@ class Heartbeat:
     def due(self) -> bool:
         return self.every > 0 and time.monotonic() >= self.next
 
-    def line(self, image: ClusterImage, lag: int, end_offset: int, serving: bool) -> str:
+    def line(
+        self, image: ClusterImage, zk_ids: frozenset[int], lag: int, end_offset: int, serving: bool
+    ) -> str:
+        """`zk_ids`: the brokers registered in ZooKeeper, served through their ZooKeeper-mode
+        channels whether or not they registered with this controller too."""
         self.next = time.monotonic() + self.every
         if end_offset != self.end_offset:
             self.end_offset, self.changed = end_offset, time.strftime("%H:%M:%S")
-        brokers = image.brokers.values()
-        migrating = sum(1 for b in brokers if b.is_migrating_zk_broker)
+        kraft = {b.id for b in image.brokers.values() if not b.is_migrating_zk_broker}
+        zk_mode = (set(zk_ids) | {b.id for b in image.brokers.values() if b.is_migrating_zk_broker}) - kraft
         who = (
-            f"serving {len(image.brokers)} brokers ({migrating} in ZooKeeper mode)"
+            f"serving {len(kraft | zk_mode)} brokers ({len(zk_mode)} in ZooKeeper mode)"
             if serving
             else "following without a listener"
         )
