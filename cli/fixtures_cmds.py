@@ -12,7 +12,6 @@ import click
 from cli import render
 from cli.options import json_option, zookeeper_options
 from migrator import commands
-from migrator.zk.bulk_write import ZnodeExistsError
 from zk_fixtures.generator import ClusterSpec, GeneratedCluster
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -116,8 +115,8 @@ def load(target: commands.Target, exist_ok: bool, as_json: bool, **spec: Any) ->
             generated = _load_with_progress(target, cluster_spec, exist_ok)
         else:
             generated = commands.fixtures_load(target, cluster_spec, exist_ok=exist_ok)
-    except ZnodeExistsError as e:  # said in this command's words: its option, or a fresh ZooKeeper
-        raise ZnodeExistsError(
+    except commands.ZnodeExistsError as e:  # said in this command's words: its option, or a fresh ZooKeeper
+        raise commands.ZnodeExistsError(
             f"{e}: ZooKeeper holds a cluster already; pass --exist-ok to keep it and add what is missing, "
             "or start from an empty one (`zk2kraft zk stop --data-dir DIR --delete-data`)",
             e.path,

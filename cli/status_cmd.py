@@ -16,7 +16,6 @@ from rich.text import Text
 from cli import render
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands, results
-from migrator.controller.zk_propagator import EXAMPLE_DOMAIN
 from migrator.errors import EXIT_FINDINGS, UnreachableError
 
 # --- status ----------------------------------------------------------------------------------------
@@ -103,7 +102,7 @@ def _status_rows(s: results.StatusResult) -> list[tuple[str, str]]:
     if unresolved:  # the rehearsal's generated brokers: one line, not one failure per broker
         ids = ", ".join(str(ch.get("broker_id")) for ch in unresolved)
         hosts = sorted({str(ch.get("endpoint", "")).rpartition(":")[0] for ch in unresolved})
-        example = all(h.endswith(EXAMPLE_DOMAIN) for h in hosts)
+        example = all(h.endswith(commands.EXAMPLE_DOMAIN) for h in hosts)
         what = "rehearsal brokers at example hosts" if example else "their registered hosts do not resolve"
         table.add_row(
             f"ZK brokers {ids}",

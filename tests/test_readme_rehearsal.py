@@ -34,6 +34,7 @@ def test_block_cleans_up_after_itself():
 
 @pytest.mark.zk
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two rehearsals, each with a Spark audit
 def test_readme_rehearsal_runs_as_written(tmp_path):
     """Only paths, the port and the cluster's size are changed; every line must exit 0 (bash -e), and
     the block runs twice in a row as an operator would rerun it (issue 31). Nothing it prints reads as
@@ -61,7 +62,7 @@ def test_readme_rehearsal_runs_as_written(tmp_path):
             start_new_session=True,
         )
         try:
-            code = proc.wait(timeout=840)
+            code = proc.wait(timeout=1700)
         except subprocess.TimeoutExpired:
             code = None
         finally:
