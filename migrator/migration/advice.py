@@ -156,7 +156,9 @@ def _restart(writer: WriterInfo | None) -> str:
     command = writer.command if writer is not None and writer.command else None
     if command is None:
         return "run the same command again (`zk2kraft migrate` or `zk2kraft controller`, with its options)"
-    return f"restart `{command}` with the same options"
+    if command.endswith("controller"):
+        return f"restart the controller (`{command}` with the same options)"
+    return f"restart the writer (`{command} --follow` with the same options, or `{command}` once)"
 
 
 def next_step(facts: Facts, writer: WriterInfo | None) -> tuple[str, list[str]]:
@@ -173,11 +175,9 @@ def next_step(facts: Facts, writer: WriterInfo | None) -> tuple[str, list[str]]:
         else []
     )
     if state is S.DUAL_WRITE_METADATA:
-        if dead and facts.lag > 0:
-            return (
-                f"{_restart(writer)}: it resumes from the log and syncs the {facts.lag} records ZooKeeper lacks",
-                notes,
-            )
+        if dead:  # nobody syncs or serves admin changes until it is back
+            lacking = f" and syncs the {facts.lag} records ZooKeeper lacks" if facts.lag > 0 else ""
+            return f"{_restart(writer)}: it resumes from the log{lacking}", notes
         guards = finalize_guards(facts, writer, rehearsal=False, confirmed=True)
         if not guards:
             return f"{_FINALIZE} (`zk2kraft rollback` is still possible until then)", notes
