@@ -185,15 +185,16 @@ def next_step(facts: Facts, writer: WriterInfo | None) -> tuple[str, list[str]]:
             f"to finalize: {_numbered(guards)}; then {_FINALIZE} (`zk2kraft rollback` is still possible)",
             notes,
         )
+    if alive and code == KafkaMigrationCode.PRE_MIGRATION and facts.log.open_transaction is None:
+        # the soft start: ZooKeeper is not claimed until every broker has registered
+        return (
+            f"a controller is waiting for the brokers to register, or copying once all have "
+            f"({writer.describe()}): start the ZooKeeper-mode brokers with "  # type: ignore[union-attr]
+            "zookeeper.metadata.migration.enable=true and its address in controller.quorum.voters",
+            notes,
+        )
     if state is S.MIGRATING_ZK_DATA:
         if alive:
-            if code == KafkaMigrationCode.PRE_MIGRATION and facts.log.open_transaction is None:
-                return (
-                    f"a controller is waiting for the brokers to register, or copying once all have "
-                    f"({writer.describe()}): start the ZooKeeper-mode brokers with "  # type: ignore[union-attr]
-                    "zookeeper.metadata.migration.enable=true and its address in controller.quorum.voters",
-                    notes,
-                )
             return f"a writer is at work ({writer.describe()}): wait for it, then `zk2kraft status`", notes  # type: ignore[union-attr]
         if facts.log.open_transaction is not None:
             return f"{_restart(writer)}: the interrupted copy is aborted and redone", notes
