@@ -12,6 +12,7 @@ and the advice names the right directory; it never tells the operator to stop a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 from kazoo.client import KazooClient
@@ -275,7 +276,9 @@ def not_this_log(client: KazooClient, facts: Facts, log_dir: str, found: Binding
     writer = log_binding.read_writer(client) if found.live else None
     if writer is None:
         bound = log_binding.read_binding(client)
-        where = f" ({bound.path} on {bound.host})" if bound is not None else ""
+        if bound is None or bound.path == str(Path(log_dir).resolve()):  # the claim's own directory, damaged
+            return WrongLog(f"{proof}{found.message}", log_binding.TAKEOVER_HINT)
+        where = f" ({bound.path} on {bound.host})"
         return WrongLog(
             f"{proof}{found.message}", f"point --log-dir at the log directory that holds the claim{where}"
         )
