@@ -134,10 +134,12 @@ def run_migrate(
                 return prompts.confirm(question)
 
     say: Callable[[str], None] | None = None
-    # Without a terminal (systemd, nohup, a CI log, `| tee`): every note as a timestamped stderr line,
-    # flushed as it happens, and a periodic "still <phase>" line during a long phase: a one-shot
-    # migrate of 40,000 partitions is as long-running for its log as a controller.
-    lines = progress_lines.PhaseLines(progress_lines.interval_from_env(), announce=not as_json)
+    # Without a terminal (systemd, nohup, a CI log, `| tee`): a long-running controller's every note as
+    # a timestamped line, flushed as it happens; a one-shot run's phase once it has lasted a moment (a
+    # quick refusal stays one line), and every run a periodic "still <phase>" line.
+    lines = progress_lines.PhaseLines(
+        progress_lines.interval_from_env(), announce=bool(follow or target.listen) and not as_json
+    )
     if interactive:
 
         def say(text: str) -> None:
