@@ -45,6 +45,25 @@ FENCED_LEADER_EPOCH = 74
 STALE_BROKER_EPOCH = 77
 Key = tuple[str, int]
 
+# Kafka 3.9's AbstractControlRequest.Type, written out here rather than taken from the controller's
+# constants so that this stand-in cannot share a mistake with the controller it checks.
+REQUEST_UNKNOWN = "UNKNOWN"
+REQUEST_INCREMENTAL = "INCREMENTAL"
+REQUEST_FULL = "FULL"
+_REQUEST_TYPES = {1: REQUEST_INCREMENTAL, 2: REQUEST_FULL}
+
+
+def request_type(req: Any) -> str:
+    """`AbstractControlRequest.Type.fromByte` of a request's Type field (0 when the version has none);
+    a byte Kafka does not know is UNKNOWN, as `fromByte` reads it."""
+    return _REQUEST_TYPES.get(int(getattr(req, "type", 0)), REQUEST_UNKNOWN)
+
+
+def full_from_kraft(req: Any) -> bool:
+    """A request a ZK-mode broker in migration treats as full: Type FULL from a KRaft controller (the
+    condition of ZkMetadataCache.updateMetadata and ReplicaManager.becomeLeaderOrFollower)."""
+    return request_type(req) == REQUEST_FULL and bool(getattr(req, "is_k_raft_controller", False))
+
 
 class CachedPartition(NamedTuple):
     """A partition as the metadata cache holds it (a tuple: a FULL UpdateMetadata makes 100,000)."""
@@ -123,13 +142,16 @@ class ZkBrokerCache:
                     states += [(t.topic_name, tid, s) for s in t.partition_states]
             errors: list[tuple[str, Any, int, int]] = []
             if top == NONE:
+                if full_from_kraft(req):
+                    # LogManager.findStrayReplicas, before anything else: a hosted partition the request
+                    # omits, or names under another topic id, is stray and leaves the broker.
+                    named = {(t, int(s.partition_index)): tid for t, tid, s in states}
+                    for key in list(self.roles):
+                        if key not in named or named[key] != self.topic_ids.get(key[0], named[key]):
+                            del self.roles[key]
                 for topic, tid, s in states:
                     kraft = bool(getattr(req, "is_k_raft_controller", False))
                     errors.append((topic, tid, s.partition_index, self._become(topic, tid, s, kraft)))
-                if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
-                    named = {(t, s.partition_index) for t, _, s in states}
-                    for key in [k for k in self.roles if k not in named]:
-                        del self.roles[key]
             else:
                 errors = [(t, tid, s.partition_index, top) for t, tid, s in states]
         if version <= 4:
@@ -174,7 +196,9 @@ class ZkBrokerCache:
                     states = [(s.topic_name, s) for s in req.ungrouped_partition_states]
                 else:
                     states = [(t.topic_name, s) for t in req.topic_states for s in t.partition_states]
-                if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
+                if full_from_kraft(req):
+                    # transformKRaftControllerFullMetadataRequest: every topic and partition the full
+                    # request omits is deleted from the cache, so the request's states are all that stay.
                     self.partitions.clear()
                 parts = self.partitions
                 for topic, s in states:  # decoded values are ints and tuples already
