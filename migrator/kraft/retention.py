@@ -45,18 +45,24 @@ __all__ = [
 ]
 
 _BEGIN, _END, _ABORT = 23, 24, 25
+_LOG_OVERHEAD = 12  # Kafka's Records.LOG_OVERHEAD: a batch's offset and length
 #: How often (at most) an append checks the retention rules (Kafka's KafkaRaftClient polls them).
 _CLEAN_EVERY_MS = 60_000
 
 
 @dataclass(frozen=True)
 class RetentionConfig:
-    """Kafka's controller settings for snapshots and retention, with Kafka 3.9's defaults."""
+    """Kafka's controller settings for snapshots, retention and segment size, with Kafka 3.9's defaults.
+
+    The segment size matters to retention: it deletes whole segments only, so a log that never rolls
+    keeps every record on disk however far its start moves."""
 
     max_bytes_between_snapshots: int = 20 << 20  # metadata.log.max.record.bytes.between.snapshots
     snapshot_interval_ms: int = 3_600_000  # metadata.log.max.snapshot.interval.ms (0: no time trigger)
     retention_bytes: int = 100 << 20  # metadata.max.retention.bytes (-1: no size limit)
     retention_ms: int = 7 * 24 * 3_600_000  # metadata.max.retention.ms (-1: no time limit)
+    segment_bytes: int = 1 << 30  # metadata.log.segment.bytes: a segment rolls before passing it
+    segment_min_bytes: int = 8 << 20  # metadata.log.segment.min.bytes (Kafka-internal, for tests)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> RetentionConfig:
@@ -73,6 +79,18 @@ class RetentionConfig:
             raise BadInputError("metadata.log.max.record.bytes.between.snapshots must be at least 1")
         if config.snapshot_interval_ms < 0:
             raise BadInputError("metadata.log.max.snapshot.interval.ms must be 0 or more")
+        for key, value in (
+            ("metadata.log.segment.bytes", config.segment_bytes),
+            ("metadata.log.segment.min.bytes", config.segment_min_bytes),
+        ):
+            if value < _LOG_OVERHEAD:  # KRaftConfigs: atLeast(Records.LOG_OVERHEAD)
+                raise BadInputError(f"{key}={value}: must be at least {_LOG_OVERHEAD}")
+        if config.segment_bytes < config.segment_min_bytes:  # KafkaMetadataLog.apply refuses to start
+            raise BadInputError(
+                f"Cannot set metadata.log.segment.bytes below {config.segment_min_bytes}: "
+                f"{config.segment_bytes} (Kafka's bound; its internal metadata.log.segment.min.bytes "
+                "lowers it, for testing only)"
+            )
         return config
 
 
@@ -82,6 +100,8 @@ PROPERTY_KEYS: dict[str, str] = {
     "metadata.log.max.snapshot.interval.ms": "snapshot_interval_ms",
     "metadata.max.retention.bytes": "retention_bytes",
     "metadata.max.retention.ms": "retention_ms",
+    "metadata.log.segment.bytes": "segment_bytes",
+    "metadata.log.segment.min.bytes": "segment_min_bytes",
 }
 assert set(PROPERTY_KEYS.values()) == {f.name for f in fields(RetentionConfig)}
 
