@@ -6,7 +6,7 @@ STAMP := $(VENV)/.zk2kraft-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON ?= python3
 
-.PHONY: demo test deps system-deps lint bench clean
+.PHONY: demo test deps system-deps kafka-jars lint bench clean
 
 demo: deps
 	$(VENV)/bin/zk2kraft demo
@@ -17,14 +17,20 @@ test: deps
 lint: deps
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-deps: system-deps $(STAMP)
+deps: system-deps $(STAMP) kafka-jars
 
-# Debian's ZooKeeper (the real server tests and the demo run), a JRE (ZooKeeper and Spark), kcat (a test).
+# Kafka 3.9's own jars (real brokers and controllers in the tests and the demo), fetched once from Maven
+# Central into ~/.cache/zk2kraft; a fetch that fails stops here with one line (the tests never skip for it).
+kafka-jars: $(STAMP)
+	@$(PY) -m zk_fixtures.kafka_dist kafka >/dev/null
+
+# Debian's ZooKeeper (the real server tests and the demo run), a JRE (ZooKeeper, Spark, Kafka), kcat (a test),
+# maven (fetches Kafka's jars).
 system-deps:
-	@if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "$$ZK_HOME" ] || ! command -v java >/dev/null || ! command -v kcat >/dev/null; then \
-		echo "installing Debian's zookeeper, a headless JRE and kcat"; \
+	@if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "$$ZK_HOME" ] || ! command -v java >/dev/null || ! command -v kcat >/dev/null || ! command -v mvn >/dev/null; then \
+		echo "installing Debian's zookeeper, a headless JRE, kcat and maven"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless kcat >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless kcat maven >/dev/null; \
 	fi
 
 # setup.py builds migrator/kraft/_speedups.c in place: a changed C file reinstalls (and recompiles).
