@@ -611,6 +611,14 @@ class MetadataLog:
             break
         return None
 
+    def as_kafka_opens(self) -> None:
+        """Read this (read-only) log as Kafka 3.9 opens it: from the first segment's base offset, which
+        KafkaMetadataLog takes as the log start whatever log-start-offset-checkpoint says."""
+        if self.writable:
+            raise BadInputError(f"{self.log_dir}: only a read-only log can be read as Kafka opens it")
+        self._start_floor = 0
+        self._image_cache = None
+
     def forget_image(self) -> None:
         """Drop `load_image`'s kept answer: its caller takes that image over to change it (the first
         sync's syncer, instead of copying a whole cluster), so it must not be handed out again."""

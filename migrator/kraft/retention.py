@@ -42,6 +42,7 @@ __all__ = [
     "purge_aborted",
     "set_default_config",
     "snapshot_now",
+    "start_at_snapshot",
 ]
 
 _BEGIN, _END, _ABORT = 23, 24, 25
@@ -240,15 +241,23 @@ def purge_aborted(log: MetadataLog) -> int | None:
             f"{log.partition_dir}: cannot move the log start past an aborted transaction: a metadata "
             "transaction is open at the log's end"
         )
+    start_at_snapshot(log, end)
+    policy = getattr(log.after_append, "__self__", None)
+    if isinstance(policy, SnapshotPolicy):
+        policy.snapshot_at_next_commit = True  # the redo's commit gets its own snapshot too
+    return end
+
+
+def start_at_snapshot(log: MetadataLog, end: int) -> None:
+    """Make the snapshot at `end` (on disk already) the log start for every reader, Kafka's too: a new
+    segment at `end`, every segment below it deleted (Kafka derives its log start from the first
+    segment's base) and the older snapshots forgotten. Idempotent: a crash in between is finished by
+    calling it again."""
     log.roll()
     log.advance_start(end)
     for snap in list_snapshots(log.partition_dir):
         if snap.end_offset < end:
             _unlink_snapshot(snap.path)
-    policy = getattr(log.after_append, "__self__", None)
-    if isinstance(policy, SnapshotPolicy):
-        policy.snapshot_at_next_commit = True  # the redo's commit gets its own snapshot too
-    return end
 
 
 def _has_abort(log: MetadataLog) -> bool:
