@@ -2,10 +2,13 @@
 
 What a Kafka 3.9 ZK-mode broker does with its controller's requests, for the parts the controller can
 observe: the metadata cache (ZkMetadataCache: partition states and live brokers; UpdateMetadata of Type
-FULL replaces it, a partition whose leader is -2 is deleted) and the replica roles (ReplicaManager's
-becomeLeaderOrFollower: a partition's leader epoch only moves forward, and an equal one only from a
-KRaft controller, which sends ISR changes; LeaderAndIsr of Type FULL drops roles for partitions it omits;
-StopReplica(delete) removes the replica). A request from an older controller epoch than the newest seen
+FULL from a KRaft controller replaces it, a partition whose leader is -2 is deleted) and the replica roles
+(ReplicaManager's becomeLeaderOrFollower: a partition's leader epoch only moves forward, and an equal one
+only from a KRaft controller, which sends ISR changes; LeaderAndIsr of Type FULL from a KRaft controller
+first drops, as stray, partitions it omits or names under another topic id; StopReplica(delete) removes
+the replica). Type is read from the request's bytes with Kafka's own values (AbstractControlRequest.Type:
+UNKNOWN 0, INCREMENTAL 1, FULL 2, anything else UNKNOWN), written out here rather than taken from the
+controller's constants, so a wrong value on the controller's side shows. A request from an older controller epoch than the newest seen
 is refused with STALE_CONTROLLER_EPOCH, one naming an older broker epoch than the broker's own with
 STALE_BROKER_EPOCH, as KafkaApis does.
 
