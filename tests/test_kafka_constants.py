@@ -1,8 +1,9 @@
 """Every numeric constant of migrator/ against its peer's own value, never against itself.
 
 `scan()` reads each module of migrator/ (its AST, not an import) for UPPER_CASE names bound to an
-integer (module level and class bodies, enum members included) and for code tables (dicts from an
-integer to a name). Each must be accounted for here, exactly once:
+integer (module level and class bodies, enum members included), for code tables (dicts from an
+integer to a name) and for feature-range tables (a feature's name to its (min, max) level). Each must
+be accounted for here, exactly once:
 
 - `FROM_PEER`: the Kafka (or ZooKeeper) constant it stands for, whose value `KAFKA` / `ZOOKEEPER`
   quote from the peer's source (apache/kafka branch 3.9, ZooKeeper 3.8's jar). A constant named
@@ -224,6 +225,15 @@ KAFKA_ENUMS: dict[str, dict[int, str]] = {
     },
 }
 
+#: Kafka 3.9's feature ranges (feature -> (min, max) level) the project keeps as dicts.
+KAFKA_FEATURE_RANGES: dict[str, dict[str, tuple[int, int]]] = {
+    # metadata/.../controller/QuorumFeatures.java: metadata.version from MINIMUM_KRAFT_VERSION (1) to
+    # LATEST_PRODUCTION (IBP_3_9_IV0 = 21); of Features.PRODUCTION_FEATURES those whose latestProduction
+    # is above 0: kraft.version (KRaftVersion.KRAFT_VERSION_1, bootstrap IBP_3_9_IV0); transaction.version's
+    # TV_1 needs IBP_4_0_IV0, so it is left out.
+    "QuorumFeatures.defaultFeatureMap(false)": {"metadata.version": (1, 21), "kraft.version": (0, 1)},
+}
+
 # --- ZooKeeper's (the other peer), from ZooKeeper 3.8's classes ----------------------------------------
 
 ZOOKEEPER: dict[str, int] = {
@@ -295,6 +305,7 @@ FROM_PEER: dict[str, str] = {
     "controller/admin_features_api.py:UPGRADE": "FeatureUpdate.UpgradeType.UPGRADE",
     "controller/admin_features_api.py:SAFE_DOWNGRADE": "FeatureUpdate.UpgradeType.SAFE_DOWNGRADE",
     "controller/admin_features_api.py:UNSAFE_DOWNGRADE": "FeatureUpdate.UpgradeType.UNSAFE_DOWNGRADE",
+    "controller/admin_features_api.py:SUPPORTED_FEATURES": "QuorumFeatures.defaultFeatureMap(false)",
     "controller/admin_quotas_api.py:EXACT": "DescribeClientQuotasRequest.MATCH_TYPE_EXACT",
     "controller/admin_quotas_api.py:DEFAULT": "DescribeClientQuotasRequest.MATCH_TYPE_DEFAULT",
     "controller/admin_quotas_api.py:SPECIFIED": "DescribeClientQuotasRequest.MATCH_TYPE_SPECIFIED",
@@ -556,6 +567,28 @@ def _table(node: ast.expr) -> dict[int, str] | None:
     return dict(zip(keys, values, strict=True))  # type: ignore[arg-type]
 
 
+def _ranges(node: ast.expr, strings: dict[str, str]) -> dict[str, tuple[int, int]] | None:
+    """A feature-range table: a dict literal from a name (a literal or a module's string constant) to a
+    pair of integers."""
+    if not isinstance(node, ast.Dict) or not node.keys:
+        return None
+    out: dict[str, tuple[int, int]] = {}
+    for k, v in zip(node.keys, node.values, strict=True):
+        if isinstance(k, ast.Constant) and isinstance(k.value, str):
+            key = k.value
+        elif isinstance(k, ast.Name) and k.id in strings:
+            key = strings[k.id]
+        else:
+            return None
+        if not isinstance(v, ast.Tuple) or len(v.elts) != 2:
+            return None
+        low, high = _int(v.elts[0]), _int(v.elts[1])
+        if low is None or high is None:
+            return None
+        out[key] = (low, high)
+    return out
+
+
 def _bindings(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, ast.expr]]:
     for node in body:
         if isinstance(node, ast.ClassDef):
@@ -576,22 +609,30 @@ def _bindings(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, ast.expr
                         yield prefix + t.id, v
 
 
-def scan() -> tuple[dict[str, int], dict[str, dict[int, str]]]:
-    """Every UPPER_CASE integer constant and code table of migrator/, keyed `module:NAME`."""
+def scan() -> tuple[dict[str, int], dict[str, dict[int, str]], dict[str, dict[str, tuple[int, int]]]]:
+    """Every UPPER_CASE integer constant, code table and feature-range table of migrator/, keyed
+    `module:NAME`."""
     ints: dict[str, int] = {}
     tables: dict[str, dict[int, str]] = {}
+    ranges: dict[str, dict[str, tuple[int, int]]] = {}
     for path in sorted((ROOT / "migrator").rglob("*.py")):
         module = path.relative_to(ROOT / "migrator").as_posix()
-        for name, value in _bindings(ast.parse(path.read_text()).body, ""):
+        bindings = list(_bindings(ast.parse(path.read_text()).body, ""))
+        strings = {
+            n: v.value for n, v in bindings if isinstance(v, ast.Constant) and isinstance(v.value, str)
+        }
+        for name, value in bindings:
             if not _NAME.match(name.rsplit(".", 1)[-1]):
                 continue
             key = f"{module}:{name}"
-            number, table = _int(value), _table(value)
+            number, table, feature_ranges = _int(value), _table(value), _ranges(value, strings)
             if number is not None:
                 ints[key] = number
             elif table is not None:
                 tables[key] = table
-    return ints, tables
+            elif feature_ranges is not None:
+                ranges[key] = feature_ranges
+    return ints, tables, ranges
 
 
 def source_of(key: str) -> str | None:
@@ -602,7 +643,7 @@ def source_of(key: str) -> str | None:
     return implicit if implicit in KAFKA else None
 
 
-SCANNED_INTS, SCANNED_TABLES = scan()
+SCANNED_INTS, SCANNED_TABLES, SCANNED_RANGES = scan()
 
 
 def test_the_scan_finds_the_constants_it_is_meant_to() -> None:
@@ -612,12 +653,15 @@ def test_the_scan_finds_the_constants_it_is_meant_to() -> None:
     assert SCANNED_INTS["kraft/control.py:ControlType.KRAFT_VOTERS"] == 6
     assert SCANNED_INTS["kraft/log.py:MAX_BATCH_BYTES"] == 8 << 20
     assert SCANNED_TABLES["kraft/image.py:ACL_OPERATIONS"][14] == "DESCRIBE_TOKENS"
+    assert SCANNED_RANGES["controller/admin_features_api.py:SUPPORTED_FEATURES"]["metadata.version"][0] == 1
     assert len(SCANNED_INTS) > 250
 
 
 def test_every_constant_is_a_peer_value_or_listed_as_the_projects_own() -> None:
     unaccounted = sorted(
-        k for k in [*SCANNED_INTS, *SCANNED_TABLES] if source_of(k) is None and k not in NOT_A_PEER_VALUE
+        k
+        for k in [*SCANNED_INTS, *SCANNED_TABLES, *SCANNED_RANGES]
+        if source_of(k) is None and k not in NOT_A_PEER_VALUE
     )
     assert unaccounted == [], (
         "constants of migrator/ with no peer counterpart here: add each to FROM_PEER with the Kafka or "
@@ -629,7 +673,7 @@ def test_every_constant_is_a_peer_value_or_listed_as_the_projects_own() -> None:
 
 
 def test_no_entry_names_a_constant_that_is_gone() -> None:
-    scanned = {*SCANNED_INTS, *SCANNED_TABLES}
+    scanned = {*SCANNED_INTS, *SCANNED_TABLES, *SCANNED_RANGES}
     assert sorted(set(FROM_PEER) - scanned) == []
     assert sorted(set(NOT_A_PEER_VALUE) - scanned) == []
 
@@ -648,6 +692,11 @@ def test_each_code_table_agrees_with_kafkas_enum(key: str) -> None:
     enum = KAFKA_ENUMS[str(source_of(key))]
     wrong = {code: name for code, name in SCANNED_TABLES[key].items() if enum.get(code) != name}
     assert wrong == {}, f"{key}: codes Kafka 3.9's {source_of(key)} does not define so: {wrong}"
+
+
+@pytest.mark.parametrize("key", sorted(k for k in SCANNED_RANGES if source_of(k) is not None))
+def test_each_feature_range_is_kafkas(key: str) -> None:
+    assert SCANNED_RANGES[key] == KAFKA_FEATURE_RANGES[str(source_of(key))], key
 
 
 def test_the_error_rows_agree_with_kio() -> None:
