@@ -234,7 +234,7 @@ KAFKA_FEATURE_RANGES: dict[str, dict[str, tuple[int, int]]] = {
     "QuorumFeatures.defaultFeatureMap(false)": {"metadata.version": (1, 21), "kraft.version": (0, 1)},
 }
 
-# --- ZooKeeper's (the other peer), from ZooKeeper 3.8's classes ----------------------------------------
+# --- ZooKeeper's (the other peer), from ZooKeeper 3.8.0's classes (Debian's zookeeper.jar, read with javap) ---
 
 ZOOKEEPER: dict[str, int] = {
     "ZooDefs.OpCode.error": -1,
@@ -263,7 +263,7 @@ ZOOKEEPER: dict[str, int] = {
     "FileSnap.SNAP_MAGIC": int.from_bytes(b"ZKSN", "big"),
     "FileSnap.VERSION": 2,
     "EphemeralType.CONTAINER_EPHEMERAL_OWNER": -(1 << 63),
-    "EphemeralType.TTL mask (0xff00000000000000L)": -(1 << 56),
+    "EphemeralType.EXTENDED_MASK": -(1 << 56),
     "ReferenceCountedACLCache.OPEN_UNSAFE_ACL_ID": -1,
     "jute.maxbuffer default (BinaryInputArchive.maxBuffer, 0xfffff)": 0xFFFFF,
 }
@@ -430,7 +430,7 @@ FROM_PEER: dict[str, str] = {
     "zk/snapshot_file.py:SNAP_VERSION": "FileSnap.VERSION",
     "zk/snapshot_file.py:JUTE_MAXBUFFER": "jute.maxbuffer default (BinaryInputArchive.maxBuffer, 0xfffff)",
     "zk/snapshot_file.py:CONTAINER_OWNER": "EphemeralType.CONTAINER_EPHEMERAL_OWNER",
-    "zk/snapshot_file.py:TTL_OWNER_MASK": "EphemeralType.TTL mask (0xff00000000000000L)",
+    "zk/snapshot_file.py:TTL_OWNER_MASK": "EphemeralType.EXTENDED_MASK",
     "zk/snapshot_file.py:OPEN_ACL_ID": "ReferenceCountedACLCache.OPEN_UNSAFE_ACL_ID",
     "zk/txnlog_file.py:LOG_MAGIC": "FileTxnLog.TXNLOG_MAGIC",
     "zk/txnlog_file.py:LOG_VERSION": "FileTxnLog.VERSION",
