@@ -24,13 +24,13 @@ deps: system-deps $(STAMP) kafka-jars
 kafka-jars: $(STAMP)
 	@$(PY) -m zk_fixtures.kafka_dist kafka >/dev/null
 
-# Debian's ZooKeeper (the real server tests and the demo run), a JRE (ZooKeeper, Spark, Kafka), kcat (a test),
-# maven (fetches Kafka's jars).
+# Debian's ZooKeeper (the real server tests and the demo run), a JDK (ZooKeeper, Spark, Kafka, and javac for
+# the Java oracle of tests/test_zk_codec.py), kcat (a test), maven (fetches Kafka's jars), openssl (test certificates).
 system-deps:
-	@if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "$$ZK_HOME" ] || ! command -v java >/dev/null || ! command -v kcat >/dev/null || ! command -v mvn >/dev/null; then \
-		echo "installing Debian's zookeeper, a headless JRE, kcat and maven"; \
+	@if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "$$ZK_HOME" ] || ! command -v javac >/dev/null || ! command -v kcat >/dev/null || ! command -v mvn >/dev/null || ! command -v openssl >/dev/null; then \
+		echo "installing Debian's zookeeper, a headless JDK, kcat, maven and openssl"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless kcat maven >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jdk-headless kcat maven openssl >/dev/null; \
 	fi
 
 # setup.py builds migrator/kraft/_speedups.c in place: a changed C file reinstalls (and recompiles).

@@ -10,6 +10,12 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from ci_skips import (  # noqa: F401  (pytest's hooks, found by name in this module)
+    pytest_collectreport,
+    pytest_runtest_logreport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 from kazoo.client import KazooClient
 
 from migrator.zk.connection import close, connect

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from kafka.record import MemoryRecords
+from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.serial import entity_reader, entity_writer
@@ -414,6 +415,48 @@ def test_describe_quorum_lists_the_voter_and_observers_and_votes_are_refused(lea
         )
         p = resp.topics[0].partitions[0]
         assert p.error_code == 74 and not p.vote_granted and p.leader_id == NODE
+    finally:
+        f.close()
+
+
+def test_a_vote_or_epoch_claim_from_a_non_voter_is_kafkas_inconsistent_voter_set(leader) -> None:
+    """The only voter is this node: a candidate or a claimed leader at the current or a later epoch is
+    not in its voter set. The expected code is kio's (Kafka's Errors.INCONSISTENT_VOTER_SET = 94)."""
+    _, _, address = leader
+    f = Fetcher(address)
+    try:
+        vote = importlib.import_module("kio.schema.vote.v0.request")
+        resp = f.call(
+            "vote",
+            0,
+            cluster_id=CLUSTER,
+            topics=(
+                vote.TopicData(
+                    topic_name="__cluster_metadata",
+                    partitions=(
+                        vote.PartitionData(
+                            partition_index=0,
+                            replica_epoch=2,
+                            replica_id=9,
+                            last_offset_epoch=1,
+                            last_offset=0,
+                        ),
+                    ),
+                ),
+            ),
+        )
+        p = resp.topics[0].partitions[0]
+        assert (p.error_code, p.vote_granted) == (ErrorCode.inconsistent_voter_set, False)
+        for api in ("begin_quorum_epoch", "end_quorum_epoch"):
+            m = importlib.import_module(f"kio.schema.{api}.v0.request")
+            part = m.PartitionData(partition_index=0, leader_id=9, leader_epoch=2)
+            resp = f.call(
+                api,
+                0,
+                cluster_id=CLUSTER,
+                topics=(m.TopicData(topic_name="__cluster_metadata", partitions=(part,)),),
+            )
+            assert resp.topics[0].partitions[0].error_code == ErrorCode.inconsistent_voter_set, api
     finally:
         f.close()
 
