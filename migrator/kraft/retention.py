@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from migrator.errors import BadInputError, ZkKraftError
-from migrator.kraft.batch import decode_batch_records
+from migrator.kraft.batch import LOG_OVERHEAD, decode_batch_records
 from migrator.kraft.image import snapshot_records
 from migrator.kraft.records import MetadataRecord
 from migrator.kraft.snapshot import list_snapshots, read_snapshot_timestamp, write_snapshot
@@ -46,7 +46,6 @@ __all__ = [
 ]
 
 _BEGIN, _END, _ABORT = 23, 24, 25
-_LOG_OVERHEAD = 12  # Kafka's Records.LOG_OVERHEAD: a batch's offset and length
 #: How often (at most) an append checks the retention rules (Kafka's KafkaRaftClient polls them).
 _CLEAN_EVERY_MS = 60_000
 
@@ -84,8 +83,8 @@ class RetentionConfig:
             ("metadata.log.segment.bytes", config.segment_bytes),
             ("metadata.log.segment.min.bytes", config.segment_min_bytes),
         ):
-            if value < _LOG_OVERHEAD:  # KRaftConfigs: atLeast(Records.LOG_OVERHEAD)
-                raise BadInputError(f"{key}={value}: must be at least {_LOG_OVERHEAD}")
+            if value < LOG_OVERHEAD:  # KRaftConfigs: atLeast(Records.LOG_OVERHEAD)
+                raise BadInputError(f"{key}={value}: must be at least {LOG_OVERHEAD}")
         if config.segment_bytes < config.segment_min_bytes:  # KafkaMetadataLog.apply refuses to start
             raise BadInputError(
                 f"Cannot set metadata.log.segment.bytes below {config.segment_min_bytes}: "
