@@ -13,7 +13,7 @@ from test_kraft_image import comparable
 
 from cli.log_cmds import log as log_cmd
 from migrator.errors import BadInputError
-from migrator.kraft import dirfiles
+from migrator.kraft import dirfiles, handover
 from migrator.kraft.image import replay
 from migrator.kraft.log import MetadataLog, OffsetOutOfRangeError, verify_log
 from migrator.kraft.records import record
@@ -111,15 +111,22 @@ def test_retention_inside_one_segment_survives_a_reopen(tmp_path) -> None:
         assert log.leader_epochs == epochs
         assert log.epoch_for_offset(commit) == 6
         assert comparable(log.load_image().result.image) == expected
-    # A directory left by the earlier versions: the checkpoint cut at the in-memory start, no durable
-    # start. The epochs are rebuilt from the batches rather than leaving offset `commit` without one.
+    # A directory left by the earlier versions: the checkpoint cut from the start inside the segment,
+    # no durable start. The epochs are rebuilt from the batches rather than leaving offset `commit`
+    # without one.
     (tmp_path / "m" / "log-start-offset-checkpoint").unlink()
     dirfiles.write_leader_epochs(
-        tmp_path / "m" / "__cluster_metadata-0" / "leader-epoch-checkpoint", [(7, start)]
+        tmp_path / "m" / "__cluster_metadata-0" / "leader-epoch-checkpoint", [(6, commit), *epochs[1:]]
+    )
+    # what Kafka's recovery keeps too (LogSegment.recover only adds later epochs): log verify --kafka says so
+    cut = [f for f in handover.check(tmp_path / "m").refused if f.file == "leader-epoch-checkpoint"]
+    assert cut and f"starts at offset {commit} (epoch 6) but the segments hold batches from offset 0" in (
+        cut[0].message
     )
     with new_log(tmp_path / "m", config) as log:
         assert log.log_start_offset == 0 and log.leader_epochs == epochs
         assert log.epoch_for_offset(commit) == 6
+    assert not [f for f in handover.check(tmp_path / "m").findings if f.file == "leader-epoch-checkpoint"]
 
 
 def test_a_snapshot_every_n_bytes_and_never_inside_a_transaction(tmp_path) -> None:

@@ -267,7 +267,19 @@ def _check_log(log: MetadataLog, part: Path, node: int | None, report: HandoverR
     try:
         entries = dirfiles.read_leader_epochs(lec)
         kept = [e for e in entries if e[1] < log.end_offset]  # LeaderEpochFileCache.truncateFromEnd
-        if kept != log.leader_epochs and entries != log.leader_epochs:
+        first = log.first_batch_offset()
+        if kept and first < kept[0][1]:
+            # LogSegment.recover only assigns epochs above the cache's latest: Kafka keeps this cut
+            add(
+                Finding(
+                    REFUSE,
+                    lec.name,
+                    f"starts at offset {kept[0][1]} (epoch {kept[0][0]}) but the segments hold batches from "
+                    f"offset {first}: Kafka's recovery keeps it so, and those batches have no leader epoch in "
+                    "Kafka's cache",
+                )
+            )
+        elif kept != log.leader_epochs and entries != log.leader_epochs:
             add(
                 Finding(
                     REBUILD, lec.name, "does not match the batches' epochs: Kafka rebuilds it on recovery"

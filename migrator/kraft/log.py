@@ -446,7 +446,7 @@ class MetadataLog:
         if entries is None or (
             self.segments
             and self._end_offset > self.segments[0].base_offset
-            and (not entries or self._first_batch_offset() < entries[0][1])
+            and (not entries or self.first_batch_offset() < entries[0][1])
         ):
             # missing, or cut from the start past what the segments still hold (retention inside a
             # segment, before the checkpoint kept to the segments): the batches' own epochs
@@ -455,7 +455,7 @@ class MetadataLog:
         if self.writable and (not path.exists() or dirfiles.read_leader_epochs(path) != entries):
             dirfiles.write_leader_epochs(path, entries)
 
-    def _first_batch_offset(self) -> int:
+    def first_batch_offset(self) -> int:
         """The base offset of the first batch the segments hold (the end offset when they hold none)."""
         for i, seg in enumerate(self.segments):
             if i == len(self.segments) - 1 and self._active_end == 0:
