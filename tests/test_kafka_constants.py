@@ -190,6 +190,7 @@ KAFKA: dict[str, int] = {
     "LogConfig.DEFAULT_SEGMENT_BYTES": 1024 * 1024 * 1024,  # metadata.log.segment.bytes' default
     "ServerLogConfigs.LOG_INDEX_INTERVAL_BYTES_DEFAULT": 4096,
     "KafkaRaftClient.MAX_BATCH_SIZE_BYTES": 8 * 1024 * 1024,
+    "KafkaRaftClient.MAX_FETCH_SIZE_BYTES": 8 * 1024 * 1024,  # = MAX_BATCH_SIZE_BYTES
     "QuorumController.MAX_RECORDS_PER_BATCH": 10000,
 }
 
@@ -337,6 +338,7 @@ FROM_PEER: dict[str, str] = {
     "controller/messages.py:ENVELOPE": "ApiKeys.ENVELOPE",
     "controller/partition_reassignment.py:NO_LEADER": "LeaderConstants.NO_LEADER",
     "controller/raft_leader.py:FETCH": "ApiKeys.FETCH",
+    "controller/raft_leader.py:MAX_FETCH_BYTES": "KafkaRaftClient.MAX_FETCH_SIZE_BYTES",
     "controller/raft_leader.py:VOTE": "ApiKeys.VOTE",
     "controller/raft_leader.py:BEGIN_QUORUM_EPOCH": "ApiKeys.BEGIN_QUORUM_EPOCH",
     "controller/raft_leader.py:END_QUORUM_EPOCH": "ApiKeys.END_QUORUM_EPOCH",

@@ -111,6 +111,7 @@ class Fetcher:
         version: int = 17,
         max_wait_ms: int = 0,
         max_bytes: int = 1 << 20,
+        partition_max_bytes: int | None = None,
         topic_id: uuid.UUID = TOPIC_ID,
         partition: int = 0,
         replica_id: int = 7,
@@ -122,7 +123,7 @@ class Fetcher:
             fetch_offset=offset,
             last_fetched_epoch=last_epoch,
             log_start_offset=-1,
-            partition_max_bytes=max_bytes,
+            partition_max_bytes=max_bytes if partition_max_bytes is None else partition_max_bytes,
         )
         if version >= 17:
             part["replica_directory_id"] = uuid.UUID(int=77)
@@ -195,6 +196,24 @@ def test_fetch_from_offset_zero_reads_the_whole_log_in_order(leader) -> None:
         for v in (13, 15, 16):
             _, p = f.fetch(0, 0, 1, version=v)
             assert p.error_code == 0 and next(offsets_in(p.records))[0] == 0
+    finally:
+        f.close()
+
+
+def test_a_kafka_shaped_fetch_is_answered_with_everything_up_to_its_max_bytes(leader) -> None:
+    """Kafka's observer (KafkaRaftClient.buildFetchRequest) sends MaxBytes 8 MiB and leaves the
+    partition's max bytes at 0: the answer carries every batch up to the high watermark (as Kafka's own
+    leader reads 8 MiB per Fetch), not one batch; a positive partition max bytes still bounds it."""
+    log, _, address = leader
+    assert len(log.segments) == 1
+    f = Fetcher(address)
+    try:
+        _, p = f.fetch(0, 0, 1, max_bytes=8 << 20, partition_max_bytes=0)
+        assert p.error_code == 0
+        assert [o for o, _ in offsets_in(p.records)] == list(range(log.end_offset))
+        _, p = f.fetch(0, 0, 1, max_bytes=8 << 20, partition_max_bytes=2000)
+        got = list(offsets_in(p.records))
+        assert got and len(got) < log.end_offset and len(p.records) <= 2000
     finally:
         f.close()
 

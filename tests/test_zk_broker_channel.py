@@ -16,9 +16,12 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from kio.serial import entity_reader
+from kio.static.primitive import i8
 
 from migrator.controller import zk_broker_messages as Z
 from migrator.controller.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
+from migrator.controller.zk_broker_codec import encode_fast
 from migrator.controller.zk_broker_requests import (
     LEADER_DURING_DELETE,
     BrokerInfo,
@@ -26,7 +29,13 @@ from migrator.controller.zk_broker_requests import (
     Item,
     PartitionState,
 )
-from zk_fixtures.zk_broker_server import CachedPartition, ZkBrokerCache, ZkBrokerServer
+from zk_fixtures.zk_broker_server import (
+    CachedPartition,
+    ZkBrokerCache,
+    ZkBrokerServer,
+    full_from_kraft,
+    request_type,
+)
 
 TID = uuid.uuid4()
 LIVE = (BrokerInfo(1, (("PLAINTEXT", "127.0.0.1", 1, "PLAINTEXT"),)), BrokerInfo(2, ()))
@@ -295,3 +304,77 @@ def test_a_channel_behind_sends_leadership_first_then_metadata_never_across_a_st
         [(Z.STOP_REPLICA, [], 13, 13)],
         [(Z.LEADER_AND_ISR, [(("t", 0), 4)], 14, 14)],
     ]
+
+
+class TypeRecordingCache(ZkBrokerCache):
+    """A broker's cache that notes how it read each request's Type (Kafka's AbstractControlRequest.Type)."""
+
+    def __init__(self) -> None:
+        super().__init__(1, lambda: 7)
+        self.types: list[tuple[str, str]] = []
+
+    def update_metadata(self, version: int, req: object) -> object:
+        self.types.append(("UpdateMetadata", request_type(req)))
+        return super().update_metadata(version, req)
+
+    def leader_and_isr(self, version: int, req: object) -> object:
+        self.types.append(("LeaderAndIsr", request_type(req)))
+        return super().leader_and_isr(version, req)
+
+
+def test_a_full_resend_after_a_reconnect_removes_a_topic_deleted_meanwhile():
+    """A topic deleted while the broker's channel was down: the full resend on the new channel is read
+    as FULL with Kafka's Type values (UNKNOWN 0, INCREMENTAL 1, FULL 2), so the broker drops the topic
+    from its metadata cache and its 8 hosted partitions as strays; the next change is read INCREMENTAL."""
+    cache = TypeRecordingCache()
+    server = ZkBrokerServer(cache).start()
+    ctl = Controller()
+    ctl.parts.update(
+        {("gone", p): PartitionState("gone", p, uuid.uuid4(), 1, 1, (1, 2), 1, (1, 2)) for p in range(8)}
+    )
+    first = channel(server, ctl)
+    try:
+        assert wait_until(lambda: cached(cache) == expected(ctl.parts) and first.idle(), 10), first.status
+        assert len([k for k in cache.roles if k[0] == "gone"]) == 8
+    finally:
+        first.stop()
+    ctl.parts = {k: s for k, s in ctl.parts.items() if k[0] != "gone"}  # deleted while no channel ran
+    cache.types.clear()
+    second = channel(server, ctl)
+    try:
+        assert wait_until(lambda: cached(cache) == expected(ctl.parts) and second.idle(), 10), (
+            second.status,
+            sorted(cached(cache)),
+        )
+        assert set(cache.roles) == set(ctl.parts)  # no stray partition of "gone" hosted any more
+        assert sorted(cache.types) == [("LeaderAndIsr", "FULL"), ("UpdateMetadata", "FULL")]
+        ctl.parts[("t", 0)] = state(0, leader=2, epoch=2)
+        second.enqueue(
+            [Item(Z.UPDATE_METADATA, partitions={("t", 0): ctl.parts[("t", 0)]}, live_brokers=LIVE)], 11
+        )
+        assert wait_until(lambda: second.status.acked_offset == 11 and second.idle(), 10), second.status
+        assert cache.types[-1] == ("UpdateMetadata", "INCREMENTAL")
+    finally:
+        second.stop()
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    ("value", "kraft", "read", "full"),
+    [
+        (0, True, "UNKNOWN", False),
+        (1, True, "INCREMENTAL", False),
+        (2, True, "FULL", True),
+        (2, False, "FULL", False),
+        (7, True, "UNKNOWN", False),
+    ],
+)
+def test_the_stand_in_reads_type_as_a_kafka_broker_does(value, kraft, read, full):
+    """The ZK-broker stand-in decodes Type from the bytes with Kafka's values, and treats a request as
+    full only when it is FULL from a KRaft controller (ZkMetadataCache / ReplicaManager's condition)."""
+    cls = Z.UPDATE_METADATA_REQUEST[8]
+    wire_bytes = encode_fast(
+        cls, cls(controller_id=1, controller_epoch=2, is_k_raft_controller=kraft, type=i8(value))
+    )
+    req, _ = entity_reader(cls)(wire_bytes, 0)
+    assert request_type(req) == read and full_from_kraft(req) is full

@@ -95,7 +95,11 @@ def first_sync(run: Run) -> None:
     run.note("reconciling ZooKeeper with the log")
     t0 = time.perf_counter()
     # the copy is committed now: its (offset, epoch) joins the log identity bound to the claim
-    log_binding.record_claim(run.client, claim, log_binding.identity_of(log, run.facts, claim.kraft_epoch))
+    log_binding.record_claim(
+        run.client,
+        claim,
+        log_binding.identity_of(log, run.facts, claim.kraft_epoch, log_binding.read_binding(run.client)),
+    )
     run.syncer = s = syncer(run.client, log, claim, migration, run.facts)
     s.metrics = run.opts.metrics
     if run.opts.metrics is not None:  # live from the first sync, not only once `follow` starts
