@@ -1,0 +1,228 @@
+"""Issue 27's probe of the dual-write path, as an operator's cluster exercises it: the real controller
+(`migrate --follow --listen`) over TCP, a real ZooKeeper server of the test's own (paused with SIGSTOP:
+its connections look alive and requests just wait), Kafka's admin protocol from kafka-python and kio.
+
+1. A topic deleted and re-created while ZooKeeper is paused reaches ZooKeeper in one sync with fresh
+   znodes: every state znode's version equals the PartitionEpoch, after the sync, after a controller
+   restart and after a rollback, where ZooKeeper's controller's conditional write at the epoch a
+   ZK-mode broker holds succeeds (DESIGN.md invariant 9).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from kazoo.client import KazooClient
+from migrate_helpers import ROOT, ZK2KRAFT, cluster, log_replay, run_cli, wait_for_follower
+
+from migrator import commands
+from migrator.commands.controller import RunningController
+from migrator.controller import core
+from migrator.controller import kafka_errors as E
+from migrator.controller.service import ControllerService
+from migrator.kraft.records import uuid_to_kafka
+from migrator.migration.admin.follower import read_follower
+from migrator.zk import paths as P
+from migrator.zk.connection import close, connect
+from zk_fixtures.server import ZkServer
+
+pytestmark = pytest.mark.zk
+
+PAUSE_S = 9.0
+
+
+@contextmanager
+def _server(tmp_path: Path) -> Iterator[tuple[ZkServer, KazooClient]]:
+    """A ZooKeeper of the test's own: pausing the session's shared one would stall other tests."""
+    server = ZkServer(tmp_path / "zk").start()
+    client = connect(server.connect_string)
+    try:
+        yield server, client
+    finally:
+        if server.proc is not None:
+            try:
+                os.kill(server.proc.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        close(client)
+        server.stop()
+
+
+@contextmanager
+def _paused(server: ZkServer) -> Iterator[None]:
+    assert server.proc is not None
+    os.kill(server.proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+
+
+def _register(service: ControllerService, broker_id: int) -> int:
+    reply = service.register(
+        core.Registration(
+            broker_id, service.core.config.cluster_id, uuid_to_kafka(uuid.uuid4()),
+            (core.Listener("PLAINTEXT", f"b{broker_id}", 9092),), {"metadata.version": (1, 21)},
+            is_migrating_zk_broker=True,
+        )
+    )  # fmt: skip
+    assert reply.error == E.NONE, reply
+    assert service.heartbeat(core.Heartbeat(broker_id, reply.broker_epoch, service.log.end_offset)).error == 0
+    return reply.broker_epoch
+
+
+def _start(connect_string: str, log_dir: Path, **kwargs: Any) -> RunningController:
+    running = commands.start_controller(
+        connect_string, str(log_dir), yes=True, broker_wait_timeout=60, session_timeout_ms=600_000, **kwargs
+    )
+    return running
+
+
+def _active(running: RunningController, brokers: list[int]) -> tuple[ControllerService, dict[int, int]]:
+    service = running.service
+    assert service is not None
+    epochs = {b: _register(service, b) for b in brokers}
+    assert running.wait_until(lambda r: service.admin is not None, 60), running.error
+    assert service.flush(60)
+    return service, epochs
+
+
+def _admin(address: tuple[str, int]) -> KafkaAdminClient:
+    return KafkaAdminClient(
+        bootstrap_servers=f"{address[0]}:{address[1]}", client_id="probe", request_timeout_ms=60_000
+    )
+
+
+def _in_thread(fn: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(fn())
+        except BaseException as e:  # handed to the test
+            out.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, out
+
+
+def _until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def _versions_and_epochs(zk: KazooClient, service_image: Any, name: str) -> dict[int, tuple[int, int]]:
+    return {
+        pid: (zk.exists(P.partition_state_path(name, pid)).version, p.partition_epoch)
+        for pid, p in service_image.topics[name].partitions.items()
+    }
+
+
+def _follower(connect_string: str, log_dir: Path) -> subprocess.Popen[str]:
+    """`zk2kraft migrate --follow --listen`: the real controller as its own process."""
+    proc = subprocess.Popen(
+        [*ZK2KRAFT, "migrate", "--yes", "--brokers-from-zk", "--follow", "--listen", "127.0.0.1:0",
+         "-z", connect_string, "-l", str(log_dir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=ROOT,
+    )  # fmt: skip
+    wait_for_follower(proc, log_dir, 120)
+    return proc
+
+
+def _listener(log_dir: Path) -> tuple[str, int]:
+    announced = read_follower(log_dir)
+    assert announced is not None and announced.listeners
+    _name, _protocol, host, port = announced.listeners[0]
+    return host, port
+
+
+def _state_version(zk: KazooClient, name: str, pid: int) -> int:
+    return zk.exists(P.partition_state_path(name, pid)).version
+
+
+def test_a_topic_recreated_while_zookeeper_pauses_gets_fresh_znodes_through_restart_and_rollback(
+    tmp_path: Path,
+) -> None:
+    """Delete and re-create reach the log while ZooKeeper is paused (the controller's connection to it
+    lost); the controller is killed (-9) before it writes them, so the next controller's reconcile carries both at once. On today's main it
+    updated the old znodes by path: PartitionEpoch 0 in the log, the state znode at the old version."""
+    log_dir = tmp_path / "meta"
+    with _server(tmp_path) as (server, zk), cluster(zk, server.connect_string) as generated:
+        name = sorted(t for t in generated.image.topics if t not in generated.image.pending_deletions)[0]
+        old = generated.image.topics[name]
+        count, rf = len(old.partitions), len(old.partitions[0].replicas)
+        for pid in old.partitions:  # ZooKeeper's controller changed the ISR a few times before
+            path = P.partition_state_path(name, pid)
+            for _ in range(4):
+                zk.set(path, zk.get(path)[0])
+        assert _state_version(zk, name, 0) >= 4
+        proc = _follower(server.connect_string, log_dir)
+        try:
+            address = _listener(log_dir)
+            admin, other, watch = (_admin(address) for _ in range(3))  # one request each at a time
+            try:
+                with _paused(server):  # both land in the log; neither reaches ZooKeeper
+                    # first the controller's session drops (a read times out after 2/3 of the session
+                    # timeout): a write begun on a live connection would still land after the pause
+                    time.sleep(PAUSE_S)
+                    deleting, _ = _in_thread(lambda: admin.delete_topics([name]))
+                    _until(lambda: name not in watch.list_topics())
+                    creating, _ = _in_thread(lambda: other.create_topics([NewTopic(name, count, rf)]))
+                    _until(lambda: name in watch.list_topics())
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait(30)
+            finally:
+                for a in (admin, other, watch):
+                    a.close()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
+        assert json.loads(zk.get(P.topic_path(name))[0])["topic_id"] == old.topic_id  # not synced yet
+
+        # the restarted controller's reconcile carries the delete and the create together
+        proc = _follower(server.connect_string, log_dir)
+        try:
+            address = _listener(log_dir)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        replay, _end = log_replay(log_dir)
+        topic = replay.image.topics[name]
+        assert topic.topic_id != old.topic_id
+        assert json.loads(zk.get(P.topic_path(name))[0])["topic_id"] == topic.topic_id
+        found = {
+            pid: (_state_version(zk, name, pid), p.partition_epoch) for pid, p in topic.partitions.items()
+        }
+        assert all(v == e == 0 for v, e in found.values()), found
+
+        r = run_cli(["rollback", "--yes", "-z", server.connect_string, "-l", str(log_dir)])
+        assert r.returncode == 0, r.stdout + r.stderr
+        # ZooKeeper's controller again: a ZK-mode broker's AlterPartition carries the PartitionEpoch it
+        # holds from the KRaft controller's LeaderAndIsr, and the controller writes the state znode on
+        # condition of that version (KafkaZkClient.updateLeaderAndIsr): the ISR can shrink and grow.
+        for pid, p in topic.partitions.items():
+            path = P.partition_state_path(name, pid)
+            data, stat = zk.get(path)
+            assert stat.version == p.partition_epoch, (pid, stat.version, p.partition_epoch)
+            state = json.loads(data)
+            state["isr"] = [state["leader"]]
+            zk.set(path, json.dumps(state).encode(), version=p.partition_epoch)
+            state["isr"] = p.replicas
+            zk.set(path, json.dumps(state).encode(), version=p.partition_epoch + 1)
