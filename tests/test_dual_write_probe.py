@@ -42,14 +42,17 @@ from kafka.admin import (
 )
 from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, cluster, log_replay, run_cli, wait_for_follower
+from test_admin_protocol_versions import _describe_quorum
 
 from migrator import commands
 from migrator.commands.controller import RunningController
 from migrator.controller import core
 from migrator.controller import kafka_errors as E
 from migrator.controller.client import ControllerClient
+from migrator.controller.listener_config import set_default_properties
 from migrator.controller.service import ControllerService
-from migrator.kraft.records import uuid_to_kafka
+from migrator.errors import BadInputError
+from migrator.kraft.records import kafka_to_uuid, record, uuid_to_kafka
 from migrator.migration.admin.follower import read_follower
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect
@@ -352,3 +355,172 @@ def test_heartbeats_are_answered_while_zookeeper_pauses_under_every_admin_api(tm
             assert service.flush(60)
         finally:
             running.stop()
+
+
+def _set_json(zk: KazooClient, path: str, change: Callable[[dict[str, Any]], None]) -> None:
+    data = json.loads(zk.get(path)[0])
+    change(data)
+    zk.set(path, json.dumps(data).encode())
+
+
+def test_a_preferred_election_completes_a_move_carried_over_from_zookeeper(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """Issue 27 item 3: ElectLeaders goes through the PartitionChangeBuilder port as Kafka 3.9's
+    `ReplicationControlManager.electLeader` does. A move begun in ZooKeeper mode (adding/removing
+    replicas on the topic znode) whose targets are all in the ISR completes with the election: the
+    replicas shrink to the target, adding/removing are cleared, ZooKeeper gets the topic znode without
+    them. On today's main the election wrote a bare leader change and left the move open."""
+    with cluster(zk, zk_connect) as generated:
+        name = sorted(t for t in generated.image.topics if t not in generated.image.pending_deletions)[0]
+        current = list(generated.image.topics[name].partitions[0].replicas)
+        spare = next(b for b in sorted(generated.image.brokers) if b not in current)
+        target = [*current[1:], spare]  # current[0] leaves, `spare` joins
+        replicas = [*target, current[0]]
+
+        def moving(topic: dict[str, Any]) -> None:
+            topic["partitions"]["0"] = replicas
+            topic["adding_replicas"] = {"0": [spare]}
+            topic["removing_replicas"] = {"0": [current[0]]}
+
+        def caught_up(state: dict[str, Any]) -> None:
+            state["leader"], state["isr"] = current[0], sorted(replicas)
+
+        _set_json(zk, P.topic_path(name), moving)
+        _set_json(zk, P.partition_state_path(name, 0), caught_up)
+        running = _start(zk_connect, tmp_path / "meta")
+        try:
+            service, epochs = _active(running, sorted(generated.image.brokers))
+            p = service.image.topics[name].partitions[0]
+            assert (p.replicas, p.adding_replicas, p.removing_replicas) == (replicas, [spare], [current[0]])
+            admin = _admin(running.address)
+            try:
+                answer = admin.elect_leaders(0, {name: [0]}, raise_errors=False)
+                codes = [
+                    (r.partition_id, r.error_code)
+                    for t in answer.replica_election_results
+                    for r in t.partition_result
+                ]
+                assert codes == [(0, E.NONE)], answer
+                assert service.flush(60)
+                p = service.image.topics[name].partitions[0]
+                assert (p.leader, p.replicas, sorted(p.isr)) == (target[0], target, sorted(target))
+                assert (p.adding_replicas, p.removing_replicas) == ([], [])
+                znode = json.loads(zk.get(P.topic_path(name))[0])
+                assert znode["partitions"]["0"] == target
+                assert "0" not in (znode.get("adding_replicas") or {}) and "0" not in (
+                    znode.get("removing_replicas") or {}
+                )
+                state = json.loads(zk.get(P.partition_state_path(name, 0))[0])
+                assert (state["leader"], sorted(state["isr"])) == (target[0], sorted(target))
+
+                # a fenced preferred replica under a leader that may still lead: no change, and Kafka's
+                # answer PREFERRED_LEADER_NOT_AVAILABLE
+                other = sorted(
+                    t
+                    for t in service.image.topics
+                    if t != name and t not in generated.image.pending_deletions
+                )[0]
+                q = service.image.topics[other].partitions[0]
+                preferred = q.replicas[0]
+                if q.leader == preferred:  # make another replica lead first
+                    leader = next(r for r in q.replicas[1:] if r in q.isr)
+                    tid = service.image.topics[other].topic_id
+
+                    assert tid is not None
+                    service._decide(  # noqa: SLF001 - an ordinary leader change, as a reassignment makes
+                        "test", lambda: core.Decision([record("PartitionChangeRecord", 0, PartitionId=0,
+                            TopicId=kafka_to_uuid(tid), Leader=leader)], None), None)  # fmt: skip
+                hb = service.heartbeat(
+                    core.Heartbeat(preferred, epochs[preferred], service.log.end_offset, want_fence=True)
+                )
+                assert hb.error == E.NONE and hb.is_fenced, hb
+                end = service.log.end_offset
+                answer = admin.elect_leaders(0, {other: [0]}, raise_errors=False)
+                codes = [
+                    (r.partition_id, r.error_code)
+                    for t in answer.replica_election_results
+                    for r in t.partition_result
+                ]
+                assert codes == [(0, 80)], answer  # PREFERRED_LEADER_NOT_AVAILABLE
+                assert service.log.end_offset == end  # nothing appended
+            finally:
+                admin.close()
+        finally:
+            running.stop()
+
+
+def test_advertised_listeners_name_the_controller_behind_a_wildcard_bind(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """Issue 27 item 4: the controller binds 0.0.0.0 and advertises another name, per listener name
+    (`advertised.listeners`, KIP-853). Metadata, DescribeCluster, DescribeQuorum and the announcement
+    `zk2kraft admin` reads name the advertised endpoint; on today's main they named the socket's
+    local address (127.0.0.1 here; behind NAT or in a container an address clients cannot reach)."""
+    from kio.schema.describe_cluster.v1 import request as dc
+    from kio.schema.describe_quorum.v2 import request as dq
+    from kio.schema.metadata.v12 import request as md
+    from kio.schema.types import TopicName
+
+    set_default_properties(
+        {
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT",
+            "advertised.listeners": "CONTROLLER://ctl-1.kafka.example:19093",  # INTERNAL: not advertised
+        }
+    )
+    log_dir = tmp_path / "meta"
+    try:
+        with cluster(zk, zk_connect) as generated:
+            running = _start(zk_connect, log_dir, listen="CONTROLLER://0.0.0.0:0,INTERNAL://127.0.0.1:0")
+            try:
+                service, _epochs = _active(running, sorted(generated.image.brokers))
+                port = running.address[1]  # where CONTROLLER is bound (0.0.0.0)
+                _until(lambda: read_follower(log_dir) is not None)  # announced once admin is served
+                announced = read_follower(log_dir)
+                assert announced is not None
+                internal = next((h, p) for n, _proto, h, p in announced.listeners if n == "INTERNAL")
+                node = service.core.config.node_id
+                with ControllerClient("127.0.0.1", port, timeout_s=30) as c:
+                    meta = c.call(3, 12, md.MetadataRequest(
+                        topics=(md.MetadataRequestTopic(topic_id=None, name=TopicName("none")),),
+                        allow_auto_topic_creation=False, include_topic_authorized_operations=False))  # fmt: skip
+                    assert [(b.node_id, b.host, b.port) for b in meta.brokers] == [
+                        (node, "ctl-1.kafka.example", 19093)
+                    ]
+                    cl = c.call(
+                        60,
+                        1,
+                        dc.DescribeClusterRequest(
+                            include_cluster_authorized_operations=False, endpoint_type=2
+                        ),
+                    )
+                    assert [(b.host, b.port) for b in cl.brokers] == [("ctl-1.kafka.example", 19093)], cl
+                ask = dq.DescribeQuorumRequest(topics=(dq.TopicData(topic_name=TopicName("__cluster_metadata"),
+                    partitions=(dq.PartitionData(partition_index=0),)),))  # fmt: skip
+                quorum = _describe_quorum(("127.0.0.1", port), 2, ask)
+                listeners = [(x.name, x.host, x.port) for n in quorum.nodes for x in n.listeners]
+                assert listeners == [("CONTROLLER", "ctl-1.kafka.example", 19093)], quorum
+                # a listener without an advertised entry is named by the address the client reached
+                with ControllerClient(*internal, timeout_s=30) as c:
+                    cl = c.call(
+                        60,
+                        1,
+                        dc.DescribeClusterRequest(
+                            include_cluster_authorized_operations=False, endpoint_type=2
+                        ),
+                    )
+                    assert [(b.host, b.port) for b in cl.brokers] == [internal], cl
+                assert ("CONTROLLER", "PLAINTEXT", "ctl-1.kafka.example", 19093) in announced.listeners
+                assert ("INTERNAL", "PLAINTEXT", *internal) in announced.listeners
+            finally:
+                running.stop()
+    finally:
+        set_default_properties({})
+
+
+def test_advertising_the_wildcard_address_is_one_clear_line() -> None:
+    from migrator.controller.listener_config import advertised_listeners
+
+    with pytest.raises(BadInputError, match="non-routable meta-address 0.0.0.0"):
+        advertised_listeners({"advertised.listeners": "CONTROLLER://0.0.0.0:9093"})
+    assert advertised_listeners({"advertised.listeners": "A://a.example:1,B://:2"}) == {"A": ("a.example", 1)}

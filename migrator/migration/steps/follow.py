@@ -296,6 +296,9 @@ def served_listeners(server: object | None) -> list[tuple[str, str, str, int]]:
         return []
     many = getattr(server, "servers", None)
     if many is not None:  # a Kafka `listeners` value, each with its security
-        return [(s.security.name, s.security.protocol, *s.address[:2]) for s in many]
+        # as `advertised.listeners` names them (a wildcard bind is no address to connect to)
+        return [
+            (s.security.name, s.security.protocol, *(s.security.advertised or s.address[:2])) for s in many
+        ]
     host, port = server.address  # type: ignore[attr-defined]
     return [] if port == 0 else [("CONTROLLER", "PLAINTEXT", host, port)]
