@@ -378,3 +378,49 @@ def test_the_stand_in_reads_type_as_a_kafka_broker_does(value, kraft, read, full
     )
     req, _ = entity_reader(cls)(wire_bytes, 0)
     assert request_type(req) == read and full_from_kraft(req) is full
+
+
+def test_a_broker_closing_its_connection_is_said_in_words_and_the_raw_error_kept_for_debug(broker, caplog):
+    """Issue 27 item 5: a ZK-mode broker shutting down closes its connection mid-request, and a broker
+    that leaves /brokers/ids has its channel stopped while a request waits. Neither is a failure: the
+    operator line says what happened in words (once), never `[Errno 9] Bad file descriptor`; the raw
+    error stays in the debug log (`-v`)."""
+    import logging
+
+    _cache, server = broker
+    said: list[str] = []
+    ctl = Controller()
+    versions = {Z.LEADER_AND_ISR: 7, Z.UPDATE_METADATA: 8, Z.STOP_REPLICA: 4}
+    target = ZkBrokerTarget(5, 7, server.address[0], server.address[1], versions)
+    server.mode = "silent"  # the broker reads the request and is gone before it answers
+    caplog.set_level(logging.DEBUG, logger="migrator.controller.zk_broker_channel")
+    ch = BrokerChannel(
+        target, ctl.header, ctl.full_state, request_timeout=30, backoff_ms=20, say=said.append
+    ).start()
+    try:
+        assert wait_until(lambda: bool(server._conns), 10)
+        for conn in list(server._conns):  # the broker's side closes
+            conn.shutdown(socket.SHUT_RDWR)
+        assert wait_until(lambda: bool(said), 10), ch.status
+    finally:
+        server.release.set()
+        ch.stop()
+    assert said and all("Errno" not in line for line in said), said
+    assert said[0].startswith("ZK broker 5: closed the connection during LeaderAndIsr") or said[0].startswith(
+        "ZK broker 5: closed the connection during UpdateMetadata"
+    ), said
+
+    # stopped by the controller while a request waits (the broker left /brokers/ids): no line at all
+    said.clear()
+    server.release = threading.Event()
+    ch = BrokerChannel(
+        target, ctl.header, ctl.full_state, request_timeout=30, backoff_ms=20, say=said.append
+    ).start()
+    try:
+        assert wait_until(lambda: bool(server._conns), 10)
+        assert wait_until(lambda: ch.status.connected, 10)
+    finally:
+        ch.stop()
+        server.release.set()
+    assert said == [], said
+    assert any("ZK broker 5:" in r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)
