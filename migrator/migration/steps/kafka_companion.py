@@ -51,6 +51,26 @@ def is_kafka_log(log_dir: str | Path) -> bool:
     return log_exists(log_dir) and not (Path(log_dir) / LOCK_FILE).exists()
 
 
+def require_kafka_migration(facts: Facts, log_dir: str | Path) -> None:
+    """Refuse (one line, exit 2) a Kafka directory and a ZooKeeper that are not one migration: ZooKeeper
+    without a Kafka cluster, a log of another cluster id, a log Kafka created in KRaft mode."""
+    if facts.zk.cluster_id is None:
+        raise BadInputError(
+            "ZooKeeper holds no Kafka cluster (no /cluster/id): check --zookeeper and its chroot, it is "
+            f"not the ZooKeeper of the migration in {log_dir}"
+        )
+    if facts.log.foreign_cluster is not None:
+        raise BadInputError(
+            f"{log_dir} belongs to cluster {facts.log.foreign_cluster}, but ZooKeeper holds cluster "
+            f"{facts.zk.cluster_id}: not this cluster's migration"
+        )
+    if facts.log.migration_code in (None, ZkMigrationState.NONE):
+        raise BadInputError(
+            f"{log_dir} holds no ZooKeeper migration (Kafka's controller created it in KRaft mode, or "
+            "without zookeeper.metadata.migration.enable): nothing of ZooKeeper is migrated there"
+        )
+
+
 def controller_info(facts: Facts, log_dir: str | Path) -> KafkaControllerInfo:
     """Kafka's controller as its directory and ZooKeeper show it (read-only)."""
     lf = facts.log
@@ -74,6 +94,7 @@ def companion_status(result: StatusResult, facts: Facts, log_dir: str | Path) ->
 
     zk2kraft's own advice (`zk2kraft migrate`, `finalize`, a stale /migration) does not apply: Kafka's
     controller created /migration and drives every step."""
+    require_kafka_migration(facts, log_dir)
     info = controller_info(facts, log_dir)
     code = facts.log.migration_code
     who = f"Kafka's KRaft controller {info.node_id}" + (f" (pid {info.pid})" if info.pid else "")
@@ -104,16 +125,11 @@ def companion_status(result: StatusResult, facts: Facts, log_dir: str | Path) ->
                 + ", ".join(map(str, info.kraft_brokers))
                 + " (a rollback first needs them back in migration mode)"
             )
-    elif code == ZkMigrationState.POST_MIGRATION:
+    else:  # POST_MIGRATION (require_kafka_migration refused NONE)
         reason = f"{who} finalized the migration: ZooKeeper is no longer written"
         action = "nothing left to migrate: decommission ZooKeeper once every broker runs in KRaft mode"
-    else:
-        reason = f"{who}'s log holds no migration state yet"
-        action = (
-            "start Kafka's controller with zookeeper.metadata.migration.enable=true and zookeeper.connect"
-        )
-    state = _PUBLIC.get(code, S.MIGRATION_INELIGIBLE) if code is not None else S.MIGRATION_INELIGIBLE
-    kept = [a for a in result.anomalies if a == result.log_binding or "belongs to cluster" in a]
+    state = _PUBLIC[ZkMigrationState(code)]
+    kept = [result.log_binding] if result.log_binding else []
     return result.model_copy(
         update={
             "state": public(state),
@@ -192,16 +208,8 @@ def kafka_rollback(
         )
     with connected(opts) as zk:
         facts = gather(zk.zk, log_dir)
-    if facts.log.foreign_cluster is not None or facts.zk.cluster_id is None:
-        raise BadInputError(
-            f"{log_dir} belongs to cluster {facts.log.foreign_cluster or facts.log.cluster_id}, but "
-            f"ZooKeeper holds {facts.zk.cluster_id or 'no cluster id'}: not this cluster's migration"
-        )
+    require_kafka_migration(facts, log_dir)
     code = facts.log.migration_code
-    if code is None:
-        raise BadInputError(
-            f"{log_dir} holds no ZkMigrationStateRecord: Kafka's controller never migrated this cluster"
-        )
     if code == ZkMigrationState.POST_MIGRATION:
         raise FindingsError(
             f"Kafka's controller finalized the migration at offset {facts.log.migration_offset} "

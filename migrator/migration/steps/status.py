@@ -166,6 +166,6 @@ def status(opts: DriverOptions) -> StatusResult:
         zk_broker_channels=channels,
         manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
     )
-    if lf.exists and kafka_companion.is_kafka_log(opts.log_dir):  # Kafka's own controller migrates
+    if kafka_companion.is_kafka_log(opts.log_dir):  # Kafka's own controller migrates
         return kafka_companion.companion_status(result, facts, opts.log_dir)
     return result
