@@ -121,6 +121,7 @@ def test_2_status_while_kafka_waits_for_the_brokers(kafka: Kafka) -> None:
     assert not (log_dir / "zk2kraft.lock").exists()
 
 
+@pytest.mark.timeout(1800)  # the copy and a Spark audit of Kafka's log, on a loaded CI machine
 def test_3_status_audit_and_verify_during_dual_write(kafka: Kafka) -> None:
     assert kafka.node is not None
     kafka.sim = simulated_brokers(
@@ -156,6 +157,7 @@ def test_3_status_audit_and_verify_during_dual_write(kafka: Kafka) -> None:
     assert kafka.node.running
 
 
+@pytest.mark.timeout(1800)  # a second Spark audit
 def test_4_kafka_changes_reach_zookeeper_and_the_audit_still_agrees(kafka: Kafka) -> None:
     """An ISR shrink a simulated leader sends Kafka's controller (AlterPartition v3) is dual-written to
     the partition's state znode, and the audit of Kafka's log against ZooKeeper still agrees."""
