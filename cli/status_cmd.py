@@ -76,12 +76,23 @@ def _status_table(s: results.StatusResult) -> Table:
     elif s.writer:
         who = escape(s.writer) + (f" (following, pid {s.follower_pid})" if s.follower_pid else "")
         table.add_row("writer", who)
+    if s.kafka_controller is not None:
+        table.add_row("Kafka's controller", escape(_kafka_controller_line(s.kafka_controller)))
     for ch in s.zk_broker_channels or []:
         table.add_row(f"ZK broker {ch.get('broker_id')}", escape(_channel_line(ch)))
     for anomaly in s.anomalies:
         table.add_row("[yellow]note[/yellow]", escape(anomaly))
     table.add_row("next", f"[bold]{escape(s.next_action)}[/bold]")
     return table
+
+
+def _kafka_controller_line(k: results.KafkaControllerInfo) -> str:
+    """Kafka's own migrating controller (companion mode): whether it runs here, holds ZooKeeper, waits."""
+    text = f"node {k.node_id}, " + (f"running here (pid {k.pid})" if k.pid else "not running on this host")
+    text += ", holds /controller" if k.holds_zookeeper else ", /controller not claimed"
+    if k.waiting_for:
+        text += f", waiting for ZooKeeper brokers {', '.join(map(str, k.waiting_for))}"
+    return text
 
 
 def _channel_line(ch: dict) -> str:

@@ -15,6 +15,7 @@ re-exported here so `cli` imports nothing else of `migrator` but results, errors
 
 from migrator.commands.audit import audit, audit_kind_titles, zk_export
 from migrator.commands.check import check
+from migrator.commands.companion import rollback_kafka_controller
 from migrator.commands.config import load_broker_configs, load_config
 from migrator.commands.controller import RunningController, start_controller
 from migrator.commands.fixtures import (
@@ -55,6 +56,7 @@ from migrator.migration.driver import DEFAULT_BROKER_WAIT_SECONDS, DEFAULT_NODE_
 from migrator.target import Target, option_defaults
 
 __all__ = [
+    "rollback_kafka_controller",
     "DEFAULT_BROKER_WAIT_SECONDS",
     "DEFAULT_JUTE_MAXBUFFER",
     "DEFAULT_NODE_ID",
