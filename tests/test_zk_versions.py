@@ -15,15 +15,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import spark_session
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NoNodeError, UnimplementedError
+from migrate_helpers import assert_consistent, cluster
 from test_zk_reader import assert_same_tree, kazoo_walk
 
+from migrator import commands
 from migrator.errors import BadInputError
+from migrator.migration.admin.change import AdminChange
 from migrator.zk import multiread as mr
 from migrator.zk.connection import close, connect
 from migrator.zk.read_reuse import OwnWrites, refresh
 from migrator.zk.reader import BulkReader, read_tree
+from spark_audit.audit import AuditOptions, run_audit
 from zk_fixtures.kafka_dist import ZOOKEEPER_VERSIONS
 from zk_fixtures.server import ZkServer, four_letter
 
@@ -178,3 +183,49 @@ def _refresh_on(old: KazooClient, old_server: ZkServer) -> None:
         done.set()
         writer.join()
         close(other)
+
+
+@pytest.mark.zk_matrix
+@pytest.mark.spark
+def test_migration_copy_dual_write_audit_rollback_on_this_release(
+    zk_version: str | None, tmp_path: Path
+) -> None:
+    """The migration's core on one release: the copy, changes dual-written through fenced multis, the
+    ZooKeeper equal to the log, the Spark audit clean from the server's own snapshot and txn-log files
+    (whose trailers and digests differ from release to release), then the rollback."""
+    with ZkServer(tmp_path / "zk", snap_count=20, version=zk_version) as server:
+        client = connect(server.connect_string)
+        log_dir = tmp_path / "meta"
+        try:
+            with cluster(client, server.connect_string) as generated:
+                commands.migrate(server.connect_string, str(log_dir), yes=True, brokers_from_zk=True)
+                topic = sorted(
+                    t for t in generated.image.topics if t not in generated.image.pending_deletions
+                )[0]
+                for change in (
+                    AdminChange(kind="create-topic", topic="during-dual-write", partitions=3),
+                    AdminChange(kind="alter-topic-config", topic=topic, configs={"retention.ms": "60000"}),
+                ):
+                    commands.admin(server.connect_string, str(log_dir), change)
+                zk_image, _ = assert_consistent(client, log_dir)
+                assert "during-dual-write" in zk_image.topics
+
+                # The audit from the server's own files: what differs between releases is there (live
+                # ZooKeeper against the log is assert_consistent above, through the bulk reader).
+                audit = run_audit(
+                    AuditOptions(
+                        log_dir=str(log_dir),
+                        zk_snapshot=str(tmp_path / "zk" / "data"),
+                        master=spark_session.MASTER,
+                        limit=5,
+                    )
+                )
+                assert (audit.phase, audit.exit_code) == ("dual-write", 0), audit.differences[:5]
+                assert audit.zookeeper["source"] == "zk-snapshot" and audit.zookeeper["consistent"]
+                assert audit.zookeeper["replayed_txns"] > 0
+
+                rolled = commands.rollback(server.connect_string, str(log_dir), yes=True)
+                assert rolled.state_after == "MigrationIneligible"
+                assert client.exists("/brokers/topics/during-dual-write") is not None
+        finally:
+            close(client)
