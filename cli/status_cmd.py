@@ -98,6 +98,8 @@ def _status_rows(s: results.StatusResult) -> list[tuple[str, str]]:
     elif s.writer:
         who = escape(s.writer) + (f" (following, pid {s.follower_pid})" if s.follower_pid else "")
         table.add_row("writer", who)
+    if s.kafka_controller is not None:
+        table.add_row("Kafka's controller", escape(_kafka_controller_line(s.kafka_controller)))
     channels, unresolved = _split_unresolved(s.zk_broker_channels or [])
     if unresolved:  # the rehearsal's generated brokers: one line, not one failure per broker
         ids = ", ".join(str(ch.get("broker_id")) for ch in unresolved)
@@ -124,6 +126,15 @@ def _split_unresolved(channels: list[dict]) -> tuple[list[dict], list[dict]]:
         never = not ch.get("connected") and not ch.get("stopped") and ch.get("acked_offset", -1) < 0
         (unresolved if never and ch.get("unresolved") else rest).append(ch)
     return rest, unresolved
+
+
+def _kafka_controller_line(k: results.KafkaControllerInfo) -> str:
+    """Kafka's own migrating controller (companion mode): whether it runs here, holds ZooKeeper, waits."""
+    text = f"node {k.node_id}, " + (f"running here (pid {k.pid})" if k.pid else "not running on this host")
+    text += ", holds /controller" if k.holds_zookeeper else ", /controller not claimed"
+    if k.waiting_for:
+        text += f", waiting for ZooKeeper brokers {', '.join(map(str, k.waiting_for))}"
+    return text
 
 
 def _channel_line(ch: dict) -> str:

@@ -79,8 +79,8 @@ __all__ = [
 
 _NO_LEADER_CHANGE = -2
 METADATA_VERSION = "metadata.version"
-#: metadata.version 3.3-IV2: fencing and unfencing are BrokerRegistrationChangeRecords from here on.
-MV_BROKER_REGISTRATION_CHANGE = 7
+#: metadata.version 3.3-IV2 (MetadataVersion.IBP_3_3_IV2, level 6): fencing and unfencing are BrokerRegistrationChangeRecords from here on.
+MV_BROKER_REGISTRATION_CHANGE = 6
 #: metadata.version 3.4-IV0: the first that lets migrating ZooKeeper brokers register.
 MV_MIGRATION = 8
 #: a broker that names no metadata.version range supports only the first KRaft one (3.0-IV1).

@@ -21,7 +21,7 @@ from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError
 from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialThreadingHandler
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
-from migrator import stop
+from migrator import lock_rule, stop
 from migrator.errors import BadInputError, PermissionDeniedError, UnreachableError
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,8 @@ class _StoppableResult(AsyncResult):  # type: ignore[misc]
     """
 
     def get(self, block: bool = True, timeout: float | None = None) -> object:
+        if block and not self.ready():
+            lock_rule.check_zookeeper_wait("waiting for ZooKeeper to answer")
         if not block or timeout is not None:
             return super().get(block, timeout)
         while not self.wait(0.25):

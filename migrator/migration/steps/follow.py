@@ -83,11 +83,13 @@ class Controller:
         kinds = {c.kind for c in changes}
         if not kinds & {"create-topic", "add-partitions", "alter-broker-config"}:
             return {}, {}
-        if self.service is None or "alter-broker-config" in kinds:
+        if self.service is None:  # `zk2kraft admin`'s direct path: no service, no lock held
             return self.zk.live_brokers(gather_zk(self.zk.zk).registered_brokers), {}
         # The live ZooKeeper brokers (ids refreshed by the follow loop; a registered one as its
         # registration says, fenced or not) and unfenced KRaft brokers, racks from their
-        # registrations: no ZooKeeper read per broker per topic (issue 13's bench).
+        # registrations: no ZooKeeper read per broker per topic (issue 13's bench), and none at all
+        # under the service's lock, which the caller holds (DESIGN.md invariant 8: a ZooKeeper
+        # hiccup must not hold up heartbeats behind one config change).
         regs = self.image.brokers
         live: dict[int, str | None] = {}
         fenced: dict[int, str | None] = {}
@@ -120,8 +122,10 @@ class Controller:
         pending = Pending()
         outcomes: list[Planned | BadInputError] = []
         for change in changes:
+            # a broker's config needs it registered, fenced or not (placement wants live ones only)
+            known = {**fenced, **live} if change.kind == "alter-broker-config" else live
             try:
-                planned = plan_change(change, self.image, live, placing, pending)
+                planned = plan_change(change, self.image, known, placing, pending)
                 # Before anything is appended: a write ZooKeeper can never take would stall the lag.
                 if planned.records:
                     refuse_oversized_change(
@@ -328,6 +332,9 @@ def served_listeners(server: object | None) -> list[tuple[str, str, str, int]]:
         return []
     many = getattr(server, "servers", None)
     if many is not None:  # a Kafka `listeners` value, each with its security
-        return [(s.security.name, s.security.protocol, *s.address[:2]) for s in many]
+        # as `advertised.listeners` names them (a wildcard bind is no address to connect to)
+        return [
+            (s.security.name, s.security.protocol, *(s.security.advertised or s.address[:2])) for s in many
+        ]
     host, port = server.address  # type: ignore[attr-defined]
     return [] if port == 0 else [("CONTROLLER", "PLAINTEXT", host, port)]

@@ -14,6 +14,7 @@ from migrator.migration import advice, estimate, health, log_binding
 from migrator.migration import copy as copy_mod
 from migrator.migration.admin import read_follower, writer_lock_held
 from migrator.migration.facts import gather, log_exists
+from migrator.migration.steps import kafka_companion
 from migrator.migration.steps.run import DriverOptions, S, connected, kafka_name, public
 from migrator.migration.steps.soft_start import zk_propagator_status
 from migrator.migration.unsynced import find_stuck
@@ -102,7 +103,7 @@ def status(opts: DriverOptions) -> StatusResult:
         anomalies.append(
             f"the log directory belongs to cluster {lf.foreign_cluster}, not to ZooKeeper's {zk_facts.cluster_id}"
         )
-    return StatusResult(
+    result = StatusResult(
         state=public(state),
         state_code=int(state),
         kafka_code=int(kafka_code) if kafka_code is not None else None,
@@ -153,3 +154,6 @@ def status(opts: DriverOptions) -> StatusResult:
         zk_broker_channels=channels,
         manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
     )
+    if kafka_companion.is_kafka_log(opts.log_dir):  # Kafka's own controller migrates
+        return kafka_companion.companion_status(result, facts, opts.log_dir)
+    return result
