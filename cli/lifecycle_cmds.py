@@ -77,9 +77,11 @@ def finalize(target: commands.Target, yes: bool, rehearsal: bool, as_json: bool)
     """End the migration: write POST_MIGRATION; ZooKeeper is never written again. No rollback after it.
 
     Refused while the write-behind lag is above zero, while any broker is still registered in
-    ZooKeeper (roll every broker to KRaft first; stop the rehearsal's broker simulator), while a broker
-    of the copy has not registered with the controller as a KRaft broker (--rehearsal skips this when
-    there are no real brokers), and without --yes.
+    ZooKeeper (roll every broker to KRaft first; in a rehearsal stop `zk2kraft fixtures brokers`, which
+    holds the registrations), while the controller still holds the log (stop it with SIGTERM once the
+    brokers are rolled), while a broker of the copy has not registered with the controller as a KRaft
+    broker (--rehearsal skips this when there are no real brokers), and without --yes. A refusal
+    lists every unmet guard at once, each with what meets it.
 
     \b
     Example:

@@ -131,6 +131,8 @@ class AdminClient:
 
     def _refusal(self, change: AdminChange, code: int, message: str | None) -> ZkKraftError:
         where = f"the controller at {self.endpoint.describe()}"
+        if code == _UNKNOWN_TOPIC_OR_PARTITION and not message and change.topic:
+            message = f"topic {change.topic!r} does not exist"  # Kafka's reply names no topic
         text = f"{change.describe()}: {error_name(code)}" + (f": {message}" if message else "")
         if code == NOT_CONTROLLER:
             if message and "fenced" in message:
@@ -144,6 +146,9 @@ class AdminClient:
                 f"{text} ({where}); whether it was applied shows in `zk2kraft status` and the log"
             )
         return BadInputError(text)
+
+
+_UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 # --- requests ----------------------------------------------------------------------------------------

@@ -88,6 +88,9 @@ class ChannelStatus:
     last_error: str | None = None
     stopped: str | None = None
     acked_offset: int = -1  # the metadata offset of the last state the broker acknowledged
+    #: the registered host has no address (DNS says no such name): never contacted; the propagator
+    #: says it once for all such brokers, `status` lists them on one line
+    unresolved: bool = False
 
 
 class BrokerChannel:
@@ -207,9 +210,11 @@ class BrokerChannel:
                 try:
                     self._connect(t)
                     self.status.connected = True
+                    self.status.unresolved = False
                     self.status.connects += 1
                 except (OSError, ValueError, struct.error, ZkKraftError, wire.WireError) as e:
                     self._close()
+                    self.status.unresolved = isinstance(e, socket.gaierror)
                     self._failed(
                         f"cannot connect to {t.host}:{t.port} ({self.security.security_protocol}): {e}"
                     )
@@ -294,7 +299,7 @@ class BrokerChannel:
         first = self.status.last_error != text
         self.status.errors += 1
         self.status.last_error = text
-        if first:
+        if first and not self.status.unresolved:
             self._note(text)
 
     def _next_batches(self) -> list[tuple[Item, int, int]]:
