@@ -139,7 +139,7 @@ def _chart(counts: list[Any]) -> str:
     parts = [
         "<p>Each bar is one kind's entities; red: ZooKeeper and the log differ, amber: informational only.</p>",
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 260}" height="{height}" '
-        f'role="img" aria-label="differences per kind" font-family="system-ui,sans-serif" font-size="12">'
+        f'role="img" aria-label="differences per kind" font-family="system-ui,sans-serif" font-size="12">',
     ]
     for i, (kind, diffs, info, entities) in enumerate(data):
         y = 10 + i * row_h
