@@ -6,13 +6,15 @@ STAMP := $(VENV)/.zk2kraft-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTHON ?= python3
 
-.PHONY: demo test deps system-deps kafka-jars lint bench clean
+.PHONY: demo test deps system-deps kafka-jars zookeeper-jars lint bench clean
 
 demo: deps
 	$(VENV)/bin/zk2kraft demo
 
-test: deps
-	$(VENV)/bin/pytest
+# Besides the whole suite on Debian's ZooKeeper, the core migration tests (marked zk_matrix) run against
+# each ZooKeeper release from 3.5 to 3.9 (README "ZooKeeper versions"); ZK2KRAFT_ZK_MATRIX narrows it.
+test: deps zookeeper-jars
+	ZK2KRAFT_ZK_MATRIX=$${ZK2KRAFT_ZK_MATRIX-all} $(VENV)/bin/pytest
 
 lint: deps
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
@@ -24,13 +26,18 @@ deps: system-deps $(STAMP) kafka-jars
 kafka-jars: $(STAMP)
 	@$(PY) -m zk_fixtures.kafka_dist kafka >/dev/null
 
-# Debian's ZooKeeper (the real server tests and the demo run), a JRE (ZooKeeper, Spark, Kafka), kcat (a test),
-# maven (fetches Kafka's jars).
+# ZooKeeper's own release jars of each line 3.5-3.9 (zk_fixtures.kafka_dist.ZOOKEEPER_VERSIONS), fetched once like
+# Kafka's; a fetch that fails stops `make test` with one line.
+zookeeper-jars: $(STAMP)
+	@$(PY) -m zk_fixtures.kafka_dist zookeeper >/dev/null
+
+# Debian's ZooKeeper (the real server tests and the demo run), a JDK (ZooKeeper, Spark, Kafka, and javac for
+# the Java oracle of tests/test_zk_codec.py), kcat (a test), maven (fetches Kafka's jars), openssl (test certificates).
 system-deps:
-	@if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "$$ZK_HOME" ] || ! command -v java >/dev/null || ! command -v kcat >/dev/null || ! command -v mvn >/dev/null; then \
-		echo "installing Debian's zookeeper, a headless JRE, kcat and maven"; \
+	@if [ ! -f /usr/share/java/zookeeper.jar ] && [ -z "$$ZK_HOME" ] || ! command -v javac >/dev/null || ! command -v kcat >/dev/null || ! command -v mvn >/dev/null || ! command -v openssl >/dev/null; then \
+		echo "installing Debian's zookeeper, a headless JDK, kcat, maven and openssl"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless kcat maven >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jdk-headless kcat maven openssl >/dev/null; \
 	fi
 
 # setup.py builds migrator/kraft/_speedups.c in place: a changed C file reinstalls (and recompiles).

@@ -20,7 +20,12 @@ segment from its first batch (``LogView(indexed=False)``, the baseline).
 First, the long poll by log size: the same long-poll rounds against a leader of --records records and
 one of a tenth of that, alternating round by round (what grows with the log shows as the ratio).
 
+First of all, one Kafka-shaped observer (the Fetch exactly as Kafka 3.9's KafkaRaftClient sends it: MaxBytes
+8 MiB, PartitionMaxBytes 0) catching up a --kafka-observer-records log from offset 0: Fetch answers,
+records per answer and catch-up time, beside an observer that sets PartitionMaxBytes to 8 MiB.
+
 Usage: .venv/bin/python bench/raft_fetch.py [--records N] [--observers K] [--rounds R] [--long-poll-only]
+       [--kafka-observer-records N] [--kafka-observer-only]
 """
 
 from __future__ import annotations
@@ -123,7 +128,14 @@ def serve(path: str, indexed: bool) -> None:
 
 
 def fetch_request(
-    cid: int, offset: int, epoch: int, max_wait_ms: int, replica: int, leader_epoch: int = 1
+    cid: int,
+    offset: int,
+    epoch: int,
+    max_wait_ms: int,
+    replica: int,
+    leader_epoch: int = 1,
+    partition_max_bytes: int = 8 << 20,
+    min_bytes: int = 1,
 ) -> bytes:
     part = FR.FetchPartition(
         partition=0,
@@ -131,12 +143,12 @@ def fetch_request(
         fetch_offset=offset,
         last_fetched_epoch=epoch,
         log_start_offset=-1,
-        partition_max_bytes=8 << 20,
+        partition_max_bytes=partition_max_bytes,
     )
     req = FR.FetchRequest(
         replica_state=FR.ReplicaState(replica_id=replica, replica_epoch=-1),
         max_wait=datetime.timedelta(milliseconds=max_wait_ms),
-        min_bytes=1,
+        min_bytes=min_bytes,
         max_bytes=8 << 20,
         topics=(FR.FetchTopic(topic_id=uuid.UUID(int=1), partitions=(part,)),),
         forgotten_topics_data=(),
@@ -161,13 +173,18 @@ def _recv(sock: socket.socket, n: int) -> bytes:
 
 
 class Observer:
-    def __init__(self, port: int, replica: int, host: str = "127.0.0.1") -> None:
+    """A Fetch v17 client. ``kafka_shaped``: the request exactly as Kafka 3.9's KafkaRaftClient builds it
+    (buildFetchRequest: MaxBytes 8 MiB, PartitionMaxBytes and MinBytes left at their default 0)."""
+
+    def __init__(self, port: int, replica: int, host: str = "127.0.0.1", kafka_shaped: bool = False) -> None:
         self.sock = socket.create_connection((host, port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.replica = replica
         self.offset, self.epoch, self.cid = 0, 0, 0
         self.leader_epoch, self.hw = 1, -1  # learnt from FENCED/UNKNOWN_LEADER_EPOCH answers
         self.loaded = 0  # records loaded from snapshots
+        self.partition_max_bytes, self.min_bytes = (0, 0) if kafka_shaped else (8 << 20, 1)
+        self.answers: list[tuple[int, int]] = []  # (records, bytes) of each Fetch answer with records
 
     def _round_trip(self, payload: bytes) -> bytes:
         self.sock.sendall(struct.pack(">i", len(payload)) + payload)
@@ -224,7 +241,16 @@ class Observer:
     def send_fetch(self, max_wait_ms: int) -> None:
         self.cid += 1
         self.sock.sendall(
-            fetch_request(self.cid, self.offset, self.epoch, max_wait_ms, self.replica, self.leader_epoch)
+            fetch_request(
+                self.cid,
+                self.offset,
+                self.epoch,
+                max_wait_ms,
+                self.replica,
+                self.leader_epoch,
+                self.partition_max_bytes,
+                self.min_bytes,
+            )
         )
 
     def receive(self) -> bytes:
@@ -255,10 +281,14 @@ class Observer:
         pos = 0
         while pos + 61 <= len(records):
             base, length = struct.unpack_from(">qi", records, pos)
+            if pos + 12 + length > len(records):
+                break  # a partial batch at the end (Kafka's leader cuts its answer at 8 MiB): fetched again
             (epoch,) = struct.unpack_from(">i", records, pos + 12)
             (last_delta,) = struct.unpack_from(">i", records, pos + 23)
             self.offset, self.epoch = base + last_delta + 1, epoch
             pos += 12 + length
+        if self.offset > before:
+            self.answers.append((self.offset - before, pos))
         return self.offset - before
 
 
@@ -437,6 +467,121 @@ def through_snapshot(d: str, observers: int) -> tuple[int, int, float]:
     return loaded, end - start, (loaded + end - start) * observers / elapsed
 
 
+def kafka_observer(d: str, end: int, repeat: int = 5) -> dict[str, tuple[list[tuple[int, int]], float]]:
+    """One observer catching up from offset 0 against a leader child, twice, side by side: shaped as
+    Kafka's KafkaRaftClient sends it, and with PartitionMaxBytes 8 MiB (the other rows' observer).
+    Returns each one's Fetch answers (records, bytes) and median catch-up seconds over ``repeat``."""
+    child, port = _leader_child(d)
+    kinds = (("Kafka-shaped", True), ("PartitionMaxBytes 8 MiB", False))
+    times: dict[str, list[float]] = {label: [] for label, _ in kinds}
+    answers: dict[str, list[tuple[int, int]]] = {}
+    try:
+        warm = Observer(port, 89)
+        catch_up([warm], end)  # the first read of the files after the open is not what is measured
+        warm.sock.close()
+        for _round in range(repeat):  # alternating, the median of each
+            for label, shaped in kinds:
+                o = Observer(port, 90 if shaped else 91, kafka_shaped=shaped)
+                times[label].append(catch_up([o], end))
+                answers[label] = o.answers
+                o.sock.close()
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(60)
+    return {label: (answers[label], statistics.median(t)) for label, t in times.items()}
+
+
+def kafka_leader(d: str, end: int, repeat: int = 5) -> tuple[list[tuple[int, int]], float] | None:
+    """The Kafka-shaped observer against Kafka 3.9's own KRaft controller started on a copy of the same
+    directory (its single voter, so its leader); None when Kafka's jars cannot be had."""
+    import shutil
+
+    from migrator.kraft import dirfiles
+    from zk_fixtures.kafka import KafkaNode, free_ports
+    from zk_fixtures.kafka_dist import KafkaFetchError
+
+    with tempfile.TemporaryDirectory() as k:
+        data = Path(k) / "data"
+        shutil.copytree(d, data)
+        meta = dirfiles.read_meta_properties(data / dirfiles.META_PROPERTIES)
+        dirfiles.write_meta_properties(
+            data / dirfiles.META_PROPERTIES,
+            dirfiles.MetaProperties(1, NODE, meta.cluster_id, dirfiles.random_kafka_uuid(), dict(meta.extra)),
+        )
+        (port,) = free_ports(1)
+        node = KafkaNode(
+            Path(k) / "node",
+            {
+                "process.roles": "controller",
+                "node.id": NODE,
+                "controller.quorum.voters": f"{NODE}@127.0.0.1:{port}",
+                "listeners": f"CONTROLLER://127.0.0.1:{port}",
+                "controller.listener.names": "CONTROLLER",
+                "metadata.log.dir": str(data),
+                "log.dirs": str(data),
+            },
+            heap="768m",
+        )
+        try:
+            node.start(wait_port="CONTROLLER", timeout=120)
+        except (KafkaFetchError, OSError) as e:
+            print(f"  (Kafka's leader not measured: {e})")
+            return None
+        try:
+            deadline = time.monotonic() + 120
+            while True:  # until Kafka's controller leads its epoch and answers a Fetch with records
+                o = Observer(port, 88, kafka_shaped=True)
+                try:
+                    while o.offset == 0 and time.monotonic() < deadline:
+                        try:
+                            o.fetch()
+                        except RuntimeError:
+                            time.sleep(0.2)
+                finally:
+                    o.sock.close()
+                if o.offset > 0 or time.monotonic() > deadline:
+                    break
+            if o.offset == 0:
+                print(f"  (Kafka's leader never answered: {node.last_lines()})")
+                return None
+            warm = Observer(port, 89, kafka_shaped=True)
+            catch_up([warm], end)
+            warm.sock.close()
+            times, answers = [], []
+            for _round in range(repeat):
+                o = Observer(port, 90, kafka_shaped=True)
+                o.leader_epoch = warm.leader_epoch
+                times.append(catch_up([o], end))
+                answers = o.answers
+                o.sock.close()
+            return answers, statistics.median(times)
+        finally:
+            node.stop()
+
+
+def kafka_observer_report(records: int, with_kafka: bool = True) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        build_log(d, records)
+        ro = MetadataLog.open(d)
+        end, nbytes = ro.end_offset, sum(os.path.getsize(s.path) for s in ro.segments)
+        ro.close()
+        print(f"one observer catching up a {end:,}-record log ({nbytes / 1e6:.1f} MB) from offset 0:")
+        print(f"  {'':26}{'answers':>8}{'records/answer':>16}{'max':>9}{'MB/answer':>11}{'catch-up':>10}")
+        rows = kafka_observer(d, end)
+        if with_kafka:
+            kafka = kafka_leader(d, end)
+            if kafka is not None:
+                rows["Kafka-shaped, Kafka leader"] = kafka
+        for label, (answers, elapsed) in rows.items():
+            n = len(answers)
+            per = sum(a for a, _ in answers) / n
+            print(
+                f"  {label:26}{n:>8}{per:>16,.0f}{max(a for a, _ in answers):>9,}"
+                f"{sum(b for _, b in answers) / n / 1e6:>11.2f}{elapsed * 1000:>8.0f}ms"
+            )
+
+
 def observe(address: str, observers: int, max_wait_ms: int = 500, nice: int = 0) -> None:
     """The child of `attached_observers`: ``observers`` observers catch up on the log at ``address``,
     print ``ready``, then long-poll (fetch, wait for the next append, fetch again) until stdin closes;
@@ -532,12 +677,20 @@ def main() -> int:
     ap.add_argument("--serve")
     ap.add_argument("--observe", help="HOST:PORT: run observers against a controller (attached_observers)")
     ap.add_argument("--mode", choices=("index", "scan"), default="index")
+    ap.add_argument(
+        "--kafka-observer-records", type=int, default=200_000, help="the Kafka-shaped observer's log"
+    )
+    ap.add_argument("--kafka-observer-only", action="store_true", help="only the Kafka-shaped observer")
+    ap.add_argument("--no-kafka", action="store_true", help="not beside Kafka 3.9's own leader")
     args = ap.parse_args()
     if args.observe:
         observe(args.observe, args.observers, nice=args.nice)
         return 0
     if args.serve:
         serve(args.serve, args.mode == "index")
+        return 0
+    kafka_observer_report(args.kafka_observer_records, not args.no_kafka)
+    if args.kafka_observer_only:
         return 0
     with tempfile.TemporaryDirectory() as d:
         t = time.perf_counter()

@@ -67,7 +67,7 @@ from migrator.controller.zk_propagator import Snapshot, ZkPropagator, snapshot  
 from migrator.kraft.image import ImageChanges  # noqa: E402
 from migrator.kraft.records import uuid_to_kafka  # noqa: E402
 from migrator.model import Broker, ClusterImage, Endpoint, FeatureRange, Partition, Topic  # noqa: E402
-from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer  # noqa: E402
+from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer, full_from_kraft  # noqa: E402
 
 Key = tuple[str, int]
 
@@ -152,7 +152,7 @@ class StampingCache(ZkBrokerCache):
     def update_metadata(self, version: int, req: Any) -> Any:
         resp = super().update_metadata(version, req)
         now = time.monotonic()
-        if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
+        if full_from_kraft(req):
             return resp
         with self.lock:  # the parent swaps `seen` for an empty list under it
             seen = self.seen

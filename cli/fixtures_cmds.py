@@ -110,10 +110,17 @@ def load(target: commands.Target, exist_ok: bool, as_json: bool, **spec: Any) ->
     """
     cluster_spec = _spec(spec)
     # a new cluster's chroot is created
-    if not as_json and sys.stderr.isatty():
-        generated = _load_with_progress(target, cluster_spec, exist_ok)
-    else:
-        generated = commands.fixtures_load(target, cluster_spec, exist_ok=exist_ok)
+    try:
+        if not as_json and sys.stderr.isatty():
+            generated = _load_with_progress(target, cluster_spec, exist_ok)
+        else:
+            generated = commands.fixtures_load(target, cluster_spec, exist_ok=exist_ok)
+    except commands.ZnodeExistsError as e:  # said in this command's words: its option, or a fresh ZooKeeper
+        raise commands.ZnodeExistsError(
+            f"{e}: ZooKeeper holds a cluster already; pass --exist-ok to keep it and add what is missing, "
+            "or start from an empty one (`zk2kraft zk stop --data-dir DIR --delete-data`)",
+            e.path,
+        ) from None
     summary = _summary(generated, target.zookeeper)
     if as_json:
         click.echo(json.dumps(summary, indent=2))

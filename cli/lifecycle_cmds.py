@@ -11,6 +11,7 @@ from rich.table import Table
 from cli import render
 from cli.options import json_option, log_dir_option, node_id_option, zookeeper_options
 from migrator import commands
+from migrator.errors import BadInputError
 
 # --- plan ------------------------------------------------------------------------------------------
 
@@ -76,9 +77,11 @@ def finalize(target: commands.Target, yes: bool, rehearsal: bool, as_json: bool)
     """End the migration: write POST_MIGRATION; ZooKeeper is never written again. No rollback after it.
 
     Refused while the write-behind lag is above zero, while any broker is still registered in
-    ZooKeeper (roll every broker to KRaft first; stop the rehearsal's broker simulator), while a broker
-    of the copy has not registered with the controller as a KRaft broker (--rehearsal skips this when
-    there are no real brokers), and without --yes.
+    ZooKeeper (roll every broker to KRaft first; in a rehearsal stop `zk2kraft fixtures brokers`, which
+    holds the registrations), while the controller still holds the log (stop it with SIGTERM once the
+    brokers are rolled), while a broker of the copy has not registered with the controller as a KRaft
+    broker (--rehearsal skips this when there are no real brokers), and without --yes. A refusal
+    lists every unmet guard at once, each with what meets it.
 
     \b
     Example:
@@ -111,10 +114,40 @@ def finalize(target: commands.Target, yes: bool, rehearsal: bool, as_json: bool)
     is_flag=True,
     help="Roll back although ZooKeeper differs from the log (ZooKeeper's version is kept).",
 )
+@click.option(
+    "--kafka-controller",
+    "kafka_controller",
+    is_flag=True,
+    help="The migration is Kafka's own KRaft controller's (--log-dir: its metadata.log.dir): do Kafka's "
+    "documented rollback (delete /controller and /migration), refused while a Kafka controller runs or "
+    "after Kafka's finalization. Kafka's directory is only read.",
+)
+@click.option(
+    "--quorum",
+    default="",
+    metavar="VOTERS",
+    envvar="ZK2KRAFT_KAFKA_QUORUM",
+    help="With --kafka-controller: the controllers' controller.quorum.voters (ID@HOST:PORT,...) or "
+    "HOST:PORT,...; refused while any of them accepts connections.",
+)
+@click.option(
+    "--quiet-seconds",
+    type=click.FloatRange(min=0.5),
+    default=commands.companion.DEFAULT_QUIET_SECONDS,
+    show_default=True,
+    help="With --kafka-controller: /migration must stay unchanged this long (no controller dual-writes).",
+)
 @node_id_option
 @json_option
 def rollback(
-    target: commands.Target, yes: bool, force_orphaned: bool, accept_drift: bool, as_json: bool
+    target: commands.Target,
+    yes: bool,
+    force_orphaned: bool,
+    accept_drift: bool,
+    kafka_controller: bool,
+    quorum: str,
+    quiet_seconds: float,
+    as_json: bool,
 ) -> None:
     """Go back to ZooKeeper mode from MigratingZkData or DualWriteMetadata (never after finalize).
 
@@ -124,10 +157,19 @@ def rollback(
     /migration and lifts /controller_epoch above the KRaft epoch (KAFKA-20488). Migrating again later
     copies afresh.
 
+    With --kafka-controller, the migration Kafka's own controller ran: Kafka's documented manual
+    rollback, guarded and step by step; Kafka's directory is left as it is.
+
     \b
     Example:
       zk2kraft rollback -z zk1:2181/kafka -l /var/lib/kraft/metadata --yes
+      zk2kraft rollback --kafka-controller -z zk1:2181/kafka -l /var/lib/kafka/meta --quorum 3000@c1:9093 --yes
     """
+    if kafka_controller:
+        if force_orphaned or accept_drift:
+            raise BadInputError("--kafka-controller takes neither --force-orphaned nor --accept-drift")
+        _rollback_kafka(target, yes, quorum, quiet_seconds, as_json)
+        return
     if not yes and sys.stdin.isatty() and not as_json:
         yes = click.confirm(
             f"Roll back to ZooKeeper mode? The log in {target.log_dir} is archived and ZooKeeper released.",
@@ -145,3 +187,21 @@ def rollback(
         f"[bold]{result.state_before} → {result.state_after}[/bold]; roll the brokers back to ZooKeeper mode "
         f"(remove the migration settings) now. The old log is kept in {escape(result.archived_log or '-')}."
     )
+
+
+def _rollback_kafka(target: commands.Target, yes: bool, quorum: str, quiet_s: float, as_json: bool) -> None:
+    """Kafka's manual rollback (companion mode): each step printed as it was done."""
+    if not yes and sys.stdin.isatty() and not as_json:
+        yes = click.confirm(
+            "Roll back Kafka's migration to ZooKeeper mode? /controller and /migration are deleted.",
+            default=False,
+            err=True,
+        )
+    result = commands.rollback_kafka_controller(target, yes=yes, quorum=quorum, quiet_s=quiet_s)
+    if as_json:
+        render.emit_json(result)
+        return
+    out = render.out_console()
+    for action in result.actions:
+        out.print(f"- {escape(action)}")
+    out.print(f"[bold]{result.state_before} → {result.state_after}[/bold]")

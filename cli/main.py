@@ -129,6 +129,10 @@ def run(argv: list[str] | None = None) -> int:
     verbose = "-v" in (argv or sys.argv[1:]) or "--verbose" in (argv or sys.argv[1:])
     try:
         rv = main.main(args=argv, prog_name="zk2kraft", standalone_mode=False)
+    except SystemExit:
+        if _stdout_closed():  # `zk2kraft log dump | head`: the reader has all it wanted, not a finding
+            return 0
+        raise
     except Stopped as e:  # SIGTERM/SIGINT at a safe point: what it did, not an error
         click.echo(f"zk2kraft: {e}", err=True)
         return e.exit_code
@@ -167,6 +171,14 @@ def run(argv: list[str] | None = None) -> int:
         return 70
     # standalone_mode=False turns `Exit(n)` into a return value of n
     return rv if isinstance(rv, int) else 0
+
+
+def _stdout_closed() -> bool:
+    """Whether click met a closed stdout (EPIPE): it then wraps stdout so the exit flush stays quiet
+    and exits 1; for `| head` or `| grep -q` that is the reader being done, not a failure."""
+    from click.utils import PacifyFlushWrapper
+
+    return isinstance(sys.stdout, PacifyFlushWrapper)
 
 
 def _json_error(argv: list[str] | None, code: str, message: str, exit_code: int) -> None:

@@ -134,8 +134,9 @@ def run_migrate(
                 return prompts.confirm(question)
 
     say: Callable[[str], None] | None = None
-    # Without a terminal (systemd, a CI log, `| tee`): a long-running controller's every note as a
-    # timestamped line, flushed as it happens; every run a periodic "still <phase>" line.
+    # Without a terminal (systemd, nohup, a CI log, `| tee`): a long-running controller's every note as
+    # a timestamped line, flushed as it happens; a one-shot run's phase once it has lasted a moment (a
+    # quick refusal stays one line), and every run a periodic "still <phase>" line.
     lines = progress_lines.PhaseLines(
         progress_lines.interval_from_env(), announce=bool(follow or target.listen) and not as_json
     )
@@ -173,6 +174,7 @@ def run_migrate(
             reconcile=reconcile,
             session_timeout_ms=session_timeout_ms,
             on_metrics=on_metrics,
+            heartbeat=lines.interval,
         )
         signalled = stopping.signal_number()
     _render_migrate(result, target.log_dir, as_json)

@@ -1,5 +1,8 @@
 """Progress without a terminal: one timestamped stderr line per phase, then one every few seconds.
 
+A one-shot `migrate` does not announce its phases (a refusal stays one line on stderr), but a phase
+that lasts more than FIRST_LINE seconds is named then.
+
 A long `migrate` into a CI log or `| tee` showed nothing for 40 s. The phases are the driver's own notes
 (`DriverOptions.say`); a ticker repeats the current one with its elapsed time, and the copy's record
 count when it is copying, every `interval` seconds (ZK2KRAFT_PROGRESS_INTERVAL, default 10), so a
@@ -17,7 +20,10 @@ from contextlib import contextmanager
 import click
 
 DEFAULT_INTERVAL = 10.0
-# Not a phase that ends: a following controller is not "still" anything every ten seconds.
+#: a phase not announced as it starts is named once it has lasted this long (or the interval)
+FIRST_LINE = 5.0
+# Not a phase that ends: a following controller is not "still" anything every ten seconds; its own
+# heartbeat line ("serving N brokers, write-behind lag L, …") says what it does instead.
 _STEADY = ("following as the controller",)
 
 
@@ -47,12 +53,17 @@ class PhaseLines:
         self._phase: str | None = None
         self._since = time.monotonic()
         self._last = self._since
+        self._shown = False  # the current phase's own line is out (announced, or said once it lasted)
         self._copy: tuple[int, int] | None = None
 
     def say(self, text: str) -> None:
         with self._lock:
-            self._phase, self._since = text, time.monotonic()
-            self._last = self._since
+            # Once following, a note is an event (an admin change, a broker), not a phase: it is
+            # printed once and never repeated as "still …"; the follower says what it does itself.
+            if self._phase is None or not self._phase.startswith(_STEADY):
+                self._phase, self._since = text, time.monotonic()
+                self._last = self._since
+                self._shown = self.announce
         if self.announce:
             self.echo(text)
 
@@ -63,10 +74,20 @@ class PhaseLines:
     def tick(self) -> None:
         with self._lock:
             now = time.monotonic()
-            if self._phase is None or self._phase.startswith(_STEADY) or now - self._last < self.interval:
+            if self._phase is None or self._phase.startswith(_STEADY):
                 return
-            self._last = now
-            text = f"still {self._phase} ({now - self._since:.0f}s)"
+            if not self._shown:
+                # Not announced (a one-shot run, whose refusal stays one line): a phase that lasts
+                # is named within FIRST_LINE seconds, not after a silent interval
+                if now - self._since < min(FIRST_LINE, self.interval):
+                    return
+                self._shown, self._last = True, now
+                text = self._phase
+            elif now - self._last < self.interval:
+                return
+            else:
+                self._last = now
+                text = f"still {self._phase} ({now - self._since:.0f}s)"
             if self._copy is not None and self._copy[1] > 0 and self._copy[0] < self._copy[1]:
                 done, total = self._copy
                 text += f": {done:,} of {total:,} records copied ({100 * done / total:.0f}%)"

@@ -11,23 +11,45 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from cli import render
 from cli.options import json_option, log_dir_option, zookeeper_options
 from migrator import commands, results
-from migrator.errors import UnreachableError
+from migrator.errors import EXIT_FINDINGS, UnreachableError
 
 # --- status ----------------------------------------------------------------------------------------
 
 
 def _render_status(s: results.StatusResult, out: Console) -> None:
-    out.print(_status_table(s))
+    if sys.stdout.isatty():
+        out.print(_status_table(s))
+        return
+    # Into a pipe or file: one line per row, never padded to the widest row (a table pads every cell)
+    rows = _status_rows(s)
+    width = max(len(Text.from_markup(key).plain) for key, _ in rows)
+    for key, value in rows:
+        plain = Text.from_markup(key).plain
+        out.print(f"{key}{' ' * (width - len(plain))}  {value}")
 
 
 def _status_table(s: results.StatusResult) -> Table:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
+    for key, value in _status_rows(s):
+        table.add_row(key, value)
+    return table
+
+
+class _Rows(list[tuple[str, str]]):
+    def add_row(self, key: str, value: str) -> None:
+        self.append((key, value))
+
+
+def _status_rows(s: results.StatusResult) -> list[tuple[str, str]]:
+    """(label, value) rows in rich markup: a table on a terminal, plain lines otherwise."""
+    table = _Rows()
     kafka = f"{s.kafka_state} ({s.kafka_code})" if s.kafka_code is not None else "-"
     if s.log_binding:  # first: nothing below describes this directory's place in the migration
         table.add_row("[red]not this log[/red]", escape(s.log_binding))
@@ -76,12 +98,43 @@ def _status_table(s: results.StatusResult) -> Table:
     elif s.writer:
         who = escape(s.writer) + (f" (following, pid {s.follower_pid})" if s.follower_pid else "")
         table.add_row("writer", who)
-    for ch in s.zk_broker_channels or []:
+    if s.kafka_controller is not None:
+        table.add_row("Kafka's controller", escape(_kafka_controller_line(s.kafka_controller)))
+    channels, unresolved = _split_unresolved(s.zk_broker_channels or [])
+    if unresolved:  # the rehearsal's generated brokers: one line, not one failure per broker
+        ids = ", ".join(str(ch.get("broker_id")) for ch in unresolved)
+        hosts = sorted({str(ch.get("endpoint", "")).rpartition(":")[0] for ch in unresolved})
+        example = all(h.endswith(commands.EXAMPLE_DOMAIN) for h in hosts)
+        what = "rehearsal brokers at example hosts" if example else "their registered hosts do not resolve"
+        table.add_row(
+            f"ZK brokers {ids}",
+            escape(f"{what}: not contacted ({', '.join(hosts[:3])}{' …' if len(hosts) > 3 else ''})"),
+        )
+    for ch in channels:
         table.add_row(f"ZK broker {ch.get('broker_id')}", escape(_channel_line(ch)))
     for anomaly in s.anomalies:
         table.add_row("[yellow]note[/yellow]", escape(anomaly))
     table.add_row("next", f"[bold]{escape(s.next_action)}[/bold]")
     return table
+
+
+def _split_unresolved(channels: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(the rest, channels never connected because their host has no address): a host that does not
+    resolve was never contacted, which is the nature of a rehearsal's generated cluster."""
+    rest, unresolved = [], []
+    for ch in channels:
+        never = not ch.get("connected") and not ch.get("stopped") and ch.get("acked_offset", -1) < 0
+        (unresolved if never and ch.get("unresolved") else rest).append(ch)
+    return rest, unresolved
+
+
+def _kafka_controller_line(k: results.KafkaControllerInfo) -> str:
+    """Kafka's own migrating controller (companion mode): whether it runs here, holds ZooKeeper, waits."""
+    text = f"node {k.node_id}, " + (f"running here (pid {k.pid})" if k.pid else "not running on this host")
+    text += ", holds /controller" if k.holds_zookeeper else ", /controller not claimed"
+    if k.waiting_for:
+        text += f", waiting for ZooKeeper brokers {', '.join(map(str, k.waiting_for))}"
+    return text
 
 
 def _channel_line(ch: dict) -> str:
@@ -136,6 +189,8 @@ def status(
 
     Shows the public state and Kafka's code, the controller and both epochs, /migration, the log end
     offset, the write-behind lag, brokers still registered in ZooKeeper and the last transition.
+    Exit 1 when --log-dir is not the migration's log: the state shown is then what ZooKeeper alone
+    proves, and `next` names the right directory.
 
     \b
     Example:
@@ -147,6 +202,8 @@ def status(
             render.emit_json(result)
         else:
             _render_status(result, render.out_console())
+        if result.log_binding:  # --log-dir is not the migration's log: what it said is ZooKeeper's alone
+            raise click.exceptions.Exit(EXIT_FINDINGS)
         return
     every = interval or watch or 2.0
     _watch_status(lambda: commands.status(target), every, count, as_json)
@@ -189,7 +246,12 @@ def _watch_status(
             elif live is not None:
                 live.update(view(result, error), refresh=True)
             else:
-                out.print(view(result, error))
+                head, *_ = view(None, error).renderables
+                out.print(head)
+                if result is not None:
+                    _render_status(result, out)
+                else:
+                    out.print(f"unavailable: {escape(error or '')}")
                 out.print()
             sys.stdout.flush()
             if count is not None and shown >= count:

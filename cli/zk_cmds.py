@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import click
 
@@ -45,17 +47,29 @@ def start(data_dir: str, port: int | None) -> None:
 
 @zk.command()
 @_DATA_DIR
-def stop(data_dir: str) -> None:
+@click.option(
+    "--delete-data",
+    is_flag=True,
+    help="Then delete the data directory too: the next `zk start` there begins with an empty ZooKeeper "
+    "(a rehearsal run again).",
+)
+def stop(data_dir: str, delete_data: bool) -> None:
     """Stop the server started with `zk start`.
 
     \b
     Example:
-      zk2kraft zk stop
+      zk2kraft zk stop --data-dir /tmp/zk2kraft-zk --delete-data
     """
+    ours = (Path(data_dir) / "zoo.cfg").is_file()  # a directory `zk start` made, nothing else
+    if delete_data and Path(data_dir).is_dir() and not ours:
+        raise click.BadParameter(f"{data_dir} was not made by `zk2kraft zk start` (no zoo.cfg): not deleted")
     if stop_detached(data_dir):
         click.echo("stopped")
     else:
         click.echo("no server running", err=True)
+    if delete_data and ours:
+        shutil.rmtree(data_dir)
+        click.echo(f"deleted {data_dir}")
 
 
 @zk.command()

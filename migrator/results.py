@@ -80,6 +80,17 @@ class TransitionInfo(BaseModel):
     time: str | None = None
 
 
+class KafkaControllerInfo(BaseModel):
+    """Kafka's own migrating KRaft controller as `status` reads it (companion mode, read-only)."""
+
+    node_id: int | None = None
+    pid: int | None = None  # the process holding its .lock on this host, if any
+    holds_zookeeper: bool = False  # /controller names it (its claim)
+    migrating_zk_brokers: list[int] = Field(default_factory=list)
+    kraft_brokers: list[int] = Field(default_factory=list)  # registered without the migration flag
+    waiting_for: list[int] = Field(default_factory=list)  # in /brokers/ids, not registered as migrating
+
+
 class StatusResult(BaseModel):
     state: str
     state_code: int
@@ -119,6 +130,8 @@ class StatusResult(BaseModel):
     #: the running controller's channel to each ZooKeeper-mode broker (connected, queued, errors, the
     #: metadata offset the broker acknowledged), as it last reported them
     zk_broker_channels: list[dict[str, Any]] | None = None
+    #: the migration is Kafka's own controller's (its metadata.log.dir, never written by zk2kraft)
+    kafka_controller: KafkaControllerInfo | None = None
 
 
 class FinalizeResult(BaseModel):

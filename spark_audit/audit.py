@@ -255,6 +255,11 @@ def run_audit(
         cut = scan.copy_end_offset
     elif phase == "dual-write" and zk_identity is not None:
         cut = _migration_offset(control, "ZooKeeper")
+        if live is not None and cut >= scan.end_offset:
+            # A live controller (Kafka's own, in companion mode) appended and dual-wrote between the
+            # log scan and the ZooKeeper read: the log on disk now covers what ZooKeeper holds.
+            note("ZooKeeper is ahead of the scan: scanning the live log again")
+            scan = scan_log(opts.log_dir)
         _check_cut(cut, scan)
 
     from spark_audit import session

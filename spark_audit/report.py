@@ -137,8 +137,9 @@ def _chart(counts: list[Any]) -> str:
     bar_w, label_w, row_h = 420, 150, 22
     height = row_h * len(data) + 30
     parts = [
+        "<p>Each bar is one kind's entities; red: ZooKeeper and the log differ, amber: informational only.</p>",
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 260}" height="{height}" '
-        f'role="img" aria-label="differences per kind" font-family="system-ui,sans-serif" font-size="12">'
+        f'role="img" aria-label="differences per kind" font-family="system-ui,sans-serif" font-size="12">',
     ]
     for i, (kind, diffs, info, entities) in enumerate(data):
         y = 10 + i * row_h
@@ -250,7 +251,6 @@ copy committed at offset {_e(scan.get("copy_end_offset"))}</p>
 <th>informational</th></tr>
 {"".join(rows)}</table>
 <h2>Differences per kind</h2>
-<p>Each bar is one kind's entities; red: ZooKeeper and the log differ, amber: informational only.</p>
 {_chart(counts)}
 <h2>Differences</h2>
 {_differences(r, limit)}

@@ -33,6 +33,7 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 from kazoo.client import KazooClient
+from kio.schema.errors import ErrorCode
 from migrate_helpers import assert_audit_clean, assert_consistent, cluster
 
 from migrator import commands
@@ -87,8 +88,17 @@ def _raw_bad_input(address: tuple[str, int], service: ControllerService) -> None
         )
         assert cluster.error_code == 0 and cluster.controller_id == service.core.config.node_id
         assert [(b.host, b.port) for b in cluster.brokers] == [address]
+        # Kafka 3.9's controller (AuthHelper.computeDescribeClusterResponse) serves CONTROLLER only.
         brokers_kind = c.call(60, 1, dc.DescribeClusterRequest(include_cluster_authorized_operations=False))
-        assert brokers_kind.error_code == 119  # UNSUPPORTED_ENDPOINT_TYPE: a controller lists controllers
+        assert brokers_kind.error_code == ErrorCode.mismatched_endpoint_type
+        assert brokers_kind.error_message == (
+            "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER"
+        )
+        unknown_kind = c.call(
+            60, 1, dc.DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=7)
+        )
+        assert unknown_kind.error_code == ErrorCode.unsupported_endpoint_type
+        assert unknown_kind.error_message == "Unsupported endpoint type 7"
 
         def topic(name: str) -> ct.CreatableTopic:
             return ct.CreatableTopic(

@@ -17,6 +17,7 @@ LAYERS: list[list[str]] = [
         "migrator.secrets",
         "migrator.stop",
         "migrator.bulk",
+        "migrator.lock_rule",
     ],
     ["migrator.kraft", "migrator.zk", "state_machine"],
     ["migrator.migration", "migrator.controller", "migrator.metrics", "migrator.results", "migrator.target"],

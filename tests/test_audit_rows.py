@@ -386,6 +386,7 @@ def test_report_of_a_clean_run_has_no_empty_bars_and_no_reprs() -> None:
 
     html = render_report(_result([_count(k, 10) for k in ("topic", "partition", "config", "acl")]))
     assert "No differences in any kind." in html and "0 / 0" not in html and "<rect" not in html
+    assert "Each bar is" not in html  # no legend without bars (issue 31)
     assert ">yes<" in html and "True" not in html  # one consistent view: yes
     assert "a.log, b.log" in html and '["a.log"' not in html
     # one name per column: no "mismatched" beside "mismatches"

@@ -257,6 +257,7 @@ def test_cli_dual_write_live_with_report(
     assert result["zookeeper"]["consistent"] and result["zookeeper"]["source"] == "zookeeper"
     html = report.read_text(encoding="utf-8")
     assert "<svg" in html and "consistent: ZooKeeper and the log agree" in html
+    assert html.index("Each bar is") < html.index("<svg")  # the bars' legend, with the bars
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")  # no external assets
     assert f"{result['zookeeper']['zxid']:#x}" in html and str(result["kraft"]["end_offset"]) in html
     for secret in migration.generated.secrets.strings(migration.generated.image):

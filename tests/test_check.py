@@ -10,7 +10,6 @@ import json
 import os
 import random
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -877,8 +876,10 @@ def test_every_code_has_a_test_here():
 
 
 @pytest.mark.slow
-def test_checks_on_200k_partitions_take_seconds_not_minutes():
-    """2,000 topics x 100 partitions; the topics share one partition dict (the checks only read)."""
+def big_view(topics: int = 2000, partitions: int = 100) -> tuple[ClusterImage, ZkTree]:
+    """``topics`` x ``partitions`` (sharing one partition dict: the checks only read), 30 brokers, one
+    offline partition per topic, broker 31 named but not registered, a topic id missing every 500
+    topics; also used by bench/check.py."""
     from migrator.model import Broker
 
     image = ClusterImage(cluster_id=CLUSTER_ID)
@@ -898,20 +899,24 @@ def test_checks_on_200k_partitions_take_seconds_not_minutes():
             controller_epoch=3,
             has_state=True,
         )
-        for p in range(100)
+        for p in range(partitions)
     }
-    for t in range(2000):
+    for t in range(topics):
         image.topics[f"t{t}"] = Topic.model_construct(
             name=f"t{t}", topic_id=None if t % 500 == 0 else "x", partitions=parts, json_version=3
         )
     tree = ZkTree()
-    for t in range(2000):
-        for p in range(100):
+    for t in range(topics):
+        for p in range(partitions):
             tree.add(ZNode(f"/brokers/topics/t{t}/partitions/{p}/state", b"", data_length=80))
-    started = time.perf_counter()
+    return image, tree
+
+
+@pytest.mark.timeout(300)  # a hang guard only: how long it takes is bench/check.py's measure
+def test_checks_on_200k_partitions_find_what_they_should():
+    """2,000 topics x 100 partitions, each finding counted and capped as on a small cluster."""
+    image, tree = big_view()
     found = checks.check_zk_view(image, ZkControlState(controller_epoch=5), tree)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 5.0, elapsed
     by_code = {f.code: f for f in found}
     assert by_code["OFFLINE_PARTITIONS"].count == 2000
     assert by_code["UNREGISTERED_REPLICA_BROKER"].ids == [31]

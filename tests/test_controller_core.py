@@ -277,16 +277,33 @@ def test_session_timeout_fences_and_moves_leaders(h: Harness) -> None:
     assert h.part(2).leader == 1 and h.part(2).isr == [1]
 
 
-def test_fence_record_before_mv_3_3() -> None:
+#: Kafka 3.9's MetadataVersion levels around KRaft's fencing records (server-common MetadataVersion.java):
+#: IBP_3_3_IV2 "In KRaft mode, use BrokerRegistrationChangeRecord instead of UnfenceBrokerRecord and
+#: FenceBrokerRecord" (isBrokerRegistrationChangeRecordSupported).
+IBP_3_3_IV1 = 5
+IBP_3_3_IV2 = 6
+
+
+@pytest.mark.parametrize(
+    ("level", "fence", "unfence"),
+    [
+        (IBP_3_3_IV1, "FenceBrokerRecord", "UnfenceBrokerRecord"),
+        (IBP_3_3_IV2, "BrokerRegistrationChangeRecord", "BrokerRegistrationChangeRecord"),
+    ],
+)
+def test_fence_records_follow_kafkas_metadata_version_boundary(level: int, fence: str, unfence: str) -> None:
     h = Harness()
-    h.core = ControllerCore(ControllerConfig(CLUSTER, 3000, 6, session_timeout_ms=1000))
+    h.core = ControllerCore(ControllerConfig(CLUSTER, 3000, level, session_timeout_ms=1000))
     h.core.active = True
-    assert h.register(1, features={"metadata.version": (1, 6)}).error == E.BROKER_ID_NOT_REGISTERED
-    h.register(1, features={"metadata.version": (1, 6)}, is_migrating_zk_broker=False)
-    assert h.apply(h.core.heartbeat(h.image, Heartbeat(1, h.epochs[1], h.offset), h.now)).is_fenced is False  # type: ignore[attr-defined]
+    features = {"metadata.version": (1, level)}
+    assert h.register(1, features=features).error == E.BROKER_ID_NOT_REGISTERED
+    h.register(1, features=features, is_migrating_zk_broker=False)
+    beat = h.core.heartbeat(h.image, Heartbeat(1, h.epochs[1], h.offset), h.now)
+    assert [r.name for r in beat.records] == [unfence]
+    assert h.apply(beat).is_fenced is False  # type: ignore[attr-defined]
     h.now += 2000
     d = h.core.fence(h.image, 1)
-    assert [r.name for r in d.records] == ["FenceBrokerRecord"]
+    assert [r.name for r in d.records] == [fence]
     h.apply(d)
     assert h.image.brokers[1].fenced
 

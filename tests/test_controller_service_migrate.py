@@ -5,7 +5,6 @@ AlterPartition carried to ZooKeeper. The wire itself is tested by the listener's
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from pathlib import Path
 
@@ -57,6 +56,7 @@ def test_soft_start_waits_for_every_broker_then_copies(
     zk: KazooClient, zk_connect: str, tmp_path: Path
 ) -> None:
     log_dir = tmp_path / "meta"
+    notes: list[str] = []  # what the driver says, in order (its decisions, as an operator reads them)
     with cluster(zk, zk_connect):
         expected = sorted(_expected_brokers(zk))
         assert len(expected) >= 2
@@ -65,8 +65,9 @@ def test_soft_start_waits_for_every_broker_then_copies(
             str(log_dir),
             listen=IN_PROCESS,
             yes=True,
-            broker_wait_timeout=60,
+            broker_wait_timeout=600,
             session_timeout_ms=60_000,
+            say=notes.append,
         )
         try:
             service = running.service
@@ -79,7 +80,9 @@ def test_soft_start_waits_for_every_broker_then_copies(
                     zk_connect, str(log_dir), AdminChange(kind="create-topic", topic="x", partitions=1)
                 )
             epochs = {b: _register(service, b) for b in expected[:-1]}
-            time.sleep(0.5)  # one broker is missing: the copy must not start
+            # one broker is missing: the driver has seen the others and waits for it, copying nothing
+            waiting = f"waiting for brokers to register with the KRaft controller: {expected[-1]}"
+            assert running.wait_until(lambda r: waiting in notes, 60), notes
             assert service.soft_start and running.thread.is_alive()
             assert driver.gather(zk, str(log_dir)).derived.state.public_name == "MigrationIneligible"
             status = commands.status(zk_connect, str(log_dir))
@@ -162,7 +165,8 @@ def test_wait_for_brokers_times_out_naming_the_missing(
         )
         assert running.service is not None
         _register(running.service, expected[0])
-        running.thread.join(30)
+        running.thread.join(60)  # the driver gives up after its 1.5 s; 60 s only guards against a hang
+        assert not running.thread.is_alive()
         with pytest.raises(driver.BrokersNotReadyError) as err:
             running.stop()
         message = str(err.value)

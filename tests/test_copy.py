@@ -184,6 +184,7 @@ def test_plan_bytes_are_what_the_copy_writes(tmp_path: Path, fresh: bool) -> Non
 
 
 @pytest.mark.zk
+@pytest.mark.zk_matrix
 def test_read_zk_image_is_one_consistent_view(zk: KazooClient) -> None:
     generated = load_cluster(zk, SPEC)
     layout, zxid, consistent = copy.read_zk_image(zk)

@@ -201,7 +201,7 @@ def test_status_reports_every_fact(zk: KazooClient, zk_connect: str, tmp_path: P
         assert result.manifest is not None and s.last_transition.offset == result.manifest.last_offset - 1
         assert s.last_transition.timestamp_ms and s.last_transition.time
         assert s.manifest is not None and s.manifest.records == result.manifest.records
-        assert "roll the brokers to KRaft" in s.next_action
+        assert s.next_action.startswith("to finalize: (1) ") and "roll them to KRaft" in s.next_action
 
 
 def test_finalize_guards_and_no_write_after(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:

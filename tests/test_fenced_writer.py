@@ -49,6 +49,7 @@ def _migration(zk: KazooClient) -> tuple[int, int, int]:
     return m.kraft_metadata_offset, m.kraft_metadata_epoch, m.zk_version
 
 
+@pytest.mark.zk_matrix
 def test_write_lands_data_and_migration_together(zk: KazooClient) -> None:
     claim, m = _setup(zk)
     writer = FencedZkWriter(zk, claim, m)
@@ -71,6 +72,7 @@ def test_write_lands_data_and_migration_together(zk: KazooClient) -> None:
     assert _migration(zk) == (110, 2, m.zk_version + 2)
 
 
+@pytest.mark.zk_matrix
 def test_old_claim_is_fenced_and_nothing_of_its_multi_lands(zk: KazooClient) -> None:
     """Invariant 3: after a newer claim, every path of the old claim's multi is unchanged."""
     claim, m = _setup(zk)
@@ -271,6 +273,7 @@ class _LostReply:
         raise ConnectionLoss()
 
 
+@pytest.mark.zk_matrix
 def test_replies_lost_after_multis_landed_are_not_applied_twice(zk: KazooClient) -> None:
     claim, m = _setup(zk)
     writer = FencedZkWriter(zk, claim, m, max_multi_bytes=5_000, in_flight=4)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import uuid
 from pathlib import Path
 
 import pytest
+from kafka_image import kafka_image
 from kazoo.client import KazooClient
 from migrate_helpers import cluster, run_cli
 
@@ -171,3 +173,52 @@ def test_finalize_hands_over_and_verify_kafka_says_so(
     (log_dir / "__cluster_metadata-0" / "quorum-state").write_text("{}")
     r = run_cli(["log", "verify", "--kafka", "-l", str(log_dir)])
     assert r.returncode == 1 and "refuse: quorum-state" in r.stdout, r.stdout + r.stderr
+
+
+def a_migrated_log_with_a_topic_deleted_during_dual_write(path: Path) -> MetadataLog:
+    """The copy's transaction (two topics with configs) and then, during dual-write, one topic deleted."""
+    log = MetadataLog.open(path, writable=True, cluster_id=CLUSTER, node_id=NODE, retention=NO_RETENTION)
+    copy = [record("BeginTransactionRecord", 0, Name="Migrating ZooKeeper data")]
+    copy.append(record("FeatureLevelRecord", 0, Name="metadata.version", FeatureLevel=21))
+    for name, tid in (("payments.v2", uuid.UUID(int=11)), ("orders", uuid.UUID(int=12))):
+        copy.append(record("TopicRecord", 0, Name=name, TopicId=tid))
+        for p in range(2):
+            copy.append(
+                record("PartitionRecord", 0, PartitionId=p, TopicId=tid, Replicas=[1], Isr=[1], Leader=1)
+            )
+        copy.append(
+            record("ConfigRecord", 0, ResourceType=2, ResourceName=name, Name="retention.ms", Value="1")
+        )
+    copy += [record("ZkMigrationStateRecord", 0, ZkMigrationState=1), record("EndTransactionRecord", 0)]
+    log.append(copy, 2)
+    log.append([record("RemoveTopicRecord", 0, TopicId=uuid.UUID(int=11))], 2)  # deleted in dual-write
+    return log
+
+
+def test_the_handover_snapshot_is_the_log_start_so_kafkas_loader_drops_a_deleted_topics_config(
+    tmp_path: Path,
+) -> None:
+    """Kafka's own MetadataBatchLoader on the handed-over directory (tests/kafka_checkers): a Kafka
+    observer starting from Kafka's log start must not keep the config of a topic deleted during
+    dual-write. Before the handover's log start move, Kafka's log start is 0 and its loader replays the
+    copy and the deletion in one delta, keeping the config (ConfigurationsDelta.replay only deletes
+    configs of the base image) — `log verify --kafka` refuses that directory."""
+    log = a_migrated_log_with_a_topic_deleted_during_dual_write(tmp_path)
+    part = tmp_path / "__cluster_metadata-0"
+    try:
+        snapshot_now(log)  # a snapshot at the end, segments from 0: what Kafka's leader serves from 0
+        before = kafka_image(part)
+        assert before.log_start == 0 and "payments.v2" not in before.topics
+        assert ("TOPIC", "payments.v2", "retention.ms") in before.configs  # Kafka's loader keeps it
+        refused = handover.check(tmp_path).refused
+        assert any("'payments.v2'" in f.message and "one delta" in f.message for f in refused), refused
+        done = handover.prepare(log)
+        end = log.end_offset
+        assert any("log start moved to that snapshot" in d for d in done), done
+    finally:
+        log.close()
+    after = kafka_image(part)
+    assert after.log_start == after.replayed_from == end
+    assert after.topics == {"orders": 2}
+    assert after.configs == {("TOPIC", "orders", "retention.ms")}
+    assert handover.check(tmp_path).ok, handover.check(tmp_path).findings

@@ -8,7 +8,6 @@ Where the fast batch decoder succeeds, its result must equal decoding each value
 
 import random
 import struct
-import time
 import uuid
 
 import pytest
@@ -185,14 +184,16 @@ def exercise(buf: bytes) -> None:
             assert all(batch.base_offset <= off <= batch.last_offset for off in offsets)
 
 
+#: cases per seed: fixed, so every run (and every machine) tries the same seeded mutations
+LOG_CASES, VALUE_CASES = 500, 3000
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_mutated_logs_raise_only_typed_errors(seed):
     rng = random.Random(seed)
     base = corpus()
     exercise(base)
-    deadline = time.monotonic() + 4.0
-    cases = 0
-    while cases < 900 and time.monotonic() < deadline:
+    for _ in range(LOG_CASES):
         if rng.random() < 0.6:
             buf = mutate_inside_a_batch(rng, base)
         else:
@@ -203,17 +204,13 @@ def test_mutated_logs_raise_only_typed_errors(seed):
             exercise(bytes(buf))
         except TYPED:
             pass
-        cases += 1
-    assert cases >= 200
 
 
 @pytest.mark.parametrize("seed", range(2))
 def test_mutated_values_raise_only_corrupt_record_errors(seed):
     rng = random.Random(100 + seed)
     values = [encode_value(r) for r in sample_records()]
-    deadline = time.monotonic() + 3.0
-    cases = 0
-    while cases < 3000 and time.monotonic() < deadline:
+    for _ in range(VALUE_CASES):
         raw = bytes(mutate(rng, rng.choice(values)))
         try:
             rec = decode_value(raw, "v")
@@ -222,8 +219,6 @@ def test_mutated_values_raise_only_corrupt_record_errors(seed):
         else:
             # Whatever decodes must encode back to a value that decodes to the same record.
             assert decode_value(encode_value(rec)) == rec
-        cases += 1
-    assert cases >= 500
 
 
 def test_random_bytes_never_escape():

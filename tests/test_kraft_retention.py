@@ -13,6 +13,7 @@ from test_kraft_image import comparable
 
 from cli.log_cmds import log as log_cmd
 from migrator.errors import BadInputError
+from migrator.kraft import dirfiles, handover
 from migrator.kraft.image import replay
 from migrator.kraft.log import MetadataLog, OffsetOutOfRangeError, verify_log
 from migrator.kraft.records import record
@@ -57,6 +58,75 @@ def test_properties_set_the_four_settings_with_kafkas_defaults() -> None:
         RetentionConfig.from_properties({"metadata.max.retention.bytes": "lots"})
     with pytest.raises(BadInputError, match="at least 1"):
         RetentionConfig.from_properties({"metadata.log.max.record.bytes.between.snapshots": "0"})
+
+
+def test_segment_bytes_with_kafkas_bounds() -> None:
+    """metadata.log.segment.bytes is read, and refused below Kafka's 8 MiB minimum in one line unless
+    Kafka's internal metadata.log.segment.min.bytes lowers the bound (KafkaMetadataLog.apply)."""
+    assert RetentionConfig().segment_bytes == 1 << 30 and RetentionConfig().segment_min_bytes == 8 << 20
+    assert (
+        RetentionConfig.from_properties({"metadata.log.segment.bytes": "16777216"}).segment_bytes == 16 << 20
+    )
+    with pytest.raises(BadInputError) as refused:
+        RetentionConfig.from_properties({"metadata.log.segment.bytes": "1048576"})
+    assert str(refused.value).startswith("Cannot set metadata.log.segment.bytes below 8388608: 1048576")
+    assert "\n" not in str(refused.value)
+    lowered = RetentionConfig.from_properties(
+        {"metadata.log.segment.bytes": "1048576", "metadata.log.segment.min.bytes": "65536"}
+    )
+    assert (lowered.segment_bytes, lowered.segment_min_bytes) == (1 << 20, 65536)
+    with pytest.raises(BadInputError, match="must be at least 12"):
+        RetentionConfig.from_properties(
+            {"metadata.log.segment.bytes": "8", "metadata.log.segment.min.bytes": "8"}
+        )
+
+
+def test_a_log_opened_with_the_config_rolls_at_its_segment_bytes(tmp_path) -> None:
+    config = RetentionConfig(1 << 30, 0, **NO_RETENTION, segment_bytes=4096, segment_min_bytes=4096)
+    with MetadataLog.open(
+        tmp_path / "m", writable=True, cluster_id=CLUSTER, node_id=3000, retention=config
+    ) as log:
+        _grow(log, 12)  # ~15 kB
+        assert len(log.segments) >= 4
+        assert all(os.path.getsize(sg.path) <= 4096 for sg in log.segments)
+
+
+def test_retention_inside_one_segment_survives_a_reopen(tmp_path) -> None:
+    """The wedge of a long migration: retention moves the log start inside the only segment, past the
+    copy's commit. Reopened, the log starts where it was (log-start-offset-checkpoint), the epoch
+    checkpoint still covers the segment's batches, and the commit's epoch is still known."""
+    config = RetentionConfig(2500, 0, 1, -1)  # a snapshot every ~2 appends, keep the newest only
+    with new_log(tmp_path / "m", config) as log:
+        _, commit = log.append(configs(0, 5), 6)
+        for i in range(10):  # the next controller's epoch
+            log.append(configs(i), 7, timestamp_ms=1_000_000 + i)
+        start = log.log_start_offset
+        epochs = log.leader_epochs
+        assert len(log.segments) == 1 and 0 < commit < start and epochs[0] == (6, 0) and len(epochs) == 2
+        assert log.epoch_for_offset(commit) == 6
+        assert dirfiles.read_leader_epochs(log.partition_dir / "leader-epoch-checkpoint") == epochs
+        expected = comparable(log.load_image().result.image)
+    with MetadataLog.open(tmp_path / "m") as log:
+        assert log.log_start_offset == start and log.segments[0].base_offset == 0
+        assert log.leader_epochs == epochs
+        assert log.epoch_for_offset(commit) == 6
+        assert comparable(log.load_image().result.image) == expected
+    # A directory left by the earlier versions: the checkpoint cut from the start inside the segment,
+    # no durable start. The epochs are rebuilt from the batches rather than leaving offset `commit`
+    # without one.
+    (tmp_path / "m" / "log-start-offset-checkpoint").unlink()
+    dirfiles.write_leader_epochs(
+        tmp_path / "m" / "__cluster_metadata-0" / "leader-epoch-checkpoint", [(6, commit), *epochs[1:]]
+    )
+    # what Kafka's recovery keeps too (LogSegment.recover only adds later epochs): log verify --kafka says so
+    cut = [f for f in handover.check(tmp_path / "m").refused if f.file == "leader-epoch-checkpoint"]
+    assert cut and f"starts at offset {commit} (epoch 6) but the segments hold batches from offset 0" in (
+        cut[0].message
+    )
+    with new_log(tmp_path / "m", config) as log:
+        assert log.log_start_offset == 0 and log.leader_epochs == epochs
+        assert log.epoch_for_offset(commit) == 6
+    assert not [f for f in handover.check(tmp_path / "m").findings if f.file == "leader-epoch-checkpoint"]
 
 
 def test_a_snapshot_every_n_bytes_and_never_inside_a_transaction(tmp_path) -> None:
@@ -135,13 +205,19 @@ def test_retention_by_size_moves_the_log_start_to_the_oldest_snapshot(tmp_path) 
         assert all(o >= start for o, _e, _r in log.read(0))  # reads start at the log start
         with pytest.raises(OffsetOutOfRangeError, match=f"offset 1 is below the log start offset {start}"):
             next(log.read(1))  # a reader overtaken by retention is told, never handed a gap
-        assert log.leader_epochs[0][1] == start
+        # the epoch checkpoint keeps what the segments still hold (Kafka serves from their base)
+        assert log.leader_epochs[0][1] == log.segments[0].base_offset
         expected = comparable(full_replay(reference).image)
         reference.close()
         assert comparable(log.load_image().result.image) == expected
-    # Reopened, as Kafka: the log start is the first segment's base; readers go through the snapshot.
+    # Reopened: the log start is where retention left it (log-start-offset-checkpoint, as Kafka keeps a
+    # partition's), readers go through the snapshot; the epochs cover every batch the segments hold.
     with MetadataLog.open(tmp_path / "m") as log:
-        assert log.log_start_offset == log.segments[0].base_offset <= start
+        assert log.log_start_offset == start >= log.segments[0].base_offset
+        assert (
+            tmp_path / "m" / "log-start-offset-checkpoint"
+        ).read_text() == f"0\n1\n__cluster_metadata 0 {start}\n"
+        assert log.leader_epochs[0][1] == log.segments[0].base_offset
         assert comparable(log.load_image().result.image) == expected
     assert verify_log(tmp_path / "m").ok
     result, ident = load_kraft(tmp_path / "m")
@@ -149,7 +225,7 @@ def test_retention_by_size_moves_the_log_start_to_the_oldest_snapshot(tmp_path) 
     out = CliRunner().invoke(log_cmd, ["dump", "-l", str(tmp_path / "m"), "--json"])
     assert out.exit_code == 0, out.output
     offsets = [json.loads(line)["offset"] for line in out.output.splitlines()]
-    assert offsets and min(o for o in offsets if o is not None) >= log.segments[0].base_offset
+    assert all(o is None or o >= start for o in offsets)  # nothing below the durable log start
 
 
 def test_retention_waits_for_a_reader_behind_the_next_snapshot(tmp_path) -> None:
@@ -230,7 +306,8 @@ def test_config_file_sets_the_cadence_of_a_migration(zk: KazooClient, zk_connect
             snaps = list_snapshots(log.partition_dir)
             # every committed append was due; retention 0 kept the newest snapshot only
             assert len(snaps) == 1 and snaps[0].end_offset == log.end_offset
-            assert log.log_start_offset == log.segments[0].base_offset <= snaps[0].end_offset
+            # the log start where retention left it (durable), inside the one segment
+            assert log.segments[0].base_offset <= log.log_start_offset <= snaps[0].end_offset
         assert_consistent(zk, log_dir)
     bad = tmp_path / "bad.properties"
     bad.write_text("metadata.max.retention.ms=soon\n")

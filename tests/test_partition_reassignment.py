@@ -124,3 +124,28 @@ def test_fencing_a_removing_replica_completes_the_move():
         [],
     )
     assert done.leader == 1
+
+
+def test_preferred_election_completes_a_move_and_elects_the_first_target():
+    """PartitionChangeBuilder with Election.PREFERRED (Kafka's testElectLeaderWithPreferred cases): the
+    move whose targets are all in the ISR completes first, then the first target replica leads."""
+    p = part([2, 3, 4, 1], [1, 2, 3, 4], 1, adding=[4], removing=[1])
+    rec = build_change(p, TID, lambda r: True, preferred=True)
+    assert changed(rec) == {
+        "Leader": 2,
+        "Isr": [2, 3, 4],
+        "Replicas": [2, 3, 4],
+        "AddingReplicas": [],
+        "RemovingReplicas": [],
+    }
+
+
+def test_preferred_election_keeps_a_leader_that_may_lead_and_else_takes_the_next_target():
+    # the first replica may not lead (fenced): the current leader stays, nothing changes
+    p = part([1, 2, 3], [1, 2, 3], 2)
+    assert build_change(p, TID, lambda r: r != 1, preferred=True) is None
+    # neither the first replica nor the leader may lead: the next target replica in the ISR does
+    p = part([1, 2, 3], [1, 2, 3], 2)
+    assert changed(build_change(p, TID, lambda r: r == 3, preferred=True)) == {"Leader": 3}
+    # none may: no leader (not unclean)
+    assert changed(build_change(p, TID, lambda r: False, preferred=True)) == {"Leader": -1}

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from kafka.record import MemoryRecords
+from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.serial import entity_reader, entity_writer
@@ -110,6 +111,7 @@ class Fetcher:
         version: int = 17,
         max_wait_ms: int = 0,
         max_bytes: int = 1 << 20,
+        partition_max_bytes: int | None = None,
         topic_id: uuid.UUID = TOPIC_ID,
         partition: int = 0,
         replica_id: int = 7,
@@ -121,7 +123,7 @@ class Fetcher:
             fetch_offset=offset,
             last_fetched_epoch=last_epoch,
             log_start_offset=-1,
-            partition_max_bytes=max_bytes,
+            partition_max_bytes=max_bytes if partition_max_bytes is None else partition_max_bytes,
         )
         if version >= 17:
             part["replica_directory_id"] = uuid.UUID(int=77)
@@ -194,6 +196,24 @@ def test_fetch_from_offset_zero_reads_the_whole_log_in_order(leader) -> None:
         for v in (13, 15, 16):
             _, p = f.fetch(0, 0, 1, version=v)
             assert p.error_code == 0 and next(offsets_in(p.records))[0] == 0
+    finally:
+        f.close()
+
+
+def test_a_kafka_shaped_fetch_is_answered_with_everything_up_to_its_max_bytes(leader) -> None:
+    """Kafka's observer (KafkaRaftClient.buildFetchRequest) sends MaxBytes 8 MiB and leaves the
+    partition's max bytes at 0: the answer carries every batch up to the high watermark (as Kafka's own
+    leader reads 8 MiB per Fetch), not one batch; a positive partition max bytes still bounds it."""
+    log, _, address = leader
+    assert len(log.segments) == 1
+    f = Fetcher(address)
+    try:
+        _, p = f.fetch(0, 0, 1, max_bytes=8 << 20, partition_max_bytes=0)
+        assert p.error_code == 0
+        assert [o for o, _ in offsets_in(p.records)] == list(range(log.end_offset))
+        _, p = f.fetch(0, 0, 1, max_bytes=8 << 20, partition_max_bytes=2000)
+        got = list(offsets_in(p.records))
+        assert got and len(got) < log.end_offset and len(p.records) <= 2000
     finally:
         f.close()
 
@@ -395,6 +415,48 @@ def test_describe_quorum_lists_the_voter_and_observers_and_votes_are_refused(lea
         )
         p = resp.topics[0].partitions[0]
         assert p.error_code == 74 and not p.vote_granted and p.leader_id == NODE
+    finally:
+        f.close()
+
+
+def test_a_vote_or_epoch_claim_from_a_non_voter_is_kafkas_inconsistent_voter_set(leader) -> None:
+    """The only voter is this node: a candidate or a claimed leader at the current or a later epoch is
+    not in its voter set. The expected code is kio's (Kafka's Errors.INCONSISTENT_VOTER_SET = 94)."""
+    _, _, address = leader
+    f = Fetcher(address)
+    try:
+        vote = importlib.import_module("kio.schema.vote.v0.request")
+        resp = f.call(
+            "vote",
+            0,
+            cluster_id=CLUSTER,
+            topics=(
+                vote.TopicData(
+                    topic_name="__cluster_metadata",
+                    partitions=(
+                        vote.PartitionData(
+                            partition_index=0,
+                            replica_epoch=2,
+                            replica_id=9,
+                            last_offset_epoch=1,
+                            last_offset=0,
+                        ),
+                    ),
+                ),
+            ),
+        )
+        p = resp.topics[0].partitions[0]
+        assert (p.error_code, p.vote_granted) == (ErrorCode.inconsistent_voter_set, False)
+        for api in ("begin_quorum_epoch", "end_quorum_epoch"):
+            m = importlib.import_module(f"kio.schema.{api}.v0.request")
+            part = m.PartitionData(partition_index=0, leader_id=9, leader_epoch=2)
+            resp = f.call(
+                api,
+                0,
+                cluster_id=CLUSTER,
+                topics=(m.TopicData(topic_name="__cluster_metadata", partitions=(part,)),),
+            )
+            assert resp.topics[0].partitions[0].error_code == ErrorCode.inconsistent_voter_set, api
     finally:
         f.close()
 

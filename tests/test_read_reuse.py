@@ -34,6 +34,7 @@ def _same(a: object, b: object) -> None:
     }
 
 
+@pytest.mark.zk_matrix
 def test_own_writes_only_refresh_to_a_fresh_read(zk: KazooClient) -> None:
     """Our own creates, sets and deletes (single and in a multi) since the read: the refreshed tree is
     what a fresh read gives, at the fresh read's zxid."""
@@ -87,6 +88,7 @@ def _move_leader(zk: KazooClient, topic: str) -> int:
     return int(new_leader)
 
 
+@pytest.mark.zk_matrix
 def test_migrate_reuses_the_preflight_read_when_nothing_changed(
     zk: KazooClient, zk_connect: str, tmp_path: Path
 ) -> None:

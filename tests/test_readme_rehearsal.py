@@ -34,10 +34,13 @@ def test_block_cleans_up_after_itself():
 
 @pytest.mark.zk
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # two rehearsals, each with a Spark audit
 def test_readme_rehearsal_runs_as_written(tmp_path):
-    """Only paths, the port and the cluster's size are changed; every line must exit 0 (bash -e)."""
+    """Only paths, the port and the cluster's size are changed; every line must exit 0 (bash -e), and
+    the block runs twice in a row as an operator would rerun it (issue 31). Nothing it prints reads as
+    a failure: the generated brokers' example hosts are said once, retried registrations are -v's."""
     port = free_port()
-    script = (
+    block = (
         rehearsal_block()
         .replace("/tmp/zk2kraft-zk", str(tmp_path / "zk"))
         .replace("/tmp/kraft", str(tmp_path / "kraft"))
@@ -45,6 +48,7 @@ def test_readme_rehearsal_runs_as_written(tmp_path):
         .replace("127.0.0.1:9093", f"127.0.0.1:{port}")
         .replace("--topics 1000 --partitions 12", "--topics 40 --partitions 3")
     )
+    script = f"{block}\necho '--- again ---'\n{block}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZK2KRAFT_")}
     out = tmp_path / "out.txt"
     # Into a file, not a pipe: a process the block failed to stop would hold a pipe open for ever.
@@ -58,7 +62,7 @@ def test_readme_rehearsal_runs_as_written(tmp_path):
             start_new_session=True,
         )
         try:
-            code = proc.wait(timeout=420)
+            code = proc.wait(timeout=1700)
         except subprocess.TimeoutExpired:
             code = None
         finally:
@@ -75,8 +79,17 @@ def test_readme_rehearsal_runs_as_written(tmp_path):
     text = out.read_text()
     assert code == 0, text[-4000:]
     assert not left_running, "the README block left a process running"
-    assert "DualWriteMetadata" in text
-    assert "released ZooKeeper" in text
+    first, again = text.split("--- again ---\n")
+    for run in (first, again):
+        assert "DualWriteMetadata" in run
+        assert "released ZooKeeper" in run
+        assert "The old log is kept in " + str(tmp_path / "kraft.rolled-back-") in run  # said where
+        assert run.count("rehearsal brokers at example hosts: not contacted") >= 2  # controller, status
+        assert "ZK brokers 1, 2, 3, 4, 5, 6  rehearsal brokers at example hosts: not contacted" in run
+    assert "Name or service not known" not in text  # the example hosts, said once instead
+    assert "same incarnation retried" not in text  # routine: -v
+    assert "already exists" not in text
+    assert not [line for line in text.splitlines() if line.endswith(" ")], "a padded line"
     # nothing the block started is left running
     leftover = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout.split()
     assert not leftover, leftover

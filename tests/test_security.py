@@ -117,6 +117,7 @@ def test_tls_client_port(secure: Secure) -> None:
     out = ["--out", str(Path(secure.tls.ca).parent / "never.parquet")]
     r = run_cli(["zk", "export", "-z", tls_zk, "--zk-timeout", "3", *out])
     assert r.returncode == 3 and "cannot reach ZooKeeper" in _one_line(r.stderr)
+    assert "it speaks TLS: pass --zk-tls-ca" in r.stderr, r.stderr  # told apart from a silent port (issue 31)
     r = run_cli(["zk", "export", "-z", tls_zk, "--zk-timeout", "3", *secure.tls_args(cert=False), *out])
     assert r.returncode == 3, r.stderr
     _one_line(r.stderr)

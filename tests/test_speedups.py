@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import random
-import time
 import uuid
 from typing import Any
 
@@ -329,6 +328,9 @@ def test_unpacker_arguments_out_of_range_decode_nothing():
         UNPACK(data, pos, end, 0, 2, 0, (None, None))
 
 
+FUZZ_CASES = 250
+
+
 @needs_native
 @pytest.mark.parametrize("seed", range(3))
 def test_mutated_batches_decode_the_same_with_and_without_the_unpacker(seed):
@@ -336,9 +338,8 @@ def test_mutated_batches_decode_the_same_with_and_without_the_unpacker(seed):
     typed error and its message -- is exactly what the Python decoders give."""
     rng = random.Random(500 + seed)
     base = corpus()
-    deadline = time.monotonic() + 4.0
-    cases = compared = 0
-    while cases < 2000 and time.monotonic() < deadline:
+    compared = 0
+    for _ in range(FUZZ_CASES):  # a fixed count: every run tries the same seeded mutations
         buf = mutate_inside_a_batch(rng, base) if rng.random() < 0.8 else mutate(rng, base)
         if rng.random() < 0.5:
             fix_crcs(buf)
@@ -349,5 +350,4 @@ def test_mutated_batches_decode_the_same_with_and_without_the_unpacker(seed):
         for batch in batches:
             assert outcome(decode_batch_records, batch) == outcome(python_decode, batch)
             compared += 1
-        cases += 1
-    assert cases >= 200 and compared >= 200
+    assert compared >= 200

@@ -32,6 +32,7 @@ def _zk_value(zk: KazooClient) -> str | None:
     return json.loads(zk.get(path)[0])["config"].get("num.io.threads")  # type: ignore[no-any-return]
 
 
+@pytest.mark.zk_matrix
 def test_fetched_records_are_written_and_the_finalize_guard_holds(
     zk: KazooClient, zk_connect: str, tmp_path: Path
 ) -> None:

@@ -16,9 +16,12 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+from kio.serial import entity_reader
+from kio.static.primitive import i8
 
 from migrator.controller import zk_broker_messages as Z
 from migrator.controller.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
+from migrator.controller.zk_broker_codec import encode_fast
 from migrator.controller.zk_broker_requests import (
     LEADER_DURING_DELETE,
     BrokerInfo,
@@ -26,7 +29,13 @@ from migrator.controller.zk_broker_requests import (
     Item,
     PartitionState,
 )
-from zk_fixtures.zk_broker_server import CachedPartition, ZkBrokerCache, ZkBrokerServer
+from zk_fixtures.zk_broker_server import (
+    CachedPartition,
+    ZkBrokerCache,
+    ZkBrokerServer,
+    full_from_kraft,
+    request_type,
+)
 
 TID = uuid.uuid4()
 LIVE = (BrokerInfo(1, (("PLAINTEXT", "127.0.0.1", 1, "PLAINTEXT"),)), BrokerInfo(2, ()))
@@ -295,3 +304,123 @@ def test_a_channel_behind_sends_leadership_first_then_metadata_never_across_a_st
         [(Z.STOP_REPLICA, [], 13, 13)],
         [(Z.LEADER_AND_ISR, [(("t", 0), 4)], 14, 14)],
     ]
+
+
+class TypeRecordingCache(ZkBrokerCache):
+    """A broker's cache that notes how it read each request's Type (Kafka's AbstractControlRequest.Type)."""
+
+    def __init__(self) -> None:
+        super().__init__(1, lambda: 7)
+        self.types: list[tuple[str, str]] = []
+
+    def update_metadata(self, version: int, req: object) -> object:
+        self.types.append(("UpdateMetadata", request_type(req)))
+        return super().update_metadata(version, req)
+
+    def leader_and_isr(self, version: int, req: object) -> object:
+        self.types.append(("LeaderAndIsr", request_type(req)))
+        return super().leader_and_isr(version, req)
+
+
+def test_a_full_resend_after_a_reconnect_removes_a_topic_deleted_meanwhile():
+    """A topic deleted while the broker's channel was down: the full resend on the new channel is read
+    as FULL with Kafka's Type values (UNKNOWN 0, INCREMENTAL 1, FULL 2), so the broker drops the topic
+    from its metadata cache and its 8 hosted partitions as strays; the next change is read INCREMENTAL."""
+    cache = TypeRecordingCache()
+    server = ZkBrokerServer(cache).start()
+    ctl = Controller()
+    ctl.parts.update(
+        {("gone", p): PartitionState("gone", p, uuid.uuid4(), 1, 1, (1, 2), 1, (1, 2)) for p in range(8)}
+    )
+    first = channel(server, ctl)
+    try:
+        assert wait_until(lambda: cached(cache) == expected(ctl.parts) and first.idle(), 10), first.status
+        assert len([k for k in cache.roles if k[0] == "gone"]) == 8
+    finally:
+        first.stop()
+    ctl.parts = {k: s for k, s in ctl.parts.items() if k[0] != "gone"}  # deleted while no channel ran
+    cache.types.clear()
+    second = channel(server, ctl)
+    try:
+        assert wait_until(lambda: cached(cache) == expected(ctl.parts) and second.idle(), 10), (
+            second.status,
+            sorted(cached(cache)),
+        )
+        assert set(cache.roles) == set(ctl.parts)  # no stray partition of "gone" hosted any more
+        assert sorted(cache.types) == [("LeaderAndIsr", "FULL"), ("UpdateMetadata", "FULL")]
+        ctl.parts[("t", 0)] = state(0, leader=2, epoch=2)
+        second.enqueue(
+            [Item(Z.UPDATE_METADATA, partitions={("t", 0): ctl.parts[("t", 0)]}, live_brokers=LIVE)], 11
+        )
+        assert wait_until(lambda: second.status.acked_offset == 11 and second.idle(), 10), second.status
+        assert cache.types[-1] == ("UpdateMetadata", "INCREMENTAL")
+    finally:
+        second.stop()
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    ("value", "kraft", "read", "full"),
+    [
+        (0, True, "UNKNOWN", False),
+        (1, True, "INCREMENTAL", False),
+        (2, True, "FULL", True),
+        (2, False, "FULL", False),
+        (7, True, "UNKNOWN", False),
+    ],
+)
+def test_the_stand_in_reads_type_as_a_kafka_broker_does(value, kraft, read, full):
+    """The ZK-broker stand-in decodes Type from the bytes with Kafka's values, and treats a request as
+    full only when it is FULL from a KRaft controller (ZkMetadataCache / ReplicaManager's condition)."""
+    cls = Z.UPDATE_METADATA_REQUEST[8]
+    wire_bytes = encode_fast(
+        cls, cls(controller_id=1, controller_epoch=2, is_k_raft_controller=kraft, type=i8(value))
+    )
+    req, _ = entity_reader(cls)(wire_bytes, 0)
+    assert request_type(req) == read and full_from_kraft(req) is full
+
+
+def test_a_broker_closing_its_connection_is_said_in_words_and_the_raw_error_kept_for_debug(broker, caplog):
+    """Issue 27 item 5: a ZK-mode broker shutting down closes its connection mid-request, and a broker
+    that leaves /brokers/ids has its channel stopped while a request waits. Neither is a failure: the
+    operator line says what happened in words (once), never `[Errno 9] Bad file descriptor`; the raw
+    error stays in the debug log (`-v`)."""
+    import logging
+
+    _cache, server = broker
+    said: list[str] = []
+    ctl = Controller()
+    versions = {Z.LEADER_AND_ISR: 7, Z.UPDATE_METADATA: 8, Z.STOP_REPLICA: 4}
+    target = ZkBrokerTarget(5, 7, server.address[0], server.address[1], versions)
+    server.mode = "silent"  # the broker reads the request and is gone before it answers
+    caplog.set_level(logging.DEBUG, logger="migrator.controller.zk_broker_channel")
+    ch = BrokerChannel(
+        target, ctl.header, ctl.full_state, request_timeout=30, backoff_ms=20, say=said.append
+    ).start()
+    try:
+        assert wait_until(lambda: bool(server._conns), 10)
+        for conn in list(server._conns):  # the broker's side closes
+            conn.shutdown(socket.SHUT_RDWR)
+        assert wait_until(lambda: bool(said), 10), ch.status
+    finally:
+        server.release.set()
+        ch.stop()
+    assert said and all("Errno" not in line for line in said), said
+    assert said[0].startswith("ZK broker 5: closed the connection during LeaderAndIsr") or said[0].startswith(
+        "ZK broker 5: closed the connection during UpdateMetadata"
+    ), said
+
+    # stopped by the controller while a request waits (the broker left /brokers/ids): no line at all
+    said.clear()
+    server.release = threading.Event()
+    ch = BrokerChannel(
+        target, ctl.header, ctl.full_state, request_timeout=30, backoff_ms=20, say=said.append
+    ).start()
+    try:
+        assert wait_until(lambda: bool(server._conns), 10)
+        assert wait_until(lambda: ch.status.connected, 10)
+    finally:
+        ch.stop()
+        server.release.set()
+    assert said == [], said
+    assert any("ZK broker 5:" in r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG)

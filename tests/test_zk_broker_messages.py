@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from kafka_schema_codec import F, kafka_python_classes, kio_value, kp_value
 from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i8
 
 from migrator.controller import zk_broker_messages as Z
 from migrator.controller.zk_broker_codec import encode_fast
@@ -382,18 +383,28 @@ def test_bytes_match_kafka_39_schema(
     assert decoded == entity
 
 
-def test_update_metadata_v8_type_is_tagged_and_absent_when_incremental(kp_classes: dict[str, Any]) -> None:
-    """Type is tag 0 of UpdateMetadata v8: a FULL request carries it, an INCREMENTAL one has no tags."""
+def test_update_metadata_v8_type_is_tagged_with_kafkas_values(kp_classes: dict[str, Any]) -> None:
+    """Type is tag 0 of UpdateMetadata v8 with schema default 0 (AbstractControlRequest.Type UNKNOWN):
+    FULL (2) and INCREMENTAL (1) are both on the wire, bytes equal to Kafka 3.9's schema encoded by
+    kafka-python; only UNKNOWN has no tags."""
     cls = Z.UPDATE_METADATA_REQUEST[8]
-    full = io.BytesIO()
-    entity_writer(cls)(full, cls(controller_id=1, controller_epoch=2, type=Z.TYPE_FULL))
-    inc = io.BytesIO()
-    entity_writer(cls)(inc, cls(controller_id=1, controller_epoch=2))
-    assert encode_fast(cls, cls(controller_id=1, controller_epoch=2, type=Z.TYPE_FULL)) == full.getvalue()
-    assert encode_fast(cls, cls(controller_id=1, controller_epoch=2)) == inc.getvalue()
-    assert full.getvalue().endswith(b"\x01\x00\x01\x01")  # one tagged field: tag 0, size 1, value 1
-    assert inc.getvalue().endswith(b"\x00")
-    assert len(full.getvalue()) == len(inc.getvalue()) + 3
+    kp_cls = kp_classes["UpdateMetadataRequest"]
+    assert (Z.TYPE_INCREMENTAL, Z.TYPE_FULL) == (1, 2)
+    for value, tail in [(Z.TYPE_FULL, b"\x01\x00\x01\x02"), (Z.TYPE_INCREMENTAL, b"\x01\x00\x01\x01")]:
+        fields = {"controller_id": 1, "controller_epoch": 2, "type": value}
+        expected = bytes(kp_value(kp_cls, kp_cls, fields).encode(version=8))
+        buf = io.BytesIO()
+        entity_writer(cls)(buf, cls(controller_id=1, controller_epoch=2, type=i8(value)))
+        assert (
+            buf.getvalue()
+            == expected
+            == encode_fast(cls, cls(controller_id=1, controller_epoch=2, type=i8(value)))
+        )
+        assert expected.endswith(tail)  # one tagged field: tag 0, size 1, the value
+    unknown = io.BytesIO()
+    entity_writer(cls)(unknown, cls(controller_id=1, controller_epoch=2))
+    assert unknown.getvalue().endswith(b"\x00")
+    assert len(unknown.getvalue()) + 3 == len(expected)
 
 
 @pytest.mark.parametrize(

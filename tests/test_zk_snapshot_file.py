@@ -28,6 +28,7 @@ from kazoo.security import make_digest_acl
 
 from migrator.errors import BadInputError
 from migrator.zk import snapshot_file
+from migrator.zk.multiread import parse_srvr_version
 from migrator.zk.snapshot_file import (
     NoSnapshotError,
     SnappyUnavailableError,
@@ -85,6 +86,17 @@ def _server_zxid(server: ZkServer) -> int:
     m = re.search(r"Zxid: (0x[0-9a-f]+)", four_letter(server.host, server.port, "srvr"))
     assert m, "srvr gave no zxid"
     return int(m.group(1), 16)
+
+
+def _release(server: ZkServer) -> tuple[int, ...]:
+    version = parse_srvr_version(four_letter(server.host, server.port, "srvr"))
+    assert version, "srvr gave no version"
+    return version
+
+
+def _trailers(release: tuple[int, ...]) -> tuple[bool, bool]:
+    """(digest, lastProcessedZxid) after a snapshot's first seal: the digest from 3.6, the zxid from 3.9."""
+    return release >= (3, 6), release >= (3, 9)
 
 
 def _live(client: KazooClient) -> tuple[dict[str, tuple], dict[str, tuple]]:
@@ -146,6 +158,7 @@ class Workload:
     closed_session: int
     mid_zxid: int
     mid_live: dict[str, tuple]
+    release: tuple[int, ...] = (3, 8, 0)  # the server's ZooKeeper version (its files' trailers differ)
 
 
 def _write_workload(client: KazooClient, other: KazooClient) -> None:
@@ -197,9 +210,11 @@ def _write_more(client: KazooClient) -> None:
 
 
 @pytest.fixture(scope="module")
-def workload(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
+def workload(tmp_path_factory: pytest.TempPathFactory, zk_version: str | None) -> Iterator[Workload]:
     base = tmp_path_factory.mktemp("zk-snapfile")
-    server = ZkServer(base, snap_count=100, jvm_opts=["-Dzookeeper.extendedTypesEnabled=true"]).start()
+    server = ZkServer(
+        base, snap_count=100, jvm_opts=["-Dzookeeper.extendedTypesEnabled=true"], version=zk_version
+    ).start()
     client = KazooClient(server.connect_string, auth_data=[("digest", "alice:secret")])
     other = KazooClient(server.connect_string)
     client.start(timeout=15)
@@ -223,6 +238,7 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
             closed_session=closed_session,
             mid_zxid=mid_zxid,
             mid_live=mid_live,
+            release=_release(server),
         )
     finally:
         client.stop()
@@ -251,6 +267,7 @@ def _copy_dir(src: Path, dst: Path) -> Path:
 # --- the happy path against the live server ------------------------------------------------------
 
 
+@pytest.mark.zk_matrix
 def test_each_snapshot_plus_logs_equals_the_live_tree(workload: Workload) -> None:
     snaps = list_snapshots(workload.data_dir)
     assert len(snaps) >= 3, [p.name for p in snaps]  # snapCount=100 forced several
@@ -275,6 +292,8 @@ def test_replay_stops_at_a_zxid(workload: Workload) -> None:
     assert tree.read_zxid == workload.mid_zxid
     assert _view(tree) == workload.mid_live
     assert not tree.consistent  # snapshot.0 records no digest zxid: stopping early cannot be proven exact
+    if workload.release < (3, 6):
+        return  # 3.5 writes no digest: no snapshot says where its fuzzy changes end
     # a snapshot whose digest says where its changes end is exact once replay passes that zxid
     proven = [
         s
@@ -290,15 +309,23 @@ def test_replay_stops_at_a_zxid(workload: Workload) -> None:
         replay(read_snapshot(latest_snapshot(workload.data_dir)), workload.data_dir, up_to_zxid=0)
 
 
+@pytest.mark.zk_matrix
 def test_snapshot_contents(workload: Workload) -> None:
     path = latest_snapshot(workload.data_dir)
     assert path == list_snapshots(workload.data_dir)[0]
     assert latest_snapshot(path.parent) == path and latest_snapshot(path) == path
     snap = read_snapshot(path)
     assert snap.zxid == int(path.name.split(".")[1], 16) and snap.compression == ""
-    assert snap.seals_verified == 2  # seal 1 and the digest's seal (3.8 writes no lastProcessedZxid)
-    assert snap.digest is not None and snap.digest.version == 2 and snap.digest.zxid >= snap.zxid
-    assert snap.last_processed_zxid is None
+    digest, last = _trailers(workload.release)
+    assert snap.seals_verified == 1 + digest + last  # seal 1, then one per trailer this release writes
+    if digest:
+        assert snap.digest is not None and snap.digest.version == 2 and snap.digest.zxid >= snap.zxid
+    else:
+        assert snap.digest is None
+    if last:
+        assert snap.last_processed_zxid is not None and snap.last_processed_zxid >= snap.zxid
+    else:
+        assert snap.last_processed_zxid is None
     tree = snap.tree
     assert not tree.consistent and tree.read_zxid == snap.zxid
     assert {"zookeeper", "kafka"} <= set(tree.child_names("/"))
@@ -317,11 +344,18 @@ def test_snapshot_contents(workload: Workload) -> None:
     assert read_snapshot(path, verify=False).seals_verified == 0
 
 
+@pytest.mark.zk_matrix
 def test_zookeepers_snapshot_formatter_agrees(workload: Workload) -> None:
     """ZooKeeper's own SnapshotFormatter reads the same nodes and stats from the same file."""
     path = latest_snapshot(workload.data_dir)
     out = subprocess.run(
-        ["java", "-cp", find_classpath(), "org.apache.zookeeper.server.SnapshotFormatter", str(path)],
+        [
+            "java",
+            "-cp",
+            find_classpath(workload.server.version),
+            "org.apache.zookeeper.server.SnapshotFormatter",
+            str(path),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -586,6 +620,7 @@ def _patch(file: Path, offset: int, data: bytes) -> None:
         f.write(data)
 
 
+@pytest.mark.zk_matrix
 def test_log_iteration(workload: Workload) -> None:
     logs = log_files(workload.data_dir)
     assert len(logs) >= 3 and logs == sorted(logs, key=lambda p: int(p.name[4:], 16))
@@ -596,8 +631,10 @@ def test_log_iteration(workload: Workload) -> None:
         for e in reader:
             zxids.append(e.zxid)
             types.add(e.header.type)
-            if e.header.type != -1:  # error txns carry no digest
+            if e.header.type != -1 and workload.release >= (3, 6):  # error txns carry no digest, nor 3.5's
                 assert e.digest is not None and e.digest[0] == 2
+            elif workload.release < (3, 6):
+                assert e.digest is None
         assert reader.torn is None and reader.entries > 0
         assert os.path.getsize(log) > reader.end_offset  # preallocated zeros follow
     assert zxids == list(range(1, workload.zxid + 1))
@@ -675,7 +712,9 @@ def test_snapshot_trailers_of_other_versions(
 ) -> None:
     src = latest_snapshot(workload.data_dir)
     raw = src.read_bytes()
-    body = raw[:-33]  # 3.8 ends with digest (20 bytes) and seal 2 (13): what is left ends with seal 1
+    digest_written, last_written = _trailers(workload.release)
+    # after seal 1: the digest (20 bytes) and its seal (13), lastProcessedZxid (8) and its seal
+    body = raw[: len(raw) - 33 * digest_written - 21 * last_written]
     assert (
         body.endswith(b"\x00\x00\x00\x01/")
         and zlib.adler32(body[:-13]) == struct.unpack(">q", body[-13:-5])[0]

@@ -836,3 +836,116 @@ def test_sync_removals_of_scram_quotas_and_prefixed_acls(migrated: Migrated) -> 
     announced = _changes(zk)[changes_before:]
     assert sorted(announced) == sorted([f"users/{P.sanitize(cred.user)}", qpath[len("/config/") :]])
     assert _normal(_zk_image(zk)) == _normal(_log_image(migrated.log))
+
+
+def _recreate(migrated: Migrated, name: str) -> uuid.UUID:
+    """Delete topic `name` and create it again under a new id (what one sync carries when ZooKeeper
+    was away while both happened)."""
+    image = migrated.syncer.image
+    assert image is not None
+    old = image.topics[name]
+    new_id = uuid.uuid4()
+    migrated.append(
+        record("RemoveTopicRecord", TopicId=migrated.topic_id(name)),
+        record("TopicRecord", Name=name, TopicId=new_id),
+        *[
+            record(
+                "PartitionRecord", PartitionId=pid, TopicId=new_id, Replicas=p.replicas, Isr=p.replicas,
+                Leader=p.replicas[0], LeaderEpoch=0, PartitionEpoch=0,
+            )
+            for pid, p in sorted(old.partitions.items())
+        ],
+    )  # fmt: skip
+    return new_id
+
+
+def _bump_states(migrated: Migrated, name: str, times: int) -> None:
+    """`times` ISR changes on each partition of `name`, each synced alone (state version +1 each)."""
+    image = migrated.syncer.image
+    assert image is not None
+    tid = migrated.topic_id(name)
+    for i in range(times):
+        for pid, p in sorted(image.topics[name].partitions.items()):
+            isr = p.replicas if i % 2 else [p.leader]
+            migrated.append(record("PartitionChangeRecord", PartitionId=pid, TopicId=tid, Isr=isr))
+        migrated.syncer.sync()
+
+
+def _versions_match_epochs(zk: KazooClient, image: ClusterImage, name: str) -> dict[int, tuple[int, int]]:
+    """partition -> (state znode version, PartitionEpoch) of topic `name`."""
+    return {
+        pid: (zk.exists(P.partition_state_path(name, pid)).version, p.partition_epoch)
+        for pid, p in image.topics[name].partitions.items()
+    }
+
+
+def test_a_topic_deleted_and_recreated_in_one_sync_gets_fresh_znodes(migrated: Migrated) -> None:
+    """Issue 27 item 1, DESIGN.md invariant 9: ZooKeeper's znodes follow the topic id. Updated in place
+    by path, the re-created topic's state versions stayed ahead of its epochs (0 in the log, 4 in
+    ZooKeeper), and a ZooKeeper controller after a rollback refuses AlterPartition on it."""
+    zk, syncer = migrated.zk, migrated.syncer
+    syncer.reconcile()
+    image = syncer.image
+    assert image is not None
+    name = sorted(image.topics)[0]
+    _bump_states(migrated, name, 4)
+    assert all(v == e >= 4 for v, e in _versions_match_epochs(zk, syncer.image, name).values())  # type: ignore[arg-type]
+    new_id = _recreate(migrated, name)
+    report = syncer.sync()
+    assert report.records > 0 and syncer.lag() == 0
+    image = syncer.image
+    assert image is not None
+    assert (
+        codec.decode_topic(P.topic_path(name), zk.get(P.topic_path(name))[0]).topic_id
+        == image.topics[name].topic_id
+    )
+    assert zk.exists(P.topic_path(name)).version == 0
+    assert _versions_match_epochs(zk, image, name) == {pid: (0, 0) for pid in image.topics[name].partitions}
+    # one more ISR change: epoch 1, version 1 (it was epoch 1, version 5)
+    p0 = image.topics[name].partitions[0]
+    migrated.append(record("PartitionChangeRecord", PartitionId=0, TopicId=new_id, Isr=[p0.leader]))
+    syncer.sync()
+    assert _versions_match_epochs(zk, syncer.image, name)[0] == (1, 1)  # type: ignore[arg-type]
+    # a restart's reconcile finds nothing left to repair
+    assert ZkSyncer(zk, migrated.log, migrated.writer).reconcile() == []
+
+
+def test_a_restarted_controller_recreates_a_topic_whose_id_changed(migrated: Migrated) -> None:
+    """The delete and re-create reach ZooKeeper only through the next controller's reconcile (the
+    first one stopped before it synced them): the reconcile diffs by topic id too."""
+    zk, syncer = migrated.zk, migrated.syncer
+    syncer.reconcile()
+    image = syncer.image
+    assert image is not None
+    name = sorted(image.topics)[1]
+    _bump_states(migrated, name, 3)
+    _recreate(migrated, name)
+    restarted = ZkSyncer(zk, migrated.log, migrated.writer)
+    repairs = restarted.reconcile()
+    assert ("create", f"topic {name}") in _kinds(repairs) and ("delete", f"topic {name}") in _kinds(repairs)
+    image = restarted.image
+    assert image is not None
+    assert _versions_match_epochs(zk, image, name) == {pid: (0, 0) for pid in image.topics[name].partitions}
+    assert ZkSyncer(zk, migrated.log, migrated.writer).reconcile() == []
+
+
+def test_a_reconcile_brings_a_state_version_ahead_of_its_epoch_back(migrated: Migrated) -> None:
+    """What an older sync left (a state znode version above the PartitionEpoch, same topic id) cannot be
+    lowered by a write: the reconcile re-creates that znode with the same bytes and raises it to the
+    epoch, so a ZooKeeper controller's conditional write at the epoch succeeds again."""
+    zk, syncer = migrated.zk, migrated.syncer
+    syncer.reconcile()
+    image = syncer.image
+    assert image is not None
+    name = sorted(image.topics)[2]
+    state = P.partition_state_path(name, 0)
+    data, stat = zk.get(state)
+    epoch = image.topics[name].partitions[0].partition_epoch
+    assert stat.version == epoch
+    for _ in range(3):
+        zk.set(state, data)  # ahead by 3, bytes unchanged
+    repairs = ZkSyncer(zk, migrated.log, migrated.writer).reconcile()
+    assert [(r.kind, r.entity) for r in repairs] == [("update", f"partition {name}-0")]
+    data_after, stat = zk.get(state)
+    assert data_after == data and stat.version == epoch
+    zk.set(state, data, version=epoch)  # what ZooKeeper's controller does with a broker's AlterPartition

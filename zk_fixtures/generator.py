@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from migrator.controller.zk_propagator import EXAMPLE_DOMAIN
 from migrator.errors import BadInputError
 from migrator.model import (
     Acl,
@@ -368,7 +369,7 @@ class _Generator:
         spec = self.spec
         for i in range(spec.brokers):
             broker_id = i + 1
-            host = f"kafka-{broker_id}.example.internal"
+            host = f"kafka-{broker_id}{EXAMPLE_DOMAIN}"
             self.image.brokers[broker_id] = Broker(
                 id=broker_id,
                 endpoints=[

@@ -73,7 +73,9 @@ def _resolve(
                 f"download its jars from Maven Central into {home}"
             )
         say = announce or (lambda line: print(line, file=sys.stderr, flush=True))
-        say(f"fetching {name} {version} from Maven Central into {libs} (once; about 60 MB for Kafka)")
+        say(
+            f"fetching {name} {version} from Maven Central into {libs} (once{'; about 60 MB' if name == 'kafka' else ''})"
+        )
         if libs.exists():
             shutil.rmtree(libs)  # a fetch that died half-way
         done = subprocess.run(

@@ -1,7 +1,9 @@
 """A standalone ZooKeeper server on a free loopback port, for tests, the demo and benchmarks.
 
-It runs the real server from Debian's `zookeeper` package (or `ZK_HOME`), never a fake, so everything
-zk2kraft does is exercised against the same code production clusters run.
+It runs the real server, never a fake, so everything zk2kraft does is exercised against the same code
+production clusters run: Debian's `zookeeper` package (or `ZK_HOME`) by default, or, with `version=`,
+ZooKeeper's own release jars of that version from Maven Central (`zk_fixtures.kafka_dist`, cached in
+~/.cache/zk2kraft), so the core tests run against every line operators run behind Kafka (3.5 to 3.9).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from migrator.errors import UnreachableError, ZkKraftError
+from zk_fixtures.kafka_dist import classpath as libs_classpath
+from zk_fixtures.kafka_dist import zookeeper_libs
 
 DEBIAN_JARS = "/usr/share/java"
 _DEBIAN_NEEDED = [
@@ -98,8 +102,11 @@ class ZooKeeperNotInstalled(ZkKraftError):
     """Neither ZK_HOME nor Debian's package provides ZooKeeper's jars."""
 
 
-def find_classpath() -> str:
-    """Classpath of a ZooKeeper installation: `ZK_HOME` (a binary release) or Debian's jars."""
+def find_classpath(version: str | None = None) -> str:
+    """Classpath of a ZooKeeper installation: release `version` fetched from Maven Central (on first
+    use), else `ZK_HOME` (a binary release), else Debian's jars."""
+    if version is not None:
+        return libs_classpath(zookeeper_libs(version))
     zk_home = os.environ.get("ZK_HOME")
     if zk_home:
         jars = sorted(glob.glob(os.path.join(zk_home, "lib", "*.jar")))
@@ -165,8 +172,10 @@ class ZkServer:
         sasl_users: dict[str, str] | None = None,
         tls: TlsFiles | None = None,
         tls_client_auth: str = "need",
+        version: str | None = None,
     ) -> None:
-        """`sasl_users` (user → password) turns on SASL DIGEST-MD5 through a JAAS `Server` section;
+        """`version` (e.g. "3.5.10") runs that ZooKeeper release from Maven Central instead of the
+        installed one; `sasl_users` (user → password) turns on SASL DIGEST-MD5 through a JAAS `Server` section;
         `tls` adds a secure client port (Netty, PEM key and trust stores) next to the plain one, which
         stays for four-letter words and tests that compare both.
         """
@@ -179,6 +188,7 @@ class ZkServer:
         self.sasl_users = dict(sasl_users or {})
         self.tls = tls
         self.tls_client_auth = tls_client_auth
+        self.version = version
         self.secure_port: int | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -267,7 +277,7 @@ class ZkServer:
             *self._security_jvm_opts(),
             *self.jvm_opts,
             "-cp",
-            find_classpath(),
+            find_classpath(self.version),
             "org.apache.zookeeper.server.ZooKeeperServerMain",
             str(cfg),
         ]

@@ -2,10 +2,13 @@
 
 What a Kafka 3.9 ZK-mode broker does with its controller's requests, for the parts the controller can
 observe: the metadata cache (ZkMetadataCache: partition states and live brokers; UpdateMetadata of Type
-FULL replaces it, a partition whose leader is -2 is deleted) and the replica roles (ReplicaManager's
-becomeLeaderOrFollower: a partition's leader epoch only moves forward, and an equal one only from a
-KRaft controller, which sends ISR changes; LeaderAndIsr of Type FULL drops roles for partitions it omits;
-StopReplica(delete) removes the replica). A request from an older controller epoch than the newest seen
+FULL from a KRaft controller replaces it, a partition whose leader is -2 is deleted) and the replica roles
+(ReplicaManager's becomeLeaderOrFollower: a partition's leader epoch only moves forward, and an equal one
+only from a KRaft controller, which sends ISR changes; LeaderAndIsr of Type FULL from a KRaft controller
+first drops, as stray, partitions it omits or names under another topic id; StopReplica(delete) removes
+the replica). Type is read from the request's bytes with Kafka's own values (AbstractControlRequest.Type:
+UNKNOWN 0, INCREMENTAL 1, FULL 2, anything else UNKNOWN), written out here rather than taken from the
+controller's constants, so a wrong value on the controller's side shows. A request from an older controller epoch than the newest seen
 is refused with STALE_CONTROLLER_EPOCH, one naming an older broker epoch than the broker's own with
 STALE_BROKER_EPOCH, as KafkaApis does.
 
@@ -44,6 +47,25 @@ STALE_CONTROLLER_EPOCH = 11
 FENCED_LEADER_EPOCH = 74
 STALE_BROKER_EPOCH = 77
 Key = tuple[str, int]
+
+# Kafka 3.9's AbstractControlRequest.Type, written out here rather than taken from the controller's
+# constants so that this stand-in cannot share a mistake with the controller it checks.
+REQUEST_UNKNOWN = "UNKNOWN"
+REQUEST_INCREMENTAL = "INCREMENTAL"
+REQUEST_FULL = "FULL"
+_REQUEST_TYPES = {1: REQUEST_INCREMENTAL, 2: REQUEST_FULL}
+
+
+def request_type(req: Any) -> str:
+    """`AbstractControlRequest.Type.fromByte` of a request's Type field (0 when the version has none);
+    a byte Kafka does not know is UNKNOWN, as `fromByte` reads it."""
+    return _REQUEST_TYPES.get(int(getattr(req, "type", 0)), REQUEST_UNKNOWN)
+
+
+def full_from_kraft(req: Any) -> bool:
+    """A request a ZK-mode broker in migration treats as full: Type FULL from a KRaft controller (the
+    condition of ZkMetadataCache.updateMetadata and ReplicaManager.becomeLeaderOrFollower)."""
+    return request_type(req) == REQUEST_FULL and bool(getattr(req, "is_k_raft_controller", False))
 
 
 class CachedPartition(NamedTuple):
@@ -123,13 +145,16 @@ class ZkBrokerCache:
                     states += [(t.topic_name, tid, s) for s in t.partition_states]
             errors: list[tuple[str, Any, int, int]] = []
             if top == NONE:
+                if full_from_kraft(req):
+                    # LogManager.findStrayReplicas, before anything else: a hosted partition the request
+                    # omits, or names under another topic id, is stray and leaves the broker.
+                    named = {(t, int(s.partition_index)): tid for t, tid, s in states}
+                    for key in list(self.roles):
+                        if key not in named or named[key] != self.topic_ids.get(key[0], named[key]):
+                            del self.roles[key]
                 for topic, tid, s in states:
                     kraft = bool(getattr(req, "is_k_raft_controller", False))
                     errors.append((topic, tid, s.partition_index, self._become(topic, tid, s, kraft)))
-                if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
-                    named = {(t, s.partition_index) for t, _, s in states}
-                    for key in [k for k in self.roles if k not in named]:
-                        del self.roles[key]
             else:
                 errors = [(t, tid, s.partition_index, top) for t, tid, s in states]
         if version <= 4:
@@ -174,7 +199,9 @@ class ZkBrokerCache:
                     states = [(s.topic_name, s) for s in req.ungrouped_partition_states]
                 else:
                     states = [(t.topic_name, s) for t in req.topic_states for s in t.partition_states]
-                if getattr(req, "type", Z.TYPE_INCREMENTAL) == Z.TYPE_FULL:
+                if full_from_kraft(req):
+                    # transformKRaftControllerFullMetadataRequest: every topic and partition the full
+                    # request omits is deleted from the cache, so the request's states are all that stay.
                     self.partitions.clear()
                 parts = self.partitions
                 for topic, s in states:  # decoded values are ints and tuples already

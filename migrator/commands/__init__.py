@@ -15,6 +15,7 @@ re-exported here so `cli` imports nothing else of `migrator` but results, errors
 
 from migrator.commands.audit import audit, audit_kind_titles, zk_export
 from migrator.commands.check import check
+from migrator.commands.companion import rollback_kafka_controller
 from migrator.commands.config import load_broker_configs, load_config
 from migrator.commands.controller import RunningController, start_controller
 from migrator.commands.fixtures import (
@@ -49,12 +50,17 @@ from migrator.commands.log import (
     log_verify_kafka,
 )
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
+from migrator.controller.zk_propagator import EXAMPLE_DOMAIN
 from migrator.migration.admin import AclSpec, AdminChange, ScramSpec, scram_credential
 from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER
 from migrator.migration.driver import DEFAULT_BROKER_WAIT_SECONDS, DEFAULT_NODE_ID
 from migrator.target import Target, option_defaults
+from migrator.zk.bulk_write import ZnodeExistsError
 
 __all__ = [
+    "EXAMPLE_DOMAIN",
+    "ZnodeExistsError",
+    "rollback_kafka_controller",
     "DEFAULT_BROKER_WAIT_SECONDS",
     "DEFAULT_JUTE_MAXBUFFER",
     "DEFAULT_NODE_ID",

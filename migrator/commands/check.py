@@ -21,10 +21,11 @@ from migrator.errors import (
     UnreachableError,
 )
 from migrator.migration import checks, log_binding, unsynced
+from migrator.migration.advice import migration_health, not_this_log, wrong_log_health
 from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
 from migrator.migration.checks import Finding, Severity
 from migrator.migration.facts import LogFacts, derive, gather, gather_zk, log_exists
-from migrator.migration.health import MigrationHealth, migration_health, migration_started
+from migrator.migration.health import MigrationHealth, migration_started
 from migrator.model import MigrationZnode
 from migrator.results import CheckResult, CheckSummary
 from migrator.target import Target
@@ -96,7 +97,11 @@ def check(
         summary.znodes = len(tree)
         summary.check_seconds = round(time.perf_counter() - t1, 3)
         if log_dir is not None:
-            unbound = _binding_findings(target)
+            unbound, wrong_log = _binding_findings(target)
+            if unbound and wrong_log is not None and not preflight:
+                # A mistyped --log-dir during a migration: what ZooKeeper alone proves and where the
+                # right log is, never the eligibility blockers (their fixes would fence the controller)
+                return _health_result(summary, wrong_log, unbound)
         stuck: list[Finding] = []
         if log_dir is not None and control.migration is not None and log_exists(log_dir) and not unbound:
             stuck = _stuck_findings(target, control.migration)
@@ -149,7 +154,7 @@ def _migration_health(target: Target) -> MigrationHealth | None:
         close(client)
     if not migration_started(facts):
         return None
-    return migration_health(facts, log_dir, facts.derived.state.public_name)
+    return migration_health(facts, log_dir)
 
 
 def _health_result(summary: CheckSummary, h: MigrationHealth, stuck: list[Finding]) -> CheckResult:
@@ -207,14 +212,20 @@ def _paths_in(message: str) -> list[str]:
     return [w for w in words if w.startswith("/")][:1]
 
 
-def _binding_findings(target: Target) -> list[Finding]:
-    """--log-dir is not the log ZooKeeper's claim is bound to (log_binding)."""
+def _binding_findings(target: Target) -> tuple[list[Finding], MigrationHealth | None]:
+    """--log-dir is not the log ZooKeeper's claim is bound to (log_binding): the finding, and the
+    migration's health as ZooKeeper alone shows it when a migration has begun."""
     client = target.connect()
     try:
-        found = log_binding.problem(client, gather(client, target.log_dir), target.log_dir)
+        facts = gather(client, target.log_dir)
+        found = log_binding.problem(client, facts, target.log_dir)
+        wrong = None if found is None else not_this_log(client, facts, target.log_dir, found)
     finally:
         close(client)
-    return [] if found is None else [checks.finding(checks.LOG_NOT_BOUND, found.message)]
+    if wrong is None:
+        return [], None
+    finding = checks.finding(checks.LOG_NOT_BOUND, f"{wrong[0]}: {wrong[1]}")
+    return [finding], wrong_log_health(facts, wrong)
 
 
 def _stuck_findings(target: Target, migration: MigrationZnode) -> list[Finding]:

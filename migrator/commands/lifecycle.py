@@ -89,6 +89,7 @@ def migrate(
     on_metrics: Callable[[str, int], None] | None = None,
     recopy: bool = False,
     reconcile: bool = False,
+    heartbeat: float = 0.0,
 ) -> MigrateResult:
     """Run the migration from wherever it is to DualWriteMetadata; with `follow`, stay the controller
     until `stop` is set. With the Target's `listen` (HOST:PORT) the controller protocol is served there:
@@ -96,7 +97,8 @@ def migrate(
     and talk to the controller after it. With its `metrics_listen` (and no `metrics` given) Prometheus
     gauges are served there while this runs (`on_metrics` is told where). Refusals raise RefusedError
     (1), bad input 2, unreachable 3, fenced/locked 4; brokers that never registered raise
-    BrokersNotReadyError (1). `reconcile`: a full reconcile from a fresh read of ZooKeeper too."""
+    BrokersNotReadyError (1). `reconcile`: a full reconcile from a fresh read of ZooKeeper too.
+    `heartbeat`: while following, say what the controller does now every that many seconds."""
     with _metrics(target, metrics, on_metrics) as gauges:
         return driver.migrate(
             driver_options(target, say, gauges),
@@ -112,6 +114,7 @@ def migrate(
             on_listen=on_listen,
             recopy=recopy,
             reconcile=reconcile,
+            heartbeat=heartbeat,
         )
 
 

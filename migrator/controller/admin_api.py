@@ -42,8 +42,12 @@ INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
-UNSUPPORTED_ENDPOINT_TYPE = 119
-CONTROLLERS = 2  # DescribeCluster endpoint type (KIP-919); 1 is BROKERS
+MISMATCHED_ENDPOINT_TYPE = 114
+UNSUPPORTED_ENDPOINT_TYPE = 115
+#: KIP-919's DescribeCluster endpoint types (Kafka's `EndpointType`): a controller serves CONTROLLER only.
+ENDPOINT_BROKER = 1
+ENDPOINT_CONTROLLER = 2
+_ENDPOINT_NAMES = {ENDPOINT_BROKER: "BROKER", ENDPOINT_CONTROLLER: "CONTROLLER"}
 ZERO = datetime.timedelta(0)
 _NO_ID = uuid.UUID(int=0)
 
@@ -258,14 +262,15 @@ def _describe_cluster(service: Any, version: int, request: Any) -> Any:
     m = kio_module(60, version, "response")
     if admin_hook(service) is None:
         return refuse_all(60, version, request, E.NOT_CONTROLLER)
-    cluster_id = service.core.config.cluster_id
-    if int(getattr(request, "endpoint_type", 1)) != CONTROLLERS:
+    refused = _endpoint_refusal(version, int(getattr(request, "endpoint_type", ENDPOINT_BROKER)))
+    if refused is not None:
+        code, message = refused
         return build(
             m.DescribeClusterResponse,
             throttle_time=ZERO,
-            error_code=error(UNSUPPORTED_ENDPOINT_TYPE),
-            error_message="The controller can only serve DESCRIBE_CLUSTER with the CONTROLLER endpoint type",
-            cluster_id=cluster_id,
+            error_code=error(code),
+            error_message=message,
+            cluster_id="",  # Kafka sets only the error on a refusal: the rest keeps its schema default
             brokers=(),
         )
     host, port = endpoint(service)
@@ -274,10 +279,26 @@ def _describe_cluster(service: Any, version: int, request: Any) -> Any:
         m.DescribeClusterResponse,
         throttle_time=ZERO,
         error_code=error(E.NONE),
-        endpoint_type=CONTROLLERS,
-        cluster_id=cluster_id,
+        endpoint_type=ENDPOINT_CONTROLLER,
+        cluster_id=service.core.config.cluster_id,
         controller_id=node_id,
         brokers=(build(m.DescribeClusterBroker, broker_id=node_id, host=host, port=port),),
+    )
+
+
+def _endpoint_refusal(version: int, asked: int) -> tuple[int, str] | None:
+    """Kafka 3.9's answer (`AuthHelper.computeDescribeClusterResponse`) to a DescribeCluster asking
+    a controller for another endpoint type: INVALID_REQUEST at v0 (which has no endpoint type, so it
+    always asks for BROKER), MISMATCHED_ENDPOINT_TYPE or UNSUPPORTED_ENDPOINT_TYPE from v1."""
+    if asked == ENDPOINT_CONTROLLER:
+        return None
+    if asked not in _ENDPOINT_NAMES:
+        code = E.INVALID_REQUEST if version == 0 else UNSUPPORTED_ENDPOINT_TYPE
+        return code, f"Unsupported endpoint type {asked}"
+    code = E.INVALID_REQUEST if version == 0 else MISMATCHED_ENDPOINT_TYPE
+    return code, (
+        "The request was sent to an endpoint of type CONTROLLER, "
+        f"but we wanted an endpoint of type {_ENDPOINT_NAMES[asked]}"
     )
 
 

@@ -131,6 +131,8 @@ class AdminClient:
 
     def _refusal(self, change: AdminChange, code: int, message: str | None) -> ZkKraftError:
         where = f"the controller at {self.endpoint.describe()}"
+        if code == _UNKNOWN_TOPIC_OR_PARTITION and not message and change.topic:
+            message = f"topic {change.topic!r} does not exist"  # Kafka's reply names no topic
         text = f"{change.describe()}: {error_name(code)}" + (f": {message}" if message else "")
         if code == NOT_CONTROLLER:
             if message and "fenced" in message:
@@ -146,6 +148,9 @@ class AdminClient:
         return BadInputError(text)
 
 
+_UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
 # --- requests ----------------------------------------------------------------------------------------
 
 
@@ -154,12 +159,20 @@ def _request(change: AdminChange, api_key: int, version: int, timeout_s: float) 
     timeout = datetime.timedelta(seconds=timeout_s)
     k = change.kind
     if k == "create-topic":
+        # A manual assignment travels as Kafka's admin client sends it: the replicas of each partition,
+        # with num_partitions and replication_factor -1 (CreateTopicsRequest rejects both at once).
+        manual = change.assignment or {}
         topic = build(
             m.CreatableTopic,
             name=change.topic,
-            num_partitions=-1 if change.partitions is None else change.partitions,
-            replication_factor=-1 if change.replication_factor is None else change.replication_factor,
-            assignments=(),
+            num_partitions=-1 if change.partitions is None or manual else change.partitions,
+            replication_factor=-1
+            if change.replication_factor is None or manual
+            else change.replication_factor,
+            assignments=tuple(
+                build(m.CreatableReplicaAssignment, partition_index=p, broker_ids=tuple(manual[p]))
+                for p in sorted(manual)
+            ),
             configs=tuple(build(m.CreatableTopicConfig, name=n, value=v) for n, v in change.configs.items()),
         )
         return build(m.CreateTopicsRequest, topics=(topic,), timeout=timeout, validate_only=False)
@@ -169,7 +182,16 @@ def _request(change: AdminChange, api_key: int, version: int, timeout_s: float) 
             return build(m.DeleteTopicsRequest, topics=(state,), timeout=timeout)
         return build(m.DeleteTopicsRequest, topic_names=(change.topic,), timeout=timeout)
     if k == "add-partitions":
-        topic = build(m.CreatePartitionsTopic, name=change.topic, count=change.partitions, assignments=None)
+        # the new partitions' replicas in partition order (CreatePartitionsAssignment), or None: placed
+        new = change.assignment or {}
+        assignments = (
+            tuple(build(m.CreatePartitionsAssignment, broker_ids=tuple(new[p])) for p in sorted(new))
+            if new
+            else None
+        )
+        topic = build(
+            m.CreatePartitionsTopic, name=change.topic, count=change.partitions, assignments=assignments
+        )
         return build(m.CreatePartitionsRequest, topics=(topic,), timeout=timeout, validate_only=False)
     if k in ("alter-topic-config", "alter-broker-config"):
         ops = [

@@ -5,9 +5,13 @@ the service's lock, and appended like AlterPartition's changes (`ControllerServi
 batch, answered once durable in the log; the dual-write syncer carries the new partition states to
 ZooKeeper behind it, and the propagator to the ZooKeeper-mode brokers).
 
-- preferred: the first replica becomes leader if it is in the ISR and usable (registered, unfenced,
-  not shutting down, its log directory online); already leader `ELECTION_NOT_NEEDED`; otherwise
-  `PREFERRED_LEADER_NOT_AVAILABLE`.
+- both go through the port of Kafka's PartitionChangeBuilder (`partition_reassignment.build_change`)
+  with the election type, as `ReplicationControlManager.electLeader` does: a reassignment whose
+  target replicas are all in the ISR completes in the same record.
+- preferred: only when the first replica does not lead (else `ELECTION_NOT_NEEDED`): the first target
+  replica if it is in the ISR and usable (registered, unfenced, not shutting down, its log directory
+  online), else the current leader if it still is, else the next usable ISR replica; no change at all
+  (a fenced preferred replica under a usable leader) is `PREFERRED_LEADER_NOT_AVAILABLE`.
 - unclean: only for a partition without a leader (else `ELECTION_NOT_NEEDED`): a usable ISR member,
   else the first usable replica with the ISR reduced to it and the leader RECOVERING; none
   `ELIGIBLE_LEADERS_NOT_AVAILABLE`.
@@ -22,7 +26,8 @@ from migrator.controller import core
 from migrator.controller import kafka_errors as E
 from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module
 from migrator.controller.core import NO_LEADER
-from migrator.kraft.records import MetadataRecord, kafka_to_uuid, record
+from migrator.controller.partition_reassignment import build_change
+from migrator.kraft.records import MetadataRecord, kafka_to_uuid
 from migrator.model import ClusterImage
 
 __all__ = ["handle", "refuse_all"]
@@ -88,24 +93,16 @@ def _one(
     def usable(r: int) -> bool:
         return service.core._acceptable(image, r, name, index)  # noqa: SLF001 - the core's own rule
 
-    fields: dict[str, object] = {}
-    if kind == PREFERRED:
-        preferred = p.replicas[0] if p.replicas else NO_LEADER
-        if preferred not in p.isr or not usable(preferred):
-            return index, PREFERRED_LEADER_NOT_AVAILABLE, None
-        fields["Leader"] = preferred
-    else:
-        clean = next((r for r in p.isr if usable(r)), None)
-        if clean is not None:
-            fields["Leader"] = clean
-        else:
-            unclean = next((r for r in p.replicas if usable(r)), None)
-            if unclean is None:
-                return index, ELIGIBLE_LEADERS_NOT_AVAILABLE, None
-            fields.update(Leader=unclean, Isr=[unclean], LeaderRecoveryState=1)
-    records.append(
-        record("PartitionChangeRecord", 0, PartitionId=index, TopicId=kafka_to_uuid(topic.topic_id), **fields)
+    # Kafka's ReplicationControlManager.electLeader: the PartitionChangeBuilder with the election
+    # type, so a reassignment whose targets are all in the ISR completes in the same record (the
+    # replicas shrink to the targets, adding/removing cleared) instead of staying open.
+    change = build_change(
+        p, kafka_to_uuid(topic.topic_id), usable, preferred=kind == PREFERRED, unclean=kind == UNCLEAN
     )
+    if change is None:
+        missing = PREFERRED_LEADER_NOT_AVAILABLE if kind == PREFERRED else ELIGIBLE_LEADERS_NOT_AVAILABLE
+        return index, missing, None
+    records.append(change)
     return index, E.NONE, None
 
 

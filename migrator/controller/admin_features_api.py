@@ -26,7 +26,6 @@ METADATA_VERSION = "metadata.version"
 #: QuorumFeatures.defaultFeatureMap(false) of Kafka 3.9: feature -> (min, max) level
 SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {METADATA_VERSION: (1, 21), "kraft.version": (0, 1)}
 UNKNOWN, UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 0, 1, 2, 3
-MINIMUM_BOOTSTRAP_VERSION = 7  # IBP_3_3_IV3, the first level a FeatureLevelRecord may set
 _MIGRATING = (1, 2)  # ZkMigrationState MIGRATION, PRE_MIGRATION: inProgress()
 
 Result = tuple[str, int, str | None]

@@ -20,6 +20,7 @@ The requests, replies, `Decision` and `ControllerConfig` are in `core_types`, re
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable, Iterator
 
@@ -78,8 +79,8 @@ __all__ = [
 
 _NO_LEADER_CHANGE = -2
 METADATA_VERSION = "metadata.version"
-#: metadata.version 3.3-IV2: fencing and unfencing are BrokerRegistrationChangeRecords from here on.
-MV_BROKER_REGISTRATION_CHANGE = 7
+#: metadata.version 3.3-IV2 (MetadataVersion.IBP_3_3_IV2, level 6): fencing and unfencing are BrokerRegistrationChangeRecords from here on.
+MV_BROKER_REGISTRATION_CHANGE = 6
 #: metadata.version 3.4-IV0: the first that lets migrating ZooKeeper brokers register.
 MV_MIGRATION = 8
 #: a broker that names no metadata.version range supports only the first KRaft one (3.0-IV1).
@@ -229,12 +230,16 @@ class ControllerCore:
         self.last_contact[req.broker_id] = now_ms
         for offline in self.offline.values():
             offline.discard(req.broker_id)
-        notes = [
+        again = _why_again(existing, req, existing is not None and self.has_valid_session(existing, now_ms))
+        note = (
             f"registered broker {req.broker_id} epoch {next_offset}"
             + (" (migrating ZooKeeper broker)" if req.is_migrating_zk_broker else "")
-            + _why_again(existing, req, existing is not None and self.has_valid_session(existing, now_ms))
-        ]
-        return Decision(records, RegistrationReply(E.NONE, next_offset), notes)
+            + again
+        )
+        if again.endswith(_RETRIED):  # a lost reply retried: routine, for -v (the operator's log stays calm)
+            _LOG.debug("%s", note)
+            return Decision(records, RegistrationReply(E.NONE, next_offset), [])
+        return Decision(records, RegistrationReply(E.NONE, next_offset), [note])
 
     # -- heartbeats ----------------------------------------------------------------------------
 
@@ -561,6 +566,10 @@ def _tid(topic: Topic) -> uuid.UUID | None:
     return kafka_to_uuid(topic.topic_id) if topic.topic_id is not None else None
 
 
+_RETRIED = "the same incarnation retried (its earlier reply was lost)"
+_LOG = logging.getLogger(__name__)
+
+
 def _why_again(existing: Broker | None, req: Registration, session_valid: bool) -> str:
     """Why a broker id registers again, for the log an operator reads (a registration twice per
     broker is normal in a migration: once in ZooKeeper mode, once after the roll to KRaft)."""
@@ -573,6 +582,6 @@ def _why_again(existing: Broker | None, req: Registration, session_valid: bool) 
     elif req.previous_broker_epoch == existing.broker_epoch:
         why = "the same incarnation re-registered cleanly (it had lost its registration reply or session)"
     else:
-        why = "the same incarnation retried (its earlier reply was lost)"
+        why = _RETRIED
     expired = "" if session_valid else f", its session of epoch {existing.broker_epoch} having expired"
     return f"; again: {why}{expired}"

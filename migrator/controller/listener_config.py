@@ -224,6 +224,7 @@ def listener_specs(
     if props.get("authorizer.class.name", "").strip():
         authorizer = ImageAuthorizer(image_of, props)
     specs = []
+    advertised = advertised_listeners(props)
     for name, host, port in _parse_listeners(value):
         protocol = protocol_of.get(name)
         if protocol is None:
@@ -237,8 +238,31 @@ def listener_specs(
             principal_mapper=SslPrincipalMapper(setting(props, name, "ssl.principal.mapping.rules")),
             authorizer=authorizer,
         )
+        security.advertised = advertised.get(name)
         specs.append(ListenerSpec(name, host, port, security))
     return specs
+
+
+def advertised_listeners(props: Mapping[str, str]) -> dict[str, tuple[str, int]]:
+    """`advertised.listeners` by listener name: the (host, port) a client is told to use (Kafka 3.9
+    controllers take it for their listeners, KIP-853). A name without an entry, or with an empty host,
+    is named by the address the client reached."""
+    value = props.get("advertised.listeners", "").strip()
+    if not value:
+        return {}
+    out: dict[str, tuple[str, int]] = {}
+    for item in value.split(","):
+        name, _sep, rest = item.strip().partition("://")
+        host = rest.rpartition(":")[0].strip("[]")
+        if host in ("0.0.0.0", "::"):
+            raise BadInputError(
+                f"advertised.listeners: {item.strip()!r} advertises the non-routable meta-address {host}; "
+                "name the host clients and brokers reach this controller by"
+            )
+    for name, host, port in _parse_listeners(value):
+        if host != "0.0.0.0" and port:  # _parse_listeners fills an empty host with 0.0.0.0
+            out[name] = (host, port)
+    return out
 
 
 _DEFAULT_PROPS: dict[str, str] = {}
@@ -260,6 +284,8 @@ class RunningListeners:
     def __init__(self, servers: list[Any]) -> None:
         self.servers = servers
         self.address: tuple[str, int] = servers[0].address
+        # what the first listener is named by: `advertised.listeners`' entry, else its address
+        self.advertised: tuple[str, int] = servers[0].security.advertised or self.address
         self.addresses: dict[str, tuple[str, int]] = {s.security.name: s.address for s in servers}
 
     def stop(self) -> None:

@@ -83,7 +83,8 @@ def _attach_raft(servers: list[Any], handler: Any, name: str = "CONTROLLER") -> 
     )
     leader.soft_start = lambda: bool(getattr(handler, "soft_start", False))
     first = servers[0]
-    leader.endpoint = (name, first.address[0], first.address[1])
+    host, port = getattr(getattr(first, "security", None), "advertised", None) or first.address[:2]
+    leader.endpoint = (name, host, port)
     for server in servers:
         server.attach_raft(leader, RAFT_VERSIONS)
 

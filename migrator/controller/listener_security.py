@@ -155,6 +155,9 @@ class ListenerSecurity:
     refused: Counter[str] = field(default_factory=Counter)
     authenticated: Counter[str] = field(default_factory=Counter)
     envelopes: Counter[str] = field(default_factory=Counter)  # by outcome (controller.envelope)
+    # `advertised.listeners`' (host, port) for this listener name (KIP-853): what Metadata,
+    # DescribeCluster and DescribeQuorum name instead of the socket's address (a wildcard bind, NAT)
+    advertised: tuple[str, int] | None = None
 
     def __post_init__(self) -> None:
         from migrator.controller.listener_metrics import track
@@ -197,7 +200,9 @@ class ListenerSecurity:
                 except Exception as e:  # no rule matches the DN: Kafka refuses the connection
                     self.refuse("tls_principal", f"from {ip}: {e}")
                     return None
-        sec = ConnectionSecurity(self, principal, java_host_address(ip) if ip else "", _local(conn))
+        sec = ConnectionSecurity(
+            self, principal, java_host_address(ip) if ip else "", self.advertised or _local(conn)
+        )
         return conn, sec
 
 

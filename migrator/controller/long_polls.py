@@ -73,6 +73,9 @@ class LongPolls:
         self._stopping = False
         self.parked_total = 0  # fetches that waited here (all time)
         self.resumed_total = 0  # connections given back to a listener thread
+        #: the longest the loop sleeps: idle and half-sent connections are looked at least this often
+        #: (an append or an adoption wakes it at once)
+        self.tick_s = 1.0
         self.thread = threading.Thread(target=self._run, name="zk2kraft-long-polls", daemon=True)
         self.raft.view.subscribe(self.wake)
 
@@ -135,7 +138,7 @@ class LongPolls:
 
     def _timeout(self) -> float:
         now = time.monotonic()
-        soonest = now + 1.0  # idle and half-frame limits are checked at least once a second
+        soonest = now + self.tick_s
         for p in self._held.values():
             if p.poll is not None:
                 soonest = min(soonest, p.poll.deadline)

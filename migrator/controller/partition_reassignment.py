@@ -90,13 +90,17 @@ def build_change(
     adding: Sequence[int] | None = None,
     removing: Sequence[int] | None = None,
     unclean: bool = False,
+    preferred: bool = False,
     recovery: int | None = None,
     zk_migration: bool = True,
 ) -> MetadataRecord | None:
     """PartitionChangeBuilder.build: the record moving `p` to the targets (None: nothing changes).
 
     Targets left None keep the partition's current value, as the builder's defaults do. `acceptable`
-    is the LeaderAcceptor (registered, unfenced, not shutting down, its log directory online)."""
+    is the LeaderAcceptor (registered, unfenced, not shutting down, its log directory online).
+    `unclean`: Election.UNCLEAN; `preferred`: Election.PREFERRED (the first target replica if it may
+    lead, else the current leader if it still may, else the next target replica that may); neither:
+    Election.ONLINE. Either way a reassignment whose targets are all in the ISR completes first."""
     t_isr = list(p.isr if isr is None else isr)
     t_replicas = list(p.replicas if replicas is None else replicas)
     t_adding = list(p.adding_replicas if adding is None else adding)
@@ -111,9 +115,16 @@ def build_change(
     def valid(r: int) -> bool:
         return r in t_isr and acceptable(r)
 
-    # electAnyLeader (an ONLINE or UNCLEAN election)
     leader, was_unclean = NO_LEADER, False
-    if p.leader != NO_LEADER and valid(p.leader):
+    if preferred:  # electPreferredLeader
+        if t_replicas and valid(t_replicas[0]):
+            leader = t_replicas[0]
+        elif p.leader != NO_LEADER and valid(p.leader):
+            leader = p.leader
+        else:
+            leader = next((r for r in t_replicas[1:] if valid(r)), NO_LEADER)
+    # electAnyLeader (an ONLINE or UNCLEAN election)
+    elif p.leader != NO_LEADER and valid(p.leader):
         leader = p.leader
     else:
         leader = next((r for r in t_replicas if valid(r)), NO_LEADER)

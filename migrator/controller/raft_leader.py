@@ -62,12 +62,25 @@ METADATA_TOPIC_UUID = uuid.UUID(int=1)  # Uuid.METADATA_TOPIC_ID
 SNAPSHOT_NOT_FOUND = 98
 POSITION_OUT_OF_RANGE = 99
 UNKNOWN_LEADER_EPOCH = 75
-INCONSISTENT_VOTER_SET = 81
+INCONSISTENT_VOTER_SET = 94
 
 _KEY = struct.Struct(">h")
 _NO_THROTTLE = datetime.timedelta(0)
 _CACHED_BODY_BYTES = 64 << 10
 _FRAME_HEAD = struct.Struct(">ii")  # frame size, then ResponseHeader v1's correlation id
+
+
+#: KafkaRaftClient.MAX_FETCH_SIZE_BYTES: what Kafka's own leader reads per Fetch (KafkaMetadataLog.read
+#: passes `maxFetchSizeInBytes`, 8 MiB, whatever the request says).
+MAX_FETCH_BYTES = 8 << 20
+
+
+def fetch_bytes(max_bytes: int, partition_max_bytes: int) -> int:
+    """How much one Fetch answer carries: up to the request's MaxBytes and the partition's max bytes,
+    a zero or negative one meaning "not set" (Kafka's observer sends MaxBytes 8 MiB and leaves
+    PartitionMaxBytes at its default 0), never past Kafka's leader's 8 MiB, and at least one batch."""
+    limits = [b for b in (max_bytes, partition_max_bytes) if b > 0]
+    return max(1, min([MAX_FETCH_BYTES, *limits]))
 
 
 @dataclass(slots=True)
@@ -282,7 +295,7 @@ class RaftLeader:
             mod,
             int(fp.fetch_offset),
             int(fp.last_fetched_epoch),
-            max(1, min(int(req.max_bytes), int(fp.partition_max_bytes))),
+            fetch_bytes(int(req.max_bytes), int(fp.partition_max_bytes)),
             time.monotonic() + max_wait_ms / 1000,
             replica_id,
             getattr(fp, "replica_directory_id", None),

@@ -32,6 +32,7 @@ from migrator.errors import FencedError, UnreachableError, ZkKraftError
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
 from migrator.kraft.records import MetadataRecord
+from migrator.lock_rule import GuardedLock, allowed
 from migrator.model import ClusterImage
 
 __all__ = ["ControllerService", "ServiceStats", "Syncer", "monotonic_ms"]
@@ -86,7 +87,9 @@ class ControllerService:
         self.syncer = syncer
         self.clock = clock
         self.say = say
-        self.lock = threading.RLock()
+        # Guarded (migrator.lock_rule): a ZooKeeper wait under either lock raises instead of holding
+        # every heartbeat up for the whole of a ZooKeeper outage (DESIGN.md invariant 8).
+        self.lock = GuardedLock("the controller service's lock", reentrant=True)
         self.stats = ServiceStats()
         self.fenced = False  # a newer controller took over: refuse everything
         self._timer: threading.Thread | None = None
@@ -97,7 +100,7 @@ class ControllerService:
         self._syncer_thread: threading.Thread | None = None
         # Group commit: decisions are replayed and staged under `lock`; one thread at a time appends
         # everything staged with one fsync under `_commit_lock` (taken before `lock`, never after).
-        self._commit_lock = threading.Lock()
+        self._commit_lock = GuardedLock("the controller's commit lock")
         self._staged: list[MetadataRecord] = []
         self._next = self._log_next()
         self._durable_next = self._next
@@ -219,7 +222,10 @@ class ControllerService:
                 if self.write_behind and self._syncer_thread is not None:
                     self._dirty.set()
                 else:
-                    self._sync_now()
+                    with allowed(
+                        "no sync thread (write_behind=False, or not started): it syncs before answering"
+                    ):
+                        self._sync_now()
 
     def _wait_durable(self, target: int) -> bool:
         """Outside `lock`: return once the log holds every offset below `target`, appending what is
@@ -282,7 +288,8 @@ class ControllerService:
                 raise UnreachableError(f"ZooKeeper did not take the change within {timeout:g}s")
             if not hasattr(syncer, "fetch"):
                 with self._commit_lock:
-                    syncer.sync()
+                    with allowed("a syncer that cannot fetch writes under the commit lock (tests)"):
+                        syncer.sync()
                 continue
             fetching: FetchingSyncer = syncer  # type: ignore[assignment]
             with self._commit_lock:
@@ -298,7 +305,8 @@ class ControllerService:
                 if self.syncer is None or self.syncer.lag() == 0:
                     return True
                 if self._syncer_thread is None:
-                    self._sync_now()
+                    with allowed("no sync thread: the caller asked to wait for ZooKeeper"):
+                        self._sync_now()
                     continue
             if time.monotonic() > deadline:
                 return False
@@ -426,7 +434,8 @@ class ControllerService:
             syncer = self.syncer
             if not hasattr(syncer, "fetch"):
                 with self._commit_lock:
-                    ok = self.fenced or self._sync_now()
+                    with allowed("a syncer that cannot fetch writes under the commit lock (tests)"):
+                        ok = self.fenced or self._sync_now()
             else:
                 # The log is read under the commit lock (no append meanwhile; requests go on deciding
                 # and staging, and the next append takes all of them at once); ZooKeeper is written
@@ -457,4 +466,5 @@ class ControllerService:
                     self._append_staged()
                 except ZkKraftError:
                     return
-                self._sync_now()  # leave ZooKeeper covering what was answered, if it can
+                with allowed("the last sync of a stopping controller: no request is answered after it"):
+                    self._sync_now()  # leave ZooKeeper covering what was answered, if it can

@@ -20,6 +20,8 @@ controller exists and this one may not speak for the cluster; other errors are c
 
 from __future__ import annotations
 
+import errno
+import logging
 import socket
 import ssl
 import struct
@@ -46,6 +48,13 @@ from migrator.controller.zk_broker_requests import (
 from migrator.errors import ZkKraftError
 
 __all__ = ["BrokerChannel", "ChannelStatus", "ZkBrokerTarget"]
+
+log = logging.getLogger(__name__)
+
+#: How a connection ends when the broker closes it (a ZK-mode broker's controlled shutdown or restart
+#: does, between or during our requests): expected, said in words; the raw error goes to the debug log.
+_PEER_CLOSED = frozenset((errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED, errno.ESHUTDOWN))
+_PEER_CLOSED_TEXT = "connection closed by the broker"
 
 STALE_CONTROLLER_EPOCH = 11
 _NAMES = {
@@ -79,6 +88,9 @@ class ChannelStatus:
     last_error: str | None = None
     stopped: str | None = None
     acked_offset: int = -1  # the metadata offset of the last state the broker acknowledged
+    #: the registered host has no address (DNS says no such name): never contacted; the propagator
+    #: says it once for all such brokers, `status` lists them on one line
+    unresolved: bool = False
 
 
 class BrokerChannel:
@@ -198,9 +210,11 @@ class BrokerChannel:
                 try:
                     self._connect(t)
                     self.status.connected = True
+                    self.status.unresolved = False
                     self.status.connects += 1
                 except (OSError, ValueError, struct.error, ZkKraftError, wire.WireError) as e:
                     self._close()
+                    self.status.unresolved = isinstance(e, socket.gaierror)
                     self._failed(
                         f"cannot connect to {t.host}:{t.port} ({self.security.security_protocol}): {e}"
                     )
@@ -210,11 +224,21 @@ class BrokerChannel:
             batches = self._next_batches()
             if not batches:
                 continue
+            sent_on = self._sock
             try:
                 self._send(batches)
                 backoff = self.backoff_ms
             except (OSError, ValueError) as e:
-                self._failed(f"{'+'.join(_NAMES[b[0].api_key] for b in batches)}: {e}")
+                what = "+".join(_NAMES[b[0].api_key] for b in batches)
+                log.debug("ZK broker %s: %s: %r", self.target.broker_id, what, e)
+                if self._stop.is_set() or self._sock is not sent_on:
+                    # Closed on our side (the broker left /brokers/ids, or re-registered elsewhere):
+                    # not the broker's failure, and [Errno 9] Bad file descriptor said nothing useful.
+                    pass
+                elif _peer_closed(e):
+                    self._interrupted(what)
+                else:
+                    self._failed(f"{what}: {e}")
                 self._close()
                 with self._cond:
                     self._needs_full = True  # the broker saw some prefix: start again from the whole
@@ -258,11 +282,24 @@ class BrokerChannel:
             raise ValueError(f"ApiVersions before SASL: error {resp.error_code}, correlation id {got}")
         sasl_authenticate(round_trip, next_id, self.client_id, sec, peer=f"broker {t.broker_id}")
 
+    def _interrupted(self, what: str) -> None:
+        """The broker closed the connection mid-request, as a broker shutting down or restarting does:
+        one line in words (once per run of them); it gets the whole state again when it is back."""
+        text = (
+            f"closed the connection during {what} (a broker shutting down or restarting does); "
+            "it gets the whole metadata again when it is back"
+        )
+        first = self.status.last_error != text
+        self.status.errors += 1  # still a request that did not land: counted, and retried
+        self.status.last_error = text
+        if first:
+            self._note(text)
+
     def _failed(self, text: str) -> None:
         first = self.status.last_error != text
         self.status.errors += 1
         self.status.last_error = text
-        if first:
+        if first and not self.status.unresolved:
             self._note(text)
 
     def _next_batches(self) -> list[tuple[Item, int, int]]:
@@ -387,12 +424,16 @@ class BrokerChannel:
             self.status.acked_offset = max(self.status.acked_offset, done)
 
 
+def _peer_closed(e: BaseException) -> bool:
+    return isinstance(e, OSError) and (e.errno in _PEER_CLOSED or str(e) == _PEER_CLOSED_TEXT)
+
+
 def _recv(sock: socket.socket, n: int) -> bytes:
     buf = bytearray()
     while len(buf) < n:
         chunk = sock.recv(n - len(buf))
         if not chunk:
-            raise OSError("connection closed by the broker")
+            raise OSError(_PEER_CLOSED_TEXT)
         buf += chunk
     return bytes(buf)
 

@@ -42,8 +42,8 @@ VERSIONS: dict[int, tuple[int, int, int]] = {
 }
 
 #: LeaderAndIsr v5+ and UpdateMetadata v8's Type (KIP-516 / KIP-866).
-TYPE_INCREMENTAL = 0
-TYPE_FULL = 1
+TYPE_INCREMENTAL = 1
+TYPE_FULL = 2
 
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -131,7 +131,8 @@ def _lai_request(v: int) -> type:
         if v >= 2:
             broker_epoch: i64 = field(metadata=_INT64, default=i64(-1))
         if v >= 5:
-            type: i8 = field(metadata=_INT8, default=i8(TYPE_INCREMENTAL))
+            # AbstractControlRequest.Type: UNKNOWN 0 (the schema's default), INCREMENTAL 1, FULL 2.
+            type: i8 = field(metadata=_INT8, default=i8(0))
         if v <= 1:
             ungrouped_partition_states: tuple[LeaderAndIsrPartitionState, ...] = ()
         if v >= 2:
@@ -318,8 +319,9 @@ def _um_request(v: int) -> type:
         controller_id: i32 = field(metadata=_INT32)
         if v >= 8:
             is_k_raft_controller: bool = field(metadata=_BOOL, default=False)
-            # A tagged field (tag 0): absent on the wire when INCREMENTAL, its default.
-            type: i8 = field(metadata={"kafka_type": "int8", "tag": 0}, default=i8(TYPE_INCREMENTAL))
+            # A tagged field (tag 0) whose schema default is UNKNOWN (0): INCREMENTAL (1) and FULL (2)
+            # are both on the wire; only an UNKNOWN request leaves it out.
+            type: i8 = field(metadata={"kafka_type": "int8", "tag": 0}, default=i8(0))
         controller_epoch: i32 = field(metadata=_INT32)
         if v >= 5:
             broker_epoch: i64 = field(metadata=_INT64, default=i64(-1))

@@ -57,6 +57,8 @@ __all__ = ["STATUS_FILE", "Snapshot", "ZkPropagator", "read_status", "snapshot"]
 #: directory, next to the follower announcement `zk2kraft-follower.json`); observability only, never
 #: read to derive a state.
 STATUS_FILE = "zk-broker-channels.json"
+#: the domain `zk2kraft fixtures load` registers its brokers under (a rehearsal: nothing listens there)
+EXAMPLE_DOMAIN = ".example.internal"
 
 #: Kafka's LeaderAndIsr.EpochDuringDelete: the leader epoch StopReplica(delete) carries.
 EPOCH_DURING_DELETE = -2
@@ -276,6 +278,8 @@ class ZkPropagator:
         self.channels: dict[int, BrokerChannel] = {}
         self.unreachable: dict[int, str] = {}  # ZK brokers with no usable inter-broker endpoint
         self.errant: dict[int, str] = {}  # ids in /brokers/ids that a KRaft broker holds: fenced
+        self._unresolved_said: set[int] = set()  # brokers whose unresolvable host was said
+        self._example_said = False  # the rehearsal's example hosts: said once per run
         self._lock = threading.RLock()
         self._snap: Snapshot | None = None
         self._builder: object = None  # the image builder whose changes we take
@@ -348,6 +352,7 @@ class ZkPropagator:
             if got:
                 self.propagate(*got[-1])
             self._find_errant()
+            self._say_unresolved()
             if self.status_dir is not None and time.monotonic() - self._status_at >= 1.0:
                 self._status_at = time.monotonic()
                 self._write_status()
@@ -386,6 +391,31 @@ class ZkPropagator:
         for b in new:
             if self.say is not None:
                 self.say(f"ZK broker {b}: {now[b]}")
+
+    def _say_unresolved(self) -> None:
+        """Brokers whose registered host does not resolve, one line per new set, and a rehearsal's
+        example hosts (`fixtures load` registers them under example.internal) once per run: six
+        identical resolver failures would read as six problems."""
+        with self._lock:
+            new = {
+                b: ch.status.endpoint
+                for b, ch in self.channels.items()
+                if ch.status.unresolved and b not in self._unresolved_said
+            }
+            self._unresolved_said |= new.keys()
+        if not new or self.say is None:
+            return
+        ids = ", ".join(map(str, sorted(new)))
+        hosts = sorted({e.rpartition(":")[0] for e in new.values()})
+        if all(h.endswith(EXAMPLE_DOMAIN) for h in hosts):
+            if not self._example_said:  # once for the run: the channels fail one by one, not together
+                self._example_said = True
+                self.say("rehearsal brokers at example hosts: not contacted (`zk2kraft status` lists them)")
+        else:
+            shown = ", ".join(hosts[:3]) + (" …" if len(hosts) > 3 else "")
+            self.say(
+                f"ZK brokers {ids}: their registered hosts do not resolve ({shown}): not contacted until they do"
+            )
 
     def _write_status(self) -> None:
         text = json.dumps({"pid": os.getpid(), "channels": self.status_rows()}, sort_keys=True)

@@ -23,6 +23,7 @@ META_PROPERTIES = "meta.properties"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 QUORUM_STATE = "quorum-state"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 # Uuid.METADATA_TOPIC_ID == Uuid.ONE_UUID, the fixed topic id of __cluster_metadata.
 METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"
 
@@ -197,6 +198,33 @@ def read_leader_epochs(path: Path) -> list[tuple[int, int]]:
 
 def write_leader_epochs(path: Path, entries: list[tuple[int, int]]) -> None:
     text = f"0\n{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)
+    atomic_write(path, text.encode("ascii"))
+
+
+def read_log_start_offsets(path: Path) -> dict[tuple[str, int], int]:
+    """`log-start-offset-checkpoint` (Kafka's OffsetCheckpointFile, in the log dir): version line 0, entry
+    count, then `topic partition offset` lines. A missing file is no entry."""
+    if not path.exists():
+        return {}
+    lines = _read_text(path).splitlines()
+    if len(lines) < 2 or lines[0].strip() != "0":
+        raise BadInputError(f"{path}: not a version 0 offset checkpoint")
+    body = [line for line in lines[2:] if line.strip()]
+    try:
+        count = int(lines[1])
+        out = {(t, int(p)): int(o) for t, p, o in (line.split() for line in body)}
+    except ValueError:
+        raise BadInputError(f"{path}: expected 'topic partition offset' lines") from None
+    if len(body) != count:
+        raise BadInputError(f"{path}: header says {count} entries, file has {len(body)}")
+    return out
+
+
+def write_log_start_offset(path: Path, topic: str, partition: int, offset: int) -> None:
+    """Set one partition's entry of `log-start-offset-checkpoint`, keeping every other partition's."""
+    entries = read_log_start_offsets(path)
+    entries[(topic, partition)] = offset
+    text = f"0\n{len(entries)}\n" + "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(entries.items()))
     atomic_write(path, text.encode("ascii"))
 
 

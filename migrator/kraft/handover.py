@@ -8,12 +8,13 @@ log start from the first segment's base offset (zk2kraft's in-memory log start i
 leader of the stored epoch and elect itself in the next one; `meta.properties` v1 must name its node and
 cluster, and gets a directory id written if it has none (KafkaRaftServer, as `kafka-storage format` does).
 
-`prepare` leaves the directory so that nothing of that is needed: the latest snapshot at the log end,
-no aborted transaction at or above the first segment's base (the log start Kafka derives: the copy's
-commit already leaves it so, see `retention.purge_aborted`), the indexes Kafka would build, the quorum
-state of the last epoch with this node as the only voter, and a directory id. Segments stay: the
-dual-write binding to ZooKeeper's `/migration` offset still reads the epochs there. `check` says, file by file, what
-Kafka would refuse ("refuse") or repair on start ("rebuild").
+`prepare` leaves the directory so that nothing of that is needed: the latest snapshot at the log end
+and the log start moved to it (the segments below deleted, so the first segment's base, the log start
+Kafka derives, is that snapshot: no Kafka loader replays the copy's transaction and later deletions in
+one delta, see `prepare`), the indexes Kafka would build, the quorum state of the last epoch with this
+node as the only voter, and a directory id. The claim's binding to ZooKeeper's `/migration` offset
+is checked against that snapshot from then on. `check` says, file by file, what Kafka would refuse
+("refuse") or repair on start ("rebuild").
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from migrator.errors import BadInputError, ZkKraftError
 from migrator.kraft import dirfiles
 from migrator.kraft.log import MetadataLog, verify_log
 from migrator.kraft.offset_index import LogIndex, read_index_file, read_time_index_file, write_index_files
-from migrator.kraft.retention import purge_aborted, snapshot_now
+from migrator.kraft.retention import purge_aborted, snapshot_now, start_at_snapshot
 from migrator.kraft.snapshot import list_snapshots, parse_snapshot_name
 
 __all__ = ["Finding", "HandoverReport", "check", "prepare"]
@@ -80,6 +81,13 @@ def prepare(log: MetadataLog) -> list[str]:
             "taken there, so the directory cannot be handed to Kafka yet"
         )
     done.append(f"latest snapshot at the log end offset {end} (epoch {log.latest_epoch})")
+    # The snapshot is the log start, Kafka's too (its first segment's base): a Kafka loader fetching
+    # from the log start would otherwise replay the copy's transaction and every later change in one
+    # delta, and ConfigurationsDelta.replay(RemoveTopicRecord) only deletes configs of its base image,
+    # so a topic deleted during dual-write would keep its configs in every Kafka broker's image.
+    if log.segments and log.segments[0].base_offset < end:
+        start_at_snapshot(log, end)
+        done.append(f"log start moved to that snapshot: segments below offset {end} deleted")
     node = meta.node_id
     state = dirfiles.QuorumState(leader_id=node, leader_epoch=log.latest_epoch, voted_id=-1, voters=(node,))
     dirfiles.write_quorum_state(log.partition_dir / dirfiles.QUORUM_STATE, state)
@@ -186,6 +194,7 @@ def check(log_dir: str | os.PathLike[str], node_id: int | None = None) -> Handov
 
 def _check_log(log: MetadataLog, part: Path, node: int | None, report: HandoverReport) -> None:
     add = report.findings.append
+    log.as_kafka_opens()  # Kafka's log start is the first segment's base
     first_base = log.segments[0].base_offset if log.segments else log.end_offset
     snaps = list_snapshots(part)
     latest = snaps[-1] if snaps else None
@@ -217,6 +226,9 @@ def _check_log(log: MetadataLog, part: Path, node: int | None, report: HandoverR
                     f"offset {aborted} above it, so a fetcher from the log start would replay an aborted copy",
                 )
             )
+
+    if first_base == 0 and latest is not None:
+        _check_one_delta(log, report)
 
     qs = part / dirfiles.QUORUM_STATE
     report.checked.append(f"{part.name}/{qs.name}")
@@ -255,7 +267,19 @@ def _check_log(log: MetadataLog, part: Path, node: int | None, report: HandoverR
     try:
         entries = dirfiles.read_leader_epochs(lec)
         kept = [e for e in entries if e[1] < log.end_offset]  # LeaderEpochFileCache.truncateFromEnd
-        if kept != log.leader_epochs and entries != log.leader_epochs:
+        first = log.first_batch_offset()
+        if kept and first < kept[0][1]:
+            # LogSegment.recover only assigns epochs above the cache's latest: Kafka keeps this cut
+            add(
+                Finding(
+                    REFUSE,
+                    lec.name,
+                    f"starts at offset {kept[0][1]} (epoch {kept[0][0]}) but the segments hold batches from "
+                    f"offset {first}: Kafka's recovery keeps it so, and those batches have no leader epoch in "
+                    "Kafka's cache",
+                )
+            )
+        elif kept != log.leader_epochs and entries != log.leader_epochs:
             add(
                 Finding(
                     REBUILD, lec.name, "does not match the batches' epochs: Kafka rebuilds it on recovery"
@@ -285,6 +309,35 @@ def _check_log(log: MetadataLog, part: Path, node: int | None, report: HandoverR
                 continue
             if want is not None and got != want:
                 add(Finding(REBUILD, path.name, "not the entries Kafka builds: it rebuilds them on recovery"))
+
+
+def _check_one_delta(log: MetadataLog, report: HandoverReport) -> None:
+    """Kafka's log start is 0: its leader answers a Fetch from 0 with the records from 0 (not the
+    snapshot), and a Kafka MetadataLoader replays them as one delta. ConfigurationsDelta.replay(
+    RemoveTopicRecord) deletes only configs of the delta's base image, so a topic whose configs and
+    deletion both lie in that range keeps its configs in that loader's image."""
+    names: dict[object, str] = {}
+    configured: dict[str, int] = {}
+    for offset, _epoch, rec in log.read(0):
+        name = getattr(rec, "name", "")
+        fields = getattr(rec, "fields", {})
+        if name == "TopicRecord":
+            names[fields.get("TopicId")] = fields.get("Name")
+        elif name == "ConfigRecord" and fields.get("ResourceType") == 2:
+            configured.setdefault(fields.get("ResourceName"), offset)
+        elif name == "RemoveTopicRecord":
+            topic = names.get(fields.get("TopicId"))
+            if topic is not None and topic in configured:
+                report.findings.append(
+                    Finding(
+                        REFUSE,
+                        log.segments[0].path.name,
+                        f"Kafka's log start is 0 below the snapshot: a Kafka loader fetching from it replays "
+                        f"topic {topic!r}'s configs (offset {configured[topic]}) and its deletion (offset "
+                        f"{offset}) in one delta and keeps the deleted topic's configs",
+                    )
+                )
+                return
 
 
 def report_dict(report: HandoverReport) -> dict[str, object]:

@@ -165,3 +165,29 @@ class WriterLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def kafka_lock_holder(log_dir: Path) -> int | None:
+    """The pid holding Kafka's `<log-dir>/.lock` (a running Kafka node), found without taking the lock.
+
+    F_GETLK asks the kernel which process would block a write lock and takes nothing: a reader of a
+    directory Kafka's own controller runs in must never hold its lock, even for an instant. None when
+    no process holds it (or there is no lock file); a holder on another host (NFS) is not seen.
+    """
+    import struct
+
+    try:
+        fd = os.open(Path(log_dir) / KAFKA_LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        # struct flock on Linux x86-64: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid
+        query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        try:
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        except OSError:
+            return None
+        l_type, _whence, _start, _len, pid = struct.unpack("hhqqi4x", answer)
+        return pid if l_type != fcntl.F_UNLCK else None
+    finally:
+        os.close(fd)

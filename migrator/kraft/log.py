@@ -37,6 +37,7 @@ from migrator.kraft.lock import WriterLock
 from migrator.kraft.records import CorruptRecordError, MetadataRecord, OpaqueRecord
 from migrator.kraft.retention import RetentionConfig, SnapshotPolicy, default_config
 from migrator.kraft.snapshot import (
+    SnapshotId,
     list_snapshots,
     parse_snapshot_name,
     read_snapshot,
@@ -60,7 +61,8 @@ __all__ = [
     "verify_log",
 ]
 
-METADATA_PARTITION = "__cluster_metadata-0"
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_PARTITION = f"{METADATA_TOPIC}-0"
 #: metadata.log.segment.bytes default (1 GiB).
 DEFAULT_SEGMENT_BYTES = 1 << 30
 #: QuorumController.MAX_RECORDS_PER_BATCH.
@@ -266,7 +268,7 @@ class MetadataLog:
         writable: bool = False,
         cluster_id: str | None = None,
         node_id: int | None = None,
-        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        segment_bytes: int | None = None,
         retention: RetentionConfig | None = None,
     ) -> MetadataLog:
         """Open `log_dir` (the metadata log dir, its `__cluster_metadata-0`, or one `.log` segment).
@@ -275,6 +277,9 @@ class MetadataLog:
         `node_id`) and recovers a torn tail; from then on it writes snapshots and applies retention as
         `retention` (default: `retention.default_config()`, Kafka's defaults unless `--config` set them) says. A read-only open changes nothing on disk.
         """
+        config = retention or default_config()
+        if segment_bytes is None:  # metadata.log.segment.bytes of --config, Kafka's 1 GiB without it
+            segment_bytes = config.segment_bytes
         if segment_bytes < 1:
             raise BadInputError(f"segment size must be positive, got {segment_bytes}")
         log = cls()
@@ -302,7 +307,7 @@ class MetadataLog:
             log.close()
             raise
         if writable:
-            SnapshotPolicy(retention or default_config()).attach(log)
+            SnapshotPolicy(config).attach(log)
         return log
 
     def _open(self, single: Path | None, cluster_id: str | None, node_id: int | None) -> None:
@@ -359,6 +364,8 @@ class MetadataLog:
         self.report = report
         if single is None:
             self._load_epochs()
+            self._start_floor = self._durable_start(snaps)
+            report.log_start_offset = self.log_start_offset
         if self.writable:
             self._active_file = open(self.segments[-1].path, "ab")  # noqa: SIM115 - held until close()
             self._finish_truncation()
@@ -437,12 +444,46 @@ class MetadataLog:
         if path.exists():
             entries = [(e, o) for e, o in dirfiles.read_leader_epochs(path) if o < self._end_offset]
         if entries is None or (
-            self.segments and not entries and self._end_offset > self.segments[0].base_offset
+            self.segments
+            and self._end_offset > self.segments[0].base_offset
+            and (not entries or self.first_batch_offset() < entries[0][1])
         ):
+            # missing, or cut from the start past what the segments still hold (retention inside a
+            # segment, before the checkpoint kept to the segments): the batches' own epochs
             entries = self._rebuild_epochs()
         self._epochs = entries
         if self.writable and (not path.exists() or dirfiles.read_leader_epochs(path) != entries):
             dirfiles.write_leader_epochs(path, entries)
+
+    def first_batch_offset(self) -> int:
+        """The base offset of the first batch the segments hold (the end offset when they hold none)."""
+        for i, seg in enumerate(self.segments):
+            if i == len(self.segments) - 1 and self._active_end == 0:
+                break
+            buf = _load(seg.path)
+            try:
+                for batch in iter_batches(buf, str(seg.path), verify_crc=False):
+                    return batch.base_offset
+            except (CorruptLogError, ValueError):
+                return seg.base_offset
+        return self._end_offset
+
+    def _durable_start(self, snaps: Sequence[SnapshotId]) -> int:
+        """The log start retention moved inside the first segment, from `log-start-offset-checkpoint`.
+
+        Kafka keeps a partition's log start there (OffsetCheckpointFile in the log dir); an entry is
+        believed only where Kafka's invariant holds: inside the log, with a snapshot at or after it
+        for what is below (KafkaMetadataLog.recoverSnapshots). Otherwise the first segment's base.
+        """
+        try:
+            entries = dirfiles.read_log_start_offsets(self.log_dir / dirfiles.LOG_START_OFFSET_CHECKPOINT)
+        except BadInputError:
+            return 0
+        start = entries.get((METADATA_TOPIC, 0), 0)
+        base = self.segments[0].base_offset if self.segments else self._end_offset
+        if not base < start <= self._end_offset or not any(sn.end_offset >= start for sn in snaps):
+            return 0
+        return start
 
     def _rebuild_epochs(self) -> list[tuple[int, int]]:
         entries: list[tuple[int, int]] = []
@@ -491,8 +532,17 @@ class MetadataLog:
         return self._last_timestamp
 
     def epoch_for_offset(self, offset: int) -> int:
-        """The leader epoch that wrote `offset` (-1 before the first epoch)."""
-        epoch = self._snapshot_epoch if offset < self.log_start_offset else -1
+        """The leader epoch that wrote `offset` (-1 before the first epoch).
+
+        Below the records the log holds, a snapshot ending right after `offset` knows it exactly (its
+        epoch is its last record's); else the newest snapshot's epoch stands in.
+        """
+        epoch = -1
+        if offset < self.log_start_offset or (self._epochs and offset < self._epochs[0][1]):
+            epoch = self._snapshot_epoch
+            if not self._single:
+                exact = [sn.epoch for sn in list_snapshots(self.partition_dir) if sn.end_offset == offset + 1]
+                epoch = exact[0] if exact else epoch
         for e, start in self._epochs:
             if start <= offset:
                 epoch = e
@@ -560,6 +610,14 @@ class MetadataLog:
                 return batch.max_timestamp
             break
         return None
+
+    def as_kafka_opens(self) -> None:
+        """Read this (read-only) log as Kafka 3.9 opens it: from the first segment's base offset, which
+        KafkaMetadataLog takes as the log start whatever log-start-offset-checkpoint says."""
+        if self.writable:
+            raise BadInputError(f"{self.log_dir}: only a read-only log can be read as Kafka opens it")
+        self._start_floor = 0
+        self._image_cache = None
 
     def forget_image(self) -> None:
         """Drop `load_image`'s kept answer: its caller takes that image over to change it (the first
@@ -785,6 +843,10 @@ class MetadataLog:
             return 0
         if offset > self._end_offset:
             raise BadInputError(f"log start {offset} would be past the log end offset {self._end_offset}")
+        # durable first (a snapshot at or after `offset` is on disk already): a reopen starts here too
+        dirfiles.write_log_start_offset(
+            self.log_dir / dirfiles.LOG_START_OFFSET_CHECKPOINT, METADATA_TOPIC, 0, offset
+        )
         self._start_floor = offset
         deleted = 0
         while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
@@ -794,9 +856,13 @@ class MetadataLog:
             deleted += 1
         if deleted:
             dirfiles.fsync_dir(self.partition_dir)
-        below = [e for e in self._epochs if e[1] <= offset]
-        if below:
-            self._epochs = [(below[-1][0], offset), *(e for e in self._epochs if e[1] > offset)]
+        # The epochs are cut at what the segments still hold (the first segment's base), not at the
+        # log start: Kafka takes its log start from that base when it opens the directory, and the
+        # checkpoint must give an epoch for every batch it then serves.
+        base = self.segments[0].base_offset
+        below = [e for e in self._epochs if e[1] <= base]
+        if below and below[-1][1] < base:
+            self._epochs = [(below[-1][0], base), *(e for e in self._epochs if e[1] > base)]
             dirfiles.write_leader_epochs(self.partition_dir / dirfiles.LEADER_EPOCH_CHECKPOINT, self._epochs)
         snaps = list_snapshots(self.partition_dir)
         if snaps:

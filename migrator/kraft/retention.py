@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from migrator.errors import BadInputError, ZkKraftError
-from migrator.kraft.batch import decode_batch_records
+from migrator.kraft.batch import LOG_OVERHEAD, decode_batch_records
 from migrator.kraft.image import snapshot_records
 from migrator.kraft.records import MetadataRecord
 from migrator.kraft.snapshot import list_snapshots, read_snapshot_timestamp, write_snapshot
@@ -42,6 +42,7 @@ __all__ = [
     "purge_aborted",
     "set_default_config",
     "snapshot_now",
+    "start_at_snapshot",
 ]
 
 _BEGIN, _END, _ABORT = 23, 24, 25
@@ -51,12 +52,17 @@ _CLEAN_EVERY_MS = 60_000
 
 @dataclass(frozen=True)
 class RetentionConfig:
-    """Kafka's controller settings for snapshots and retention, with Kafka 3.9's defaults."""
+    """Kafka's controller settings for snapshots, retention and segment size, with Kafka 3.9's defaults.
+
+    The segment size matters to retention: it deletes whole segments only, so a log that never rolls
+    keeps every record on disk however far its start moves."""
 
     max_bytes_between_snapshots: int = 20 << 20  # metadata.log.max.record.bytes.between.snapshots
     snapshot_interval_ms: int = 3_600_000  # metadata.log.max.snapshot.interval.ms (0: no time trigger)
     retention_bytes: int = 100 << 20  # metadata.max.retention.bytes (-1: no size limit)
     retention_ms: int = 7 * 24 * 3_600_000  # metadata.max.retention.ms (-1: no time limit)
+    segment_bytes: int = 1 << 30  # metadata.log.segment.bytes: a segment rolls before passing it
+    segment_min_bytes: int = 8 << 20  # metadata.log.segment.min.bytes (Kafka-internal, for tests)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> RetentionConfig:
@@ -73,6 +79,18 @@ class RetentionConfig:
             raise BadInputError("metadata.log.max.record.bytes.between.snapshots must be at least 1")
         if config.snapshot_interval_ms < 0:
             raise BadInputError("metadata.log.max.snapshot.interval.ms must be 0 or more")
+        for key, value in (
+            ("metadata.log.segment.bytes", config.segment_bytes),
+            ("metadata.log.segment.min.bytes", config.segment_min_bytes),
+        ):
+            if value < LOG_OVERHEAD:  # KRaftConfigs: atLeast(Records.LOG_OVERHEAD)
+                raise BadInputError(f"{key}={value}: must be at least {LOG_OVERHEAD}")
+        if config.segment_bytes < config.segment_min_bytes:  # KafkaMetadataLog.apply refuses to start
+            raise BadInputError(
+                f"Cannot set metadata.log.segment.bytes below {config.segment_min_bytes}: "
+                f"{config.segment_bytes} (Kafka's bound; its internal metadata.log.segment.min.bytes "
+                "lowers it, for testing only)"
+            )
         return config
 
 
@@ -82,6 +100,8 @@ PROPERTY_KEYS: dict[str, str] = {
     "metadata.log.max.snapshot.interval.ms": "snapshot_interval_ms",
     "metadata.max.retention.bytes": "retention_bytes",
     "metadata.max.retention.ms": "retention_ms",
+    "metadata.log.segment.bytes": "segment_bytes",
+    "metadata.log.segment.min.bytes": "segment_min_bytes",
 }
 assert set(PROPERTY_KEYS.values()) == {f.name for f in fields(RetentionConfig)}
 
@@ -220,15 +240,23 @@ def purge_aborted(log: MetadataLog) -> int | None:
             f"{log.partition_dir}: cannot move the log start past an aborted transaction: a metadata "
             "transaction is open at the log's end"
         )
+    start_at_snapshot(log, end)
+    policy = getattr(log.after_append, "__self__", None)
+    if isinstance(policy, SnapshotPolicy):
+        policy.snapshot_at_next_commit = True  # the redo's commit gets its own snapshot too
+    return end
+
+
+def start_at_snapshot(log: MetadataLog, end: int) -> None:
+    """Make the snapshot at `end` (on disk already) the log start for every reader, Kafka's too: a new
+    segment at `end`, every segment below it deleted (Kafka derives its log start from the first
+    segment's base) and the older snapshots forgotten. Idempotent: a crash in between is finished by
+    calling it again."""
     log.roll()
     log.advance_start(end)
     for snap in list_snapshots(log.partition_dir):
         if snap.end_offset < end:
             _unlink_snapshot(snap.path)
-    policy = getattr(log.after_append, "__self__", None)
-    if isinstance(policy, SnapshotPolicy):
-        policy.snapshot_at_next_commit = True  # the redo's commit gets its own snapshot too
-    return end
 
 
 def _has_abort(log: MetadataLog) -> bool:

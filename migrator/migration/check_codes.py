@@ -78,8 +78,8 @@ PENDING_TOPIC_DELETIONS = define(
     "PENDING_TOPIC_DELETIONS",
     Severity.WARNING,
     "Topics are queued for deletion in /admin/delete_topics.",
-    "They are not migrated; the first KRaft-to-ZooKeeper sync removes them from ZooKeeper and brokers keep their logs as strays.",
-    "Let the deletions finish (all replicas' brokers online) or remove the entries before migrating.",
+    "The migration completes their deletion, as Kafka's own does: they are not copied, the first KRaft-to-ZooKeeper sync removes them from ZooKeeper and brokers keep their logs as strays.",
+    "Nothing is required; to have the brokers delete those logs themselves, let the deletions finish (all replicas' brokers online) before migrating.",
 )
 REASSIGNMENT_IN_PROGRESS = define(
     "REASSIGNMENT_IN_PROGRESS",

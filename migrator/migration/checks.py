@@ -354,7 +354,8 @@ def check_topics(image: ClusterImage) -> list[Finding]:
         out.append(
             finding(
                 PENDING_TOPIC_DELETIONS,
-                f"{plural(len(names), 'topic')} pending deletion will not be migrated: {examples(names)}",
+                f"{plural(len(names), 'topic')} pending deletion: the migration completes the deletion "
+                f"(not copied, removed from ZooKeeper by the first sync): {examples(names)}",
                 paths=[f"/admin/delete_topics/{n}" for n in names],
                 count=len(names),
             )

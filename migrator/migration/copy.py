@@ -229,7 +229,7 @@ def copy_zk_data(
                 if progress is not None:
                     progress(done, max(total, done))
                 # A safe point, like the crash point: the transaction stays open and the next run aborts it.
-                stop.check(_stopped_at(done, appender, first))
+                _stop_point(done, appender, first)
                 t0 = time.perf_counter()
                 chunk = _next_chunk(source, batch_records, by_key)
                 build_seconds += time.perf_counter() - t0
@@ -240,7 +240,7 @@ def copy_zk_data(
         del chunk, source
         if take:
             image.topics.clear()  # every record is built and appended: the partitions can go
-        stop.check(_stopped_at(done, appender, first))
+        _stop_point(done, appender, first)
         total = done
         if progress is not None:
             progress(done, total)
@@ -279,6 +279,14 @@ def copy_zk_data(
     write_manifest(Path(log.log_dir), manifest)
     crash_point("copy.manifest-written")
     return manifest
+
+
+def _stop_point(built: int, appender: _Appender, first: int) -> None:
+    """A safe point. On a stop request the appender first finishes the chunks it was handed (they are
+    appended whatever happens next), so the offsets said are the log's, not those of a moment before."""
+    if stop.requested():
+        appender.close(raise_error=False)
+        stop.check(_stopped_at(built, appender, first))
 
 
 def _stopped_at(built: int, appender: _Appender, first: int) -> str:

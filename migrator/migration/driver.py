@@ -32,7 +32,7 @@ from migrator.controller import core as ctl_core
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.log import MetadataLog
-from migrator.migration import health, log_binding
+from migrator.migration import advice, health, log_binding
 from migrator.migration.facts import Facts, gather
 from migrator.migration.steps import claim as claim_step
 from migrator.migration.steps.admin import admin, admin_many
@@ -142,6 +142,7 @@ def migrate(
     on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None,
     recopy: bool = False,
     reconcile: bool = False,
+    heartbeat: float = 0.0,
 ) -> MigrateResult:
     """Run the migration from the derived state to DualWriteMetadata (and keep following with `follow`).
 
@@ -166,6 +167,7 @@ def migrate(
         on_listen=on_listen,
         recopy=recopy,
         reconcile=reconcile,
+        heartbeat=heartbeat,
     )
     started = time.perf_counter()
     with stopping.phase(*BEFORE_COPY), connected(opts) as zk:
@@ -221,7 +223,8 @@ def migrate(
 def _finalized(run: Run) -> MigrateResult:
     if run.migrate.follow:
         raise RefusedError(
-            "the migration is finalized: ZooKeeper is no longer written, there is nothing to follow"
+            "the migration is finalized: ZooKeeper is no longer written, there is nothing to follow; next: "
+            + advice.handover(run.opts.log_dir)
         )
     facts, result = run.facts, run.result
     result.actions.append("nothing to do: the migration is finalized")

@@ -22,7 +22,7 @@ from migrator.kraft.log import METADATA_PARTITION, MetadataLog
 from migrator.model import ControllerZnode, MigrationZnode
 from migrator.zk import paths as P
 from migrator.zk.migration_client import codec, permission_denied, read_migration, retry_transient
-from state_machine import DerivedState, DurableFacts, derive_state
+from state_machine import DerivedState, DurableFacts, KafkaMigrationCode, derive_state
 
 __all__ = ["Facts", "LogFacts", "ZkFacts", "gather", "gather_zk", "log_exists", "read_log_facts"]
 
@@ -82,9 +82,13 @@ class Facts:
 
 
 def write_behind_lag(log: LogFacts, zk: ZkFacts) -> int:
-    """`last committed record offset − /migration offset`, 0 before the copy is recorded (as Kafka)."""
+    """`last committed record offset − /migration offset`, 0 before the copy is recorded (as Kafka) and
+    after finalize: ZooKeeper is no longer written, so nothing is behind it (the records after
+    POST_MIGRATION never go there)."""
     m = zk.migration
     if log.migration_code is None or m is None or m.kraft_metadata_offset < 0:
+        return 0
+    if log.migration_code == KafkaMigrationCode.POST_MIGRATION:
         return 0
     return max(0, log.last_record_offset - m.kraft_metadata_offset)
 

@@ -21,9 +21,8 @@ from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.migration.admin import AdminReply, writer_lock_held
 from migrator.migration.facts import Facts, log_exists
 from state_machine import KafkaMigrationCode
-from state_machine import MigrationState as S
 
-__all__ = ["MigrationHealth", "WriterInfo", "migration_started", "migration_health", "read_writer"]
+__all__ = ["MigrationHealth", "WriterInfo", "migration_started", "read_writer"]
 
 _STARTED_CODES = (
     KafkaMigrationCode.PRE_MIGRATION,
@@ -82,88 +81,6 @@ class MigrationHealth(BaseModel):
     @property
     def healthy(self) -> bool:
         return not self.problems
-
-
-def restart_action(writer: WriterInfo | None, waiting_for_brokers: bool = False) -> str:
-    """What to run when the writer died: the same command resumes from the log's facts."""
-    command = writer.command if writer is not None and writer.command else "zk2kraft migrate"
-    if command.endswith("controller"):
-        return f"restart the controller (`{command}` with the same options): it resumes from the log"
-    if waiting_for_brokers:
-        return (
-            "restart `zk2kraft migrate --listen HOST:PORT` (the brokers' controller.quorum.voters address): "
-            "it resumes the broker wait from the log"
-        )
-    return "restart the writer: `zk2kraft migrate --follow` resumes from the log (or run `zk2kraft migrate` once)"
-
-
-def migration_health(facts: Facts, log_dir: str | None, state_public: str) -> MigrationHealth:
-    """State, lag, writer and brokers of a started migration, with what is wrong in it."""
-    lf, zk = facts.log, facts.zk
-    writer = read_writer(log_dir) if log_dir is not None else None
-    kraft_brokers = sorted(lf.replay.image.brokers) if lf.replay is not None else []
-    h = MigrationHealth(
-        state=state_public,
-        kafka_state=KafkaMigrationCode(lf.migration_code).name if lf.migration_code is not None else None,
-        write_behind_lag=facts.lag,
-        writer=writer,
-        zk_registered_brokers=list(zk.registered_brokers),
-        kraft_registered_brokers=kraft_brokers,
-    )
-    state = facts.derived.state
-    if log_dir is None:
-        h.problems.append("no --log-dir given: the log's state, lag and writer cannot be checked")
-        h.next_action = (
-            "run `zk2kraft check --log-dir DIR` with the controller's metadata log directory (a claim left "
-            "by a lost controller: `zk2kraft check --preflight`)"
-        )
-        return h
-    if not lf.exists:
-        h.problems.append(f"ZooKeeper is being migrated but {log_dir} holds no metadata log of this cluster")
-        h.next_action = "point --log-dir at the migration's metadata log directory (see `zk2kraft status`)"
-        return h
-    if facts.derived.anomalies:
-        h.problems += list(facts.derived.anomalies)
-    waiting = lf.migration_code == KafkaMigrationCode.PRE_MIGRATION
-    if writer is not None and not writer.alive:
-        h.problems.append(f"the log's writer is gone: {writer.describe()}")
-        h.next_action = restart_action(writer, waiting)
-    if state is S.DUAL_WRITE_METADATA and facts.lag > 0 and (writer is None or not writer.alive):
-        h.problems.append(f"{facts.lag} committed records are not in ZooKeeper and no writer is syncing them")
-        h.next_action = h.next_action or "run `zk2kraft migrate` (once, or with --follow) to sync them"
-    if waiting and (writer is None or not writer.alive):
-        h.problems.append("the log holds PRE_MIGRATION but no controller is waiting for the brokers")
-        h.next_action = h.next_action or restart_action(writer, waiting)
-    if not h.next_action:
-        h.next_action = facts.derived.next_action
-    return h
-
-
-def status_advice(facts: Facts, writer: WriterInfo | None, default: str) -> tuple[str, list[str]]:
-    """(next action, notes) for `status` given the writer: a live writer is never told to start again,
-    a dead one is named with how to resume."""
-    code = facts.log.migration_code
-    state = facts.derived.state
-    if writer is not None and writer.alive:
-        if state in (S.DUAL_WRITE_METADATA, S.MIGRATION_FINALIZED):
-            return default, []
-        if code == KafkaMigrationCode.PRE_MIGRATION:
-            return (
-                f"a controller is waiting for the brokers to register, or copying once all have ({writer.describe()}): start the "
-                "ZooKeeper-mode brokers with zookeeper.metadata.migration.enable=true and its address in "
-                "controller.quorum.voters",
-                [],
-            )
-        return f"a writer is at work ({writer.describe()}): wait for it to finish, then `zk2kraft status`", []
-    if (
-        writer is not None
-        and not writer.alive
-        and state is not S.MIGRATION_FINALIZED
-        and migration_started(facts)
-    ):
-        waiting = code == KafkaMigrationCode.PRE_MIGRATION
-        return restart_action(writer, waiting), [f"the log's writer is gone: {writer.describe()}"]
-    return default, []
 
 
 def brokers_not_in_kraft(facts: Facts) -> tuple[list[int], list[int]]:

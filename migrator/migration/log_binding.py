@@ -36,6 +36,7 @@ from migrator.errors import BadInputError, FencedError, ZkKraftError
 from migrator.kraft import dirfiles
 from migrator.kraft.lock import name_only
 from migrator.kraft.log import MetadataLog
+from migrator.kraft.snapshot import list_snapshots
 from migrator.migration.facts import Facts, read_znode
 from migrator.zk import paths as P
 from migrator.zk.migration_client import Claim, retry_transient
@@ -128,21 +129,36 @@ def _meta(log_dir: str | os.PathLike[str]) -> dirfiles.MetaProperties | None:
         return None
 
 
-def identity_of(log: MetadataLog, facts: Facts, kraft_epoch: int) -> LogIdentity:
+def identity_of(
+    log: MetadataLog, facts: Facts, kraft_epoch: int, previous: LogIdentity | None = None
+) -> LogIdentity:
+    """This log's identity for a claim. `previous`: the binding recorded so far; when retention has
+    moved the log start past the copy's commit, the epoch it recorded for that commit is kept (the
+    log itself only knows it from a snapshot ending right there)."""
     meta = log.meta
     copy = facts.log.migration_offset if facts.log.migration_code is not None else None
     copy_offset = -1
     if copy is not None and facts.log.migration_code == 1:  # MIGRATION: the copy's commit record
         copy_offset = copy
+    path = str(Path(log.log_dir).resolve())
+    directory_id = meta.directory_id if meta else None
+    copy_epoch = log.epoch_for_offset(copy_offset) if copy_offset >= 0 else -1
+    if (
+        0 <= copy_offset < log.log_start_offset
+        and previous is not None
+        and previous.copy_offset == copy_offset
+        and previous.key == (directory_id, socket.gethostname(), path)
+    ):
+        copy_epoch = previous.copy_epoch
     return LogIdentity(
         cluster_id=meta.cluster_id if meta else facts.zk.cluster_id,
         node_id=meta.node_id if meta else None,
-        directory_id=meta.directory_id if meta else None,
+        directory_id=directory_id,
         host=socket.gethostname(),
-        path=str(Path(log.log_dir).resolve()),
+        path=path,
         kraft_epoch=kraft_epoch,
         copy_offset=copy_offset,
-        copy_epoch=log.epoch_for_offset(copy_offset) if copy_offset >= 0 else -1,
+        copy_epoch=copy_epoch,
     )
 
 
@@ -245,6 +261,11 @@ def _holds(log_dir: str, facts: Facts, bound: LogIdentity | None, open_log: Meta
         for what, offset, epoch in points:
             if offset > log.end_offset - 1:
                 return f"ends at offset {log.end_offset - 1}, before {what} at offset {offset}"
+            if offset < log.log_start_offset:
+                why = _snapshot_holds(log, what, offset, epoch)
+                if why is not None:
+                    return why
+                continue
             have = log.epoch_for_offset(offset)
             if have != epoch:
                 return f"has epoch {have} at offset {offset} where {what} records epoch {epoch}"
@@ -253,6 +274,24 @@ def _holds(log_dir: str, facts: Facts, bound: LogIdentity | None, open_log: Meta
             f"has {lf.last_record_offset - m.kraft_metadata_offset} records after offset "
             f"{m.kraft_metadata_offset} that ZooKeeper never acknowledged (written by a writer that "
             "no longer holds the claim)"
+        )
+    return None
+
+
+def _snapshot_holds(log: MetadataLog, what: str, offset: int, epoch: int) -> str | None:
+    """Retention moved the log start past `offset`: the snapshots stand for it. One ending right after
+    it carries its epoch exactly; otherwise the oldest one past it can only have been written in that
+    epoch or a later one (epochs never go back)."""
+    covering = [s for s in list_snapshots(log.partition_dir) if s.end_offset > offset]
+    if not covering:
+        return f"starts at offset {log.log_start_offset} with no snapshot past {what} at offset {offset}"
+    exact = next((s for s in covering if s.end_offset == offset + 1), None)
+    if exact is not None and exact.epoch != epoch:
+        return f"has a snapshot ending at offset {offset} in epoch {exact.epoch} where {what} records epoch {epoch}"
+    if covering[0].epoch < epoch:
+        return (
+            f"has a snapshot past offset {offset} in epoch {covering[0].epoch}, before the epoch {epoch} "
+            f"{what} records"
         )
     return None
 

@@ -33,6 +33,7 @@ __all__ = [
     "notification_for",
     "owned",
     "plan",
+    "recreated_topics",
     "repairs_of",
     "same",
     "structural",
@@ -312,21 +313,57 @@ def _delete_order(path: str) -> tuple[int, int]:
     return (-path.count("/"), 1 if path.startswith(P.TOPICS + "/") and path.count("/") == 3 else 0)
 
 
+def _topic_id_of(path: str, data: bytes | None) -> str | None:
+    try:
+        return codec.decode_topic(path, data).topic_id
+    except BadInputError:
+        return None
+
+
+def recreated_topics(want: Mapping[str, bytes | None], cache: ZkCache) -> list[str]:
+    """Topic znodes in `want` whose topic id differs from the one ZooKeeper holds under that name.
+
+    Such a topic was deleted and created again under the same name (between two syncs, or while
+    ZooKeeper was away): its znodes are not the old topic's to update but a new topic's to create.
+    Kafka's migration writer deletes the old topic's znodes and creates the new one's, so every
+    version starts at 0 again and a state znode's version can follow the new PartitionEpoch
+    (DESIGN.md invariant 9); updated in place, the versions would stay ahead of the epochs for good.
+    """
+    out: list[str] = []
+    for path, data in want.items():
+        if data is None or path not in cache or _kind(path) != "topic":
+            continue
+        old = cache.get(path)
+        if old == data or not old:
+            continue
+        new_id = _topic_id_of(path, data)
+        if new_id is not None and _topic_id_of(path, old) != new_id:
+            out.append(path)
+    return out
+
+
 def plan(want: Mapping[str, bytes | None], cache: ZkCache) -> tuple[list[ZkOp], list[tuple[str, str]]]:
     """Ops that make ZooKeeper hold `want` (None: must not exist), and (path, create|update|delete).
 
     Deletes come first, children before parents; then creates and sets in `want`'s order (parents
-    first), with any missing container above a created znode created just before it.
+    first), with any missing container above a created znode created just before it. A topic whose
+    id changed under its name (`recreated_topics`) has every cached znode of it deleted and created
+    afresh, in the same ops: ZooKeeper applies a multi in order, so no reader sees it missing.
     """
     changes: list[tuple[str, str]] = []
     deletes = sorted((p for p, d in want.items() if d is None and p in cache), key=_delete_order)
+    gone = set(deletes)
+    for root in recreated_topics(want, cache):
+        old = sorted((p for p in cache.subtree(root) if p not in gone), key=_delete_order)
+        deletes.extend(old)
+        gone.update(old)
     ops = [ZkOp.delete(p) for p in deletes]
     changes.extend((p, "delete") for p in deletes)
     created: set[str] = set()
     for path, data in want.items():
         if data is None:
             continue
-        if path in cache:
+        if path in cache and path not in gone:
             if structural(path):
                 continue
             old = cache.get(path)
@@ -336,7 +373,7 @@ def plan(want: Mapping[str, bytes | None], cache: ZkCache) -> tuple[list[ZkOp], 
             continue
         missing = []
         parent = P.parent(path)
-        while parent != "/" and parent not in cache and parent not in created:
+        while parent != "/" and (parent not in cache or parent in gone) and parent not in created:
             missing.append(parent)
             parent = P.parent(parent)
         for p in reversed(missing):

@@ -456,7 +456,11 @@ class ZkSyncer:
         this controller's LeaderAndIsr makes it refuse their AlterPartition (NOT_CONTROLLER) until the
         next election. One write per record would keep them equal; a coalesced write, or a change that
         leaves the state's bytes alone (a reassignment step), needs the difference made up, with the
-        same bytes, in the same multi group. A version ahead of the epoch cannot be moved back.
+        same bytes, in the same multi group. A version ahead of the epoch (ZooKeeper's controller would
+        answer the brokers' AlterPartition INVALID_UPDATE_VERSION) cannot be moved back by a write: the
+        znode is deleted and created again with the same bytes (version 0) in the same multi, then
+        raised to the epoch (DESIGN.md invariant 9). A re-created topic's znodes are created afresh
+        by `zk_diff.plan` already; this repairs what an older sync left.
         """
         assert self._builder is not None and self._cache is not None
         versions = self._state_versions
@@ -474,8 +478,12 @@ class ZkSyncer:
             topic = topics.get(name)
             part = None if topic is None else topic.partitions.get(pid)
             data = data_of.get(path)
-            if part is None or data is None or part.partition_epoch <= version:
+            if part is None or data is None or part.partition_epoch == version:
                 continue
+            if version > part.partition_epoch:
+                ops.append(ZkOp.delete(path))
+                ops.append(ZkOp.create(path, data))
+                version = 0
             ops.extend(ZkOp.set(path, data) for _ in range(part.partition_epoch - version))
             versions[path] = part.partition_epoch
         return ops

@@ -222,15 +222,14 @@ class _Writer:
     def _unreachable(self, batch: _Batch, err: Exception) -> ZkKraftError:
         return UnreachableError(
             f"lost ZooKeeper while creating {batch.paths[0]} and {len(batch.paths) - 1} more znodes "
-            f"({type(err).__name__}); {self.created:,} znodes were created before, rerun with exist_ok "
-            "to resume"
+            f"({type(err).__name__}); {self.created:,} znodes were created before, rerun skipping existing "
+            "znodes to resume"
         )
 
     def _translate(self, path: str, err: Exception) -> ZkKraftError:
         if isinstance(err, NodeExistsError):
             return ZnodeExistsError(
-                f"znode {path} already exists (skip existing znodes with exist_ok / --exist-ok); "
-                f"{self.created:,} znodes were created before it",
+                f"znode {path} already exists; {self.created:,} znodes were created before it",
                 path,
             )
         if isinstance(err, NoNodeError):

@@ -11,6 +11,7 @@ import os
 import re
 import socket
 import ssl
+import struct
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from kazoo.exceptions import AuthFailedError, KazooException, NoAuthError
 from kazoo.handlers.threading import AsyncResult, KazooTimeoutError, SequentialThreadingHandler
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
-from migrator import stop
+from migrator import lock_rule, stop
 from migrator.errors import BadInputError, PermissionDeniedError, UnreachableError
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class _StoppableResult(AsyncResult):  # type: ignore[misc]
     """
 
     def get(self, block: bool = True, timeout: float | None = None) -> object:
+        if block and not self.ready():
+            lock_rule.check_zookeeper_wait("waiting for ZooKeeper to answer")
         if not block or timeout is not None:
             return super().get(block, timeout)
         while not self.wait(0.25):
@@ -285,10 +288,10 @@ def connect(
     except KazooTimeoutError:
         close(client)
         hint = ""
-        if reachable:  # a port that accepts TCP but never completes ZooKeeper's handshake
-            hint = (
-                " (is it a TLS port? check --zk-tls-*)" if tls is None else " (is TLS enabled on that port?)"
-            )
+        if reachable and tls is not None:
+            hint = " (is TLS enabled on that port?)"
+        elif reachable:  # a port that accepts TCP but never completes ZooKeeper's handshake: ask it
+            hint = _silent_port_hint(spec.hosts, min(timeout, 3.0))
         raise UnreachableError(f"cannot reach ZooKeeper at {spec.hosts} within {timeout:g}s{hint}") from None
     except ssl.SSLError as e:
         close(client)
@@ -342,6 +345,50 @@ def _probe(hosts: str, timeout: float) -> bool:
             unique = [c.split(": ", 1)[1] for c in unique]
         raise UnreachableError(f"cannot reach ZooKeeper at {hosts}: " + "; ".join(unique))
     return False  # timeouts or other errors: let kazoo try for its full timeout
+
+
+def _silent_port_hint(hosts: str, timeout: float) -> str:
+    """Why a port took the TCP connection but not ZooKeeper's plaintext handshake, by asking it: a
+    TLS handshake, then ZooKeeper's ConnectRequest inside it. Only a ZooKeeper answer over TLS (or a
+    TLS alert, a server wanting a client certificate) makes it a TLS port; anything else (an HTTP
+    server, a proxy or firewall that accepts and never answers) is not ZooKeeper at all."""
+    for entry in hosts.split(","):
+        host, _, port_text = entry.strip().rpartition(":")
+        host = host.strip("[]") or "127.0.0.1"
+        if not port_text.isdigit():
+            host, port_text = entry.strip().strip("[]"), "2181"
+        if _zookeeper_over_tls(host, int(port_text), timeout):
+            return " (it speaks TLS: pass --zk-tls-ca, and --zk-tls-cert/--zk-tls-key if it wants a client certificate)"
+    return (
+        " (something accepted the connection but did not answer as ZooKeeper, with or without TLS: "
+        "check the host and port)"
+    )
+
+
+#: ZooKeeper's ConnectRequest (jute): protocolVersion 0, lastZxidSeen 0, timeOut, sessionId 0, an
+#: empty 16-byte password, readOnly false; framed by its int32 length
+_CONNECT_REQUEST = struct.pack(">iqiqi16sB", 0, 0, 4000, 0, 16, b"\0" * 16, 0)
+
+
+def _zookeeper_over_tls(host: str, port: int, timeout: float) -> bool:
+    """Whether `host:port` completes a TLS handshake and answers ZooKeeper's ConnectRequest in it."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # a diagnosis only: nothing is sent but the empty request
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            with context.wrap_socket(raw, server_hostname=host) as sock:
+                sock.sendall(struct.pack(">i", len(_CONNECT_REQUEST)) + _CONNECT_REQUEST)
+                head = sock.recv(8)
+    except ssl.SSLError as e:  # an alert is TLS spoken (e.g. a client certificate required)
+        return "ALERT" in str(e.reason or "").upper()
+    except OSError:
+        return False
+    # ConnectResponse: int32 length (>= 36), protocolVersion 0
+    if len(head) < 8:
+        return False
+    length, version = struct.unpack(">ii", head)
+    return length >= 36 and version == 0
 
 
 def ensure_chroot(

@@ -17,7 +17,11 @@ Wire facts (apache/zookeeper `MultiOperationRecord`, `MultiResponse`, `FinalRequ
 - the reply header's zxid is the server's last applied zxid when it served the request, and a server
   applies no write while it serves a read, so every op of one reply sees the state at that zxid.
 - a server older than 3.6 answers an unknown opcode with UNIMPLEMENTED (-6) and then closes the
-  connection (`UnimplementedRequestProcessor`); the session survives and kazoo reconnects.
+  connection (`UnimplementedRequestProcessor`); the session survives and kazoo reconnects. Both
+  opcodes arrived in 3.6.0, so one per-client detection (`supports_multi_read`: the `srvr` version,
+  else an empty multiRead) decides for both, and each caller has a 3.5 path: the reader's pipelined
+  walk, `pipelined_read`, `get_all_children_number`'s counting walk. Checked against real 3.5.10 to
+  3.9.3 servers (tests/test_zk_versions.py, the zk_matrix tests).
 """
 
 from __future__ import annotations
@@ -30,7 +34,14 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import EXCEPTIONS, ConnectionLoss, KazooException, UnimplementedError
+from kazoo.exceptions import (
+    EXCEPTIONS,
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NoNodeError,
+    UnimplementedError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 
@@ -58,6 +69,7 @@ __all__ = [
     "multi_read",
     "parse_multi_read",
     "parse_srvr_version",
+    "pipelined_read",
     "server_path",
     "supports_multi_read",
     "wait_for_session",
@@ -246,11 +258,66 @@ def multi_read(
     return MultiReadReply(raw.zxid, [_as_kazoo(r) for r in parse_multi_read(raw.buffer, raw.offset)])
 
 
-def get_all_children_number(client: KazooClient, path: str, timeout: float | None = 30.0) -> int:
-    """Number of znodes below `path` (all depths, `path` itself excluded); ZooKeeper 3.6+."""
+def pipelined_read(
+    client: KazooClient, ops: Sequence[tuple[int, str]], timeout: float = 30.0
+) -> MultiReadReply | None:
+    """The reads of `multi_read` for a server without multiRead (ZooKeeper 3.5): kazoo's single
+    requests, all sent before any reply is awaited, after a sync. Results look like `multi_read`'s.
+
+    A 3.5 server has no request that reads several paths at one zxid, but each reply header carries
+    the zxid the server had applied when it served the request, replies come in request order, and
+    kazoo keeps the newest in `last_zxid`. Unchanged from the sync's reply to the last read's, no
+    write landed in between and every read saw the tree at that zxid: the reply is what a multiRead
+    would have answered. Otherwise None: no one zxid covers the results.
+    """
+    client.sync_async("/").get(timeout=timeout)
+    start = int(client.last_zxid)
+    pending = [
+        client.get_async(path) if op == OP_GET_DATA else client.get_children_async(path) for op, path in ops
+    ]
+    results: list[Any] = []
+    for result in pending:
+        try:
+            results.append(result.get(timeout=timeout))
+        except (NoNodeError, NoAuthError) as e:
+            results.append(e)
+    if int(client.last_zxid) != start:
+        return None
+    return MultiReadReply(start, results)
+
+
+def get_all_children_number(client: KazooClient, path: str, timeout: float = 30.0) -> int:
+    """Number of znodes below `path` (all depths, `path` itself excluded).
+
+    ZooKeeper 3.6+ counts them in one request; getAllChildrenNumber came in the same release as
+    multiRead (3.6.0), so the same per-client detection decides. A 3.5 server would answer the opcode
+    with UNIMPLEMENTED and drop the connection: there a breadth-first walk of pipelined getChildren
+    counts them instead (not at one zxid, as the server's own count is not either).
+    """
+    if not supports_multi_read(client, timeout):
+        return _count_below(client, path, timeout)
     result = client.handler.async_result()
     client._call(GetAllChildrenNumberRequest(server_path(client.chroot, path)), result)
     return int(result.get(timeout=timeout))
+
+
+def _count_below(client: KazooClient, path: str, timeout: float) -> int:
+    total = 0
+    level = [path]
+    while level:
+        pending = [(parent, client.get_children_async(parent)) for parent in level]
+        level = []
+        for parent, result in pending:
+            try:
+                names = result.get(timeout=timeout)
+            except NoNodeError:
+                if parent == path:
+                    raise
+                continue  # deleted while the walk ran
+            total += len(names)
+            prefix = "" if parent == "/" else parent
+            level.extend(f"{prefix}/{name}" for name in names)
+    return total
 
 
 _SRVR_VERSION = re.compile(r"Zookeeper version:\s*(\d+)\.(\d+)\.(\d+)")

@@ -12,10 +12,11 @@ transaction's zxid (the server applies writes one at a time and answers with the
 applied). `OwnWrites` records, for this session, the zxid and paths of every write that got a
 successful reply. If those zxids cover Z0+1..Zc, nothing happened in ZooKeeper since the read but
 these writes, and ZooKeeper at Zc is the old tree with the paths they wrote (and their parents) read
-again — which `refresh` does in one multiRead, whose reply zxid is that Zc. Anything else — a gap (a
-write by anyone else, a session opened or closed, a write of ours that failed or whose reply was
-lost), another leader epoch, a read that was not one snapshot, a server without multiRead — and
-`refresh` says why and the caller reads ZooKeeper afresh: the check can only cost a read, never
+again — which `refresh` does in one multiRead, whose reply zxid is that Zc (on ZooKeeper 3.5, which
+has no multiRead, in pipelined single reads that must all answer at one zxid, `pipelined_read`).
+Anything else — a gap (a write by anyone else, a session opened or closed, a write of ours that failed
+or whose reply was lost), another leader epoch, a read that was not one snapshot, writes landing while
+a 3.5 server answers the single reads — and `refresh` says why and the caller reads ZooKeeper afresh: the check can only cost a read, never
 hide a change.
 """
 
@@ -28,7 +29,13 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from migrator.zk.multiread import OP_GET_CHILDREN, OP_GET_DATA, multi_read, supports_multi_read
+from migrator.zk.multiread import (
+    OP_GET_CHILDREN,
+    OP_GET_DATA,
+    multi_read,
+    pipelined_read,
+    supports_multi_read,
+)
 from migrator.zk.paths import CONTROLLER_EPOCH, KAFKA_ROOTS
 from migrator.zk.reader import children_reply_bytes
 from migrator.zk.tree import ZkTree, make_znode
@@ -137,15 +144,20 @@ def refresh(
     since; returns None when it did, else why not (then `tree` is unchanged and must be read afresh)."""
     if not tree.consistent:
         return "the pre-flight read was not one snapshot"
-    if not supports_multi_read(client):
-        return "the server has no multiRead (ZooKeeper < 3.6)"
     with own._lock:
         writes = list(own.writes)
     z0 = tree.read_zxid
     touched = {p for _, paths in writes for p in paths}
     paths = sorted({q for p in touched for q in (p, _parent(p)) if _in_scope(q, roots)})
     ops = [(op, p) for p in paths for op in (OP_GET_DATA, OP_GET_CHILDREN)]
-    reply = multi_read(client, ops or [(OP_GET_DATA, CONTROLLER_EPOCH)])
+    ops = ops or [(OP_GET_DATA, CONTROLLER_EPOCH)]
+    if supports_multi_read(client):
+        reply = multi_read(client, ops)
+    else:  # ZooKeeper 3.5: single reads, proven to share one zxid (multiread.pipelined_read)
+        maybe = pipelined_read(client, ops)
+        if maybe is None:
+            return "ZooKeeper applied writes while the changed paths were read again (a server without multiRead)"
+        reply = maybe
     zc = reply.zxid
     if zc >> 32 != z0 >> 32:
         return "a new ZooKeeper leader epoch began since the pre-flight read"
@@ -155,7 +167,7 @@ def refresh(
         return (
             f"{others} transaction(s) not this session's since the pre-flight read (zxid {z0:#x} → {zc:#x})"
         )
-    if ops:
+    if paths:
         _patch(tree, paths, reply.results)
     own.patched = paths
     tree.read_zxid = zc

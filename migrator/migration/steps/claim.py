@@ -75,7 +75,9 @@ def claim(
         ),
         taken,
     )
-    log_binding.record_claim(zk.zk, taken, log_binding.identity_of(log, facts, taken.kraft_epoch))
+    log_binding.record_claim(
+        zk.zk, taken, log_binding.identity_of(log, facts, taken.kraft_epoch, log_binding.read_binding(zk.zk))
+    )
     crash_point("claim.migration-written")
     return taken, migration
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from migrator import stop as stopping
+from migrator.lock_rule import DARK_WINDOW, allowed
 from migrator.migration import copy as copy_mod
 from migrator.migration.faults import crash_point
 from migrator.migration.steps.claim import abort_reason, claim_for_run
@@ -43,7 +44,9 @@ def copy(run: Run) -> MigrationEvent:
     # timings["dark_window"] spans the claim to DualWriteMetadata: the controller serves nothing but
     # registrations and heartbeats meanwhile (KIP-866), so it is the figure the single-read work targets.
     run.dark_started = time.perf_counter()
-    with stopping.phase(*COPYING):
+    # The one ZooKeeper work under the service's lock (migrator.lock_rule): the copy's reads and
+    # writes, which brokers wait for by design until the copy commits (the dark window above).
+    with stopping.phase(*COPYING), allowed(DARK_WINDOW):
         claim_and_copy(run)
     return E.COMMIT_COPY
 

@@ -13,11 +13,21 @@ from __future__ import annotations
 from migrator.errors import FindingsError, ZkKraftError
 from migrator.kraft import handover
 from migrator.kraft.records import MetadataRecord, record
-from migrator.migration import health, log_binding
+from migrator.migration import advice, health, log_binding
 from migrator.migration.facts import require_own_log
 from migrator.migration.faults import crash_point
 from migrator.migration.steps.claim import next_epoch
-from migrator.migration.steps.run import DriverOptions, E, Run, S, ask, connected, open_log, public
+from migrator.migration.steps.run import (
+    DriverOptions,
+    E,
+    RefusedError,
+    Run,
+    S,
+    ask,
+    connected,
+    open_log,
+    public,
+)
 from migrator.results import FinalizeResult
 from state_machine import KafkaMigrationCode
 
@@ -30,6 +40,16 @@ def finalize(opts: DriverOptions, *, yes: bool = False, rehearsal: bool = False)
         before = run.state
         if before == S.MIGRATION_FINALIZED and _handover_pending(opts.log_dir):
             return _complete_handover(opts, run)
+        if before is S.DUAL_WRITE_METADATA:  # every unmet guard at once, each with what meets it
+            unmet = advice.finalize_guards(
+                run.facts,
+                health.read_writer(opts.log_dir),
+                rehearsal=rehearsal,
+                confirmed=yes,
+                blockers=run.blockers,
+            )
+            if unmet:
+                raise RefusedError(advice.finalize_refusal(unmet))
         ask(before, E.FINALIZE, run.guards(confirmed=yes))  # refused here, nothing is opened
         require_own_log(run.facts)
         log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, run.node_id)

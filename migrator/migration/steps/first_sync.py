@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 
 from migrator import stop as stopping
+from migrator.lock_rule import DARK_WINDOW, allowed
 from migrator.migration import copy as copy_mod
 from migrator.migration import log_binding
 from migrator.migration.faults import crash_point
@@ -30,7 +31,9 @@ SYNCING = (
 def sync(run: Run) -> None:
     """The first sync after the copy, or the resumed dual write; no transition: DualWriteMetadata stays."""
     if run.copied:
-        with stopping.phase(*SYNCING):
+        # still the copy's dark window: the service's lock is held since the copy began (steps.copy),
+        # so its ZooKeeper waits are the declared exception of migrator.lock_rule
+        with stopping.phase(*SYNCING), allowed(DARK_WINDOW):
             first_sync(run)
         assert run.dark_started is not None and run.claim is not None
         run.timings["dark_window"] = round(time.perf_counter() - run.dark_started, 3)
@@ -39,7 +42,7 @@ def sync(run: Run) -> None:
             # activation (registrations, heartbeats) belongs to it
             run.runtime.service.epoch = run.claim.kraft_epoch
         if run.migrate.reconcile:
-            with stopping.phase(*SYNCING):
+            with stopping.phase(*SYNCING), allowed(DARK_WINDOW):
                 full_reconcile(run)
     else:
         if run.log is None:
@@ -95,7 +98,11 @@ def first_sync(run: Run) -> None:
     run.note("reconciling ZooKeeper with the log")
     t0 = time.perf_counter()
     # the copy is committed now: its (offset, epoch) joins the log identity bound to the claim
-    log_binding.record_claim(run.client, claim, log_binding.identity_of(log, run.facts, claim.kraft_epoch))
+    log_binding.record_claim(
+        run.client,
+        claim,
+        log_binding.identity_of(log, run.facts, claim.kraft_epoch, log_binding.read_binding(run.client)),
+    )
     run.syncer = s = syncer(run.client, log, claim, migration, run.facts)
     s.metrics = run.opts.metrics
     if run.opts.metrics is not None:  # live from the first sync, not only once `follow` starts

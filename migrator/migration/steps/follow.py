@@ -83,11 +83,13 @@ class Controller:
         kinds = {c.kind for c in changes}
         if not kinds & {"create-topic", "add-partitions", "alter-broker-config"}:
             return {}, {}
-        if self.service is None or "alter-broker-config" in kinds:
+        if self.service is None:  # `zk2kraft admin`'s direct path: no service, no lock held
             return self.zk.live_brokers(gather_zk(self.zk.zk).registered_brokers), {}
         # The live ZooKeeper brokers (ids refreshed by the follow loop; a registered one as its
         # registration says, fenced or not) and unfenced KRaft brokers, racks from their
-        # registrations: no ZooKeeper read per broker per topic (issue 13's bench).
+        # registrations: no ZooKeeper read per broker per topic (issue 13's bench), and none at all
+        # under the service's lock, which the caller holds (DESIGN.md invariant 8: a ZooKeeper
+        # hiccup must not hold up heartbeats behind one config change).
         regs = self.image.brokers
         live: dict[int, str | None] = {}
         fenced: dict[int, str | None] = {}
@@ -120,8 +122,10 @@ class Controller:
         pending = Pending()
         outcomes: list[Planned | BadInputError] = []
         for change in changes:
+            # a broker's config needs it registered, fenced or not (placement wants live ones only)
+            known = {**fenced, **live} if change.kind == "alter-broker-config" else live
             try:
-                planned = plan_change(change, self.image, live, placing, pending)
+                planned = plan_change(change, self.image, known, placing, pending)
                 # Before anything is appended: a write ZooKeeper can never take would stall the lag.
                 if planned.records:
                     refuse_oversized_change(
@@ -247,8 +251,12 @@ def follow(run: Run) -> None:
     ids_read = time.monotonic()
     ids_changed = threading.Event()  # a /brokers/ids child watch: a rolled broker's id frees at once
     opts.note(f"following as the controller (pid {os.getpid()}); stop with SIGTERM or Ctrl-C")
+    beat = Heartbeat(run.migrate.heartbeat, log.end_offset)
     try:
         while not stop.is_set():
+            if beat.due():
+                zk_ids = service.core.zk_broker_ids if service is not None else frozenset()
+                opts.note(beat.line(ctl.image, zk_ids, syncer.lag(), log.end_offset, service is not None))
             if service is not None and service.fenced:  # outside the retry: it cannot serve again
                 raise service.failure or FencedError(
                     "the controller was fenced by a newer one while serving brokers"
@@ -286,12 +294,47 @@ def follow(run: Run) -> None:
         result.followed_seconds = round(time.perf_counter() - started, 3)
 
 
+class Heartbeat:
+    """The follower's periodic line: what it does now (brokers served, lag, the last change), never a
+    repeat of the last event, which would read as a stuck retry."""
+
+    def __init__(self, every: float, end_offset: int) -> None:
+        self.every = every
+        self.next = time.monotonic() + every
+        self.end_offset = end_offset
+        self.changed: str | None = None  # wall-clock time the log's end last moved
+
+    def due(self) -> bool:
+        return self.every > 0 and time.monotonic() >= self.next
+
+    def line(
+        self, image: ClusterImage, zk_ids: frozenset[int], lag: int, end_offset: int, serving: bool
+    ) -> str:
+        """`zk_ids`: the brokers registered in ZooKeeper, served through their ZooKeeper-mode
+        channels whether or not they registered with this controller too."""
+        self.next = time.monotonic() + self.every
+        if end_offset != self.end_offset:
+            self.end_offset, self.changed = end_offset, time.strftime("%H:%M:%S")
+        kraft = {b.id for b in image.brokers.values() if not b.is_migrating_zk_broker}
+        zk_mode = (set(zk_ids) | {b.id for b in image.brokers.values() if b.is_migrating_zk_broker}) - kraft
+        who = (
+            f"serving {len(kraft | zk_mode)} brokers ({len(zk_mode)} in ZooKeeper mode)"
+            if serving
+            else "following without a listener"
+        )
+        last = f"last change at {self.changed}" if self.changed else "no change since start"
+        return f"{who}, write-behind lag {lag}, log end offset {end_offset}, {last}"
+
+
 def served_listeners(server: object | None) -> list[tuple[str, str, str, int]]:
     """(name, protocol, host, port) of each listener this controller serves, for `zk2kraft admin`."""
     if server is None:
         return []
     many = getattr(server, "servers", None)
     if many is not None:  # a Kafka `listeners` value, each with its security
-        return [(s.security.name, s.security.protocol, *s.address[:2]) for s in many]
+        # as `advertised.listeners` names them (a wildcard bind is no address to connect to)
+        return [
+            (s.security.name, s.security.protocol, *(s.security.advertised or s.address[:2])) for s in many
+        ]
     host, port = server.address  # type: ignore[attr-defined]
     return [] if port == 0 else [("CONTROLLER", "PLAINTEXT", host, port)]

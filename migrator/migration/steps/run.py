@@ -109,6 +109,7 @@ class MigrateOptions:
     on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None
     recopy: bool = False
     reconcile: bool = False  # --reconcile: a full reconcile from a fresh read once synced
+    heartbeat: float = 0.0  # seconds between the follower's "serving N brokers" lines (0: none)
 
 
 @contextmanager

@@ -66,7 +66,7 @@ class Listener:
         self.server = start_server(service, listen)
         self.address: tuple[str, int] = self.server.address
         self.propagator: ZkPropagator | None = None
-        service.advertised = self.address
+        service.advertised = getattr(self.server, "advertised", None) or self.address
         service.start_timer()
 
     def describe(self) -> str:

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import MetadataLog
+from migrator.migration import advice, estimate, health, log_binding
 from migrator.migration import copy as copy_mod
-from migrator.migration import estimate, health, log_binding
 from migrator.migration.admin import read_follower, writer_lock_held
-from migrator.migration.facts import Facts, gather, log_exists
+from migrator.migration.facts import gather, log_exists
+from migrator.migration.steps import kafka_companion
 from migrator.migration.steps.run import DriverOptions, S, connected, kafka_name, public
 from migrator.migration.steps.soft_start import zk_propagator_status
 from migrator.migration.unsynced import find_stuck
@@ -56,30 +57,13 @@ def writer_holder(log_dir: str) -> str | None:
     return holder.describe() if holder else "an unnamed process"
 
 
-def next_action(facts: Facts) -> str:
-    state = facts.derived.state
-    lag = facts.lag
-    if state is S.DUAL_WRITE_METADATA:
-        if lag > 0:
-            return (
-                f"{lag} committed records are not in ZooKeeper yet: keep `zk2kraft migrate --follow` running "
-                "or run `zk2kraft migrate` once; then roll brokers to KRaft and `zk2kraft finalize`"
-            )
-        if facts.zk.registered_brokers:
-            ids = ", ".join(map(str, facts.zk.registered_brokers))
-            return (
-                f"roll the brokers to KRaft mode (still registered in ZooKeeper: {ids}), then "
-                "`zk2kraft finalize`; `zk2kraft rollback` is still possible"
-            )
-    return facts.derived.next_action
-
-
 def status(opts: DriverOptions) -> StatusResult:
     """Everything an operator asks before the next step; reads both sides, writes nothing."""
     stuck = None
     with connected(opts) as zk:
         facts = gather(zk.zk, opts.log_dir)
         unbound = log_binding.problem(zk.zk, facts, opts.log_dir)
+        wrong = None if unbound is None else advice.not_this_log(zk.zk, facts, opts.log_dir, unbound)
         if facts.lag > 0 and facts.zk.migration is not None and log_exists(opts.log_dir):
             with MetadataLog.open(opts.log_dir) as mlog:
                 stuck = find_stuck(zk.zk, mlog, facts.zk.migration)
@@ -103,26 +87,31 @@ def status(opts: DriverOptions) -> StatusResult:
     follower = announced.pid if announced is not None else None
     channels = zk_propagator_status(opts.log_dir, follower) if follower else None
     writer_info = health.read_writer(opts.log_dir)
-    action, notes = health.status_advice(facts, writer_info, next_action(facts))
+    action, notes = advice.next_step(facts, writer_info)
     anomalies = list(d.anomalies) + notes
-    if unbound is not None:  # first: nothing else said about this log matters while it is not the one
-        anomalies.insert(0, unbound.message)
-        action = "check --log-dir: ZooKeeper's claim belongs to the log directory named above"
+    state, kafka_code, reason = d.state, d.kafka_code, d.reason
+    if wrong is not None:  # first: nothing else said about this log matters while it is not the one
+        anomalies.insert(0, wrong[0])
+        action = wrong[1]
+        alone = advice.zk_alone(zk_facts)
+        if alone is not None:  # the log here says nothing about the migration: ZooKeeper alone does
+            state, kafka_code = alone.state, alone.kafka_code
+            reason = f"{alone.proof}; -l {opts.log_dir} is not that controller's log"
     if stuck is not None:
         anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
     if lf.foreign_cluster is not None:
         anomalies.append(
             f"the log directory belongs to cluster {lf.foreign_cluster}, not to ZooKeeper's {zk_facts.cluster_id}"
         )
-    return StatusResult(
-        state=public(d.state),
-        state_code=int(d.state),
-        kafka_code=int(d.kafka_code) if d.kafka_code is not None else None,
-        kafka_state=d.kafka_code.name if d.kafka_code is not None else None,
-        reason=d.reason,
+    result = StatusResult(
+        state=public(state),
+        state_code=int(state),
+        kafka_code=int(kafka_code) if kafka_code is not None else None,
+        kafka_state=kafka_code.name if kafka_code is not None else None,
+        reason=reason,
         next_action=action,
         anomalies=anomalies,
-        log_binding=None if unbound is None else unbound.message,
+        log_binding=None if wrong is None else wrong[0],
         cluster_id=zk_facts.cluster_id,
         controller_id=c.broker_id if c is not None else None,
         controller_is_kraft=zk_facts.kraft_holds_controller,
@@ -165,3 +154,6 @@ def status(opts: DriverOptions) -> StatusResult:
         zk_broker_channels=channels,
         manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
     )
+    if kafka_companion.is_kafka_log(opts.log_dir):  # Kafka's own controller migrates
+        return kafka_companion.companion_status(result, facts, opts.log_dir)
+    return result
