@@ -7,11 +7,18 @@ own format by bench/zk_snapshot.py's writer (which checks against SnapshotFormat
 server; that bench also compares the snapshot parser's MB/s with SnapshotFormatter). The snapshot
 holds a KRaft-held /controller and a /migration at the log's last offset, as after the first sync.
 
-Timed: `python -m spark_audit.audit --zk-snapshot DIR --log-dir DIR --master local[2]` in a fresh
-process (JVM start included), wall time; peak RSS of the Python driver (VmHWM), and of the Spark
-JVM and the Python workers (sampled every 0.2 s). The audit must come back consistent (exit 0).
+Timed, side by side in one run: `python -m spark_audit.audit --zk-snapshot DIR --log-dir DIR --master M`
+in a fresh process (JVM start included) for each of `--masters` (default local[2] and local[1]: the
+speed-up), with `--old` also the whole fold of the log (`--whole-fold`, as before the map-reduce) on
+local[2], with `--cluster` also a standalone cluster (tests/spark_cluster.py: a master and two
+1-core workers, 2 GiB executors). Wall time; peak RSS of the JVMs, of the Python workers together
+and of the largest single Python worker (one task at a time per worker: the peak per task), sampled
+every 0.2 s; the load average before each run. Every audit must come back consistent (exit 0).
+`--log-fold-cpu` instead measures the log's fold without Spark: CPU seconds of the whole replay
+against the map-reduce's plan, map and fold steps.
 
-    .venv/bin/python bench/audit.py [--partitions 1000000] [--per-topic 30] [--master local[2]] [--slices N]
+    .venv/bin/python bench/audit.py [--partitions 1000000] [--per-topic 30] [--masters local[2],local[1]] [--old] [--cluster]
+    .venv/bin/python bench/audit.py --partitions 200000 --log-fold-cpu
 """
 
 from __future__ import annotations
@@ -237,24 +244,28 @@ def _cmdline(pid: int) -> str:
 
 
 class Sampler(threading.Thread):
-    """Peak RSS of the JVM and of the Python workers under a process, sampled."""
+    """Peak RSS of the JVMs and of the Python workers under some processes, sampled: together, and
+    the largest single worker (a worker runs one task at a time, so that is the peak per task)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, *pids: int) -> None:
         super().__init__(daemon=True)
-        self.pid = pid
+        self.pids = pids
         self.jvm = 0
         self.workers = 0
+        self.worker_max = 0
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.is_set():
             jvm = workers = 0
-            for p in _descendants(self.pid):
+            for p in (d for pid in self.pids for d in _descendants(pid)):
                 rss = _status(p, "VmRSS")
-                if "java" in _cmdline(p).split(" ")[0]:
+                cmd = _cmdline(p)
+                if "java" in cmd.split(" ")[0]:
                     jvm += rss
-                elif "pyspark" in _cmdline(p) or "daemon" in _cmdline(p) or "worker" in _cmdline(p):
+                elif "pyspark" in cmd or "daemon" in cmd or "worker" in cmd:
                     workers += rss
+                    self.worker_max = max(self.worker_max, rss)
             self.jvm = max(self.jvm, jvm)
             self.workers = max(self.workers, workers)
             time.sleep(0.2)
@@ -270,12 +281,113 @@ sys.exit(rc)
 """
 
 
+def _audit(
+    args: argparse.Namespace, master: str, whole: bool, zk_dir: Path, log_dir: Path, cluster: object
+) -> dict:
+    """One audit in a fresh process, sampled; its figures."""
+    cmd = [sys.executable, "-c", DRIVER, "--zk-snapshot", str(zk_dir), "--log-dir", str(log_dir)]
+    cmd += ["--master", master, "--json"]
+    if args.slices:
+        cmd += ["--slices", str(args.slices)]
+    cmd.append("--whole-fold" if whole else "--spread")  # each side named: the default depends on the master
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    if cluster is not None:
+        env.update(cluster.env())  # type: ignore[attr-defined]
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    roots = [proc.pid] + ([p.pid for p in cluster.procs] if cluster is not None else [])  # type: ignore[attr-defined]
+    sampler = Sampler(*roots)
+    sampler.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - started
+    sampler.stop.set()
+    sampler.join()
+    if proc.returncode != 0:
+        print(err[-3000:], file=sys.stderr)
+        raise SystemExit(f"audit on {master} exited {proc.returncode}")
+    result = json.loads(out)
+    spark = sum(v for k, v in result.get("timings", {}).items() if "Spark)" in k or "again" in k)
+    label = master if not whole else f"{master} whole fold (before)"
+    if cluster is not None:
+        label = "standalone cluster, 2 executors x 1 core, 2 GiB"
+    print(f"{label}: {wall:.1f}s, {result['verdict']}", flush=True)
+    return {
+        "label": label,
+        "verdict": result["verdict"].split(":")[0],
+        "wall": wall,
+        "spark": spark,
+        "worker_max": sampler.worker_max,
+        "workers": sampler.workers,
+        "jvm": sampler.jvm,
+        "load": load,
+    }
+
+
+def log_fold_cpu(log_dir: Path, tasks: int, reducers: int) -> None:
+    """The log's fold without Spark in this process: CPU seconds of the whole replay (today's one task)
+    against the map-reduce's plan, map and fold steps (each a set of tasks Spark runs in parallel),
+    and the largest single map task and reducer (what bounds the wall time with enough cores)."""
+    import zlib
+
+    import pyarrow as pa
+
+    from spark_audit.inputs import load_kraft
+    from spark_audit.logfold import fold_rows, map_piece, plan_log
+    from spark_audit.rows import image_batches
+
+    cpu = time.process_time
+    t = cpu()
+    result, _ = load_kraft(log_dir)
+    whole_rows = sum(b.num_rows for b in image_batches(result.image, side="kraft"))
+    whole = cpu() - t
+    del result
+    t = cpu()
+    plan = plan_log(log_dir, None, tasks)
+    planned = cpu() - t
+    shares: list[list[tuple[int, int, bytes]]] = [[] for _ in range(reducers)]
+    map_max = map_all = 0.0
+    for piece in plan.pieces:
+        t = cpu()
+        for batch in map_piece(plan, piece):
+            c = batch.to_pydict()
+            for g, o, q, v in zip(c["group"], c["offset"], c["seq"], c["value"], strict=True):
+                shares[zlib.crc32(g.encode()) % reducers].append((o, q, v))
+        took = cpu() - t
+        map_max, map_all = max(map_max, took), map_all + took
+    fold_max = fold_all = 0.0
+    rows = 0
+    for share in shares:
+        share.sort(key=lambda r: (r[0], r[1]))
+        batch = pa.RecordBatch.from_pydict({"offset": [r[0] for r in share], "value": [r[2] for r in share]})
+        share.clear()
+        t = cpu()
+        rows += sum(b.num_rows for b in fold_rows(iter([batch])))
+        took = cpu() - t
+        fold_max, fold_all = max(fold_max, took), fold_all + took
+    assert rows == whole_rows, (rows, whole_rows)
+    print(
+        f"log fold, CPU seconds in one process ({len(plan.pieces)} map tasks, {reducers} reducers, {rows:,} rows):"
+    )
+    print("| step | CPU s, all tasks | CPU s, largest task |")
+    print("| --- | ---: | ---: |")
+    print(f"| whole replay + rows (one task today) | {whole:.1f} | {whole:.1f} |")
+    print(f"| plan on the driver | {planned:.1f} | {planned:.1f} |")
+    print(f"| map: CRC, decode, group | {map_all:.1f} | {map_max:.1f} |")
+    print(f"| reduce: decode, replay, rows | {fold_all:.1f} | {fold_max:.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=1_000_000)
     ap.add_argument("--per-topic", type=int, default=30)
-    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--masters", default="local[2],local[1]", help="comma-separated, map-reduce fold")
+    ap.add_argument("--old", action="store_true", help="also the whole fold (before) on local[2]")
+    ap.add_argument("--cluster", action="store_true", help="also a standalone cluster: 2 workers, 2 GiB each")
     ap.add_argument("--slices", type=int)
+    ap.add_argument(
+        "--log-fold-cpu", action="store_true", help="only the log's fold without Spark: CPU seconds per step"
+    )
     ap.add_argument("--keep", help="build the inputs in this directory and keep them")
     args = ap.parse_args()
 
@@ -300,57 +412,54 @@ def main() -> None:
         f"log {seg_bytes / 1e6:.0f} MB (setup {setup:.0f}s) in {tmp}"
     )
 
-    cmd = [
-        sys.executable,
-        "-c",
-        DRIVER,
-        "--zk-snapshot",
-        str(zk_dir),
-        "--log-dir",
-        str(log_dir),
-        "--master",
-        args.master,
-        "--json",
-    ]
-    if args.slices:
-        cmd += ["--slices", str(args.slices)]
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
-    sampler = Sampler(proc.pid)
-    sampler.start()
-    out, err = proc.communicate()
-    wall = time.perf_counter() - started
-    sampler.stop.set()
-    sampler.join()
-    m = re.search(r"driver-vmhwm-kib (\d+)", err)
-    driver_rss = int(m.group(1)) * 1024 if m else 0
-    if proc.returncode != 0:
-        print(err[-3000:], file=sys.stderr)
-        raise SystemExit(f"audit exited {proc.returncode}")
-    result = json.loads(out)
+    if args.log_fold_cpu:
+        log_fold_cpu(log_dir, 4, 8)
+        runs = []
+    else:
+        runs: list[tuple[str, bool]] = [(m, False) for m in args.masters.split(",")]
+    if args.old:
+        runs.append(("local[2]", True))
+    cluster = None
+    if args.cluster:
+        sys.path.insert(0, str(ROOT / "tests"))
+        import spark_cluster
+
+        cluster = spark_cluster.start(tmp / "spark-cluster")
+        runs.append((cluster.url, False))
+    results = []
+    try:
+        for master, whole in runs:
+            on = cluster if cluster is not None and master == cluster.url else None
+            results.append(_audit(args, master, whole, zk_dir, log_dir, on))
+    finally:
+        if cluster is not None:
+            cluster.stop()
     load = os.getloadavg()
     gib = 1 << 30
-    counts = {c["kind"]: c for c in result["counts"]}
-    t = result.get("timings", {})
-    z, k = result["zookeeper"], result["kraft"]
     print(
-        f"audit of {counts['partition']['zookeeper']:,} partitions on {args.master} "
-        f"({os.cpu_count()} cores, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}): "
-        f"{result['verdict']}"
+        f"{args.partitions:,} partitions, {os.cpu_count()} cores, load average after the runs "
+        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
     )
-    print("| step | seconds |")
-    print("| --- | --- |")
-    print(f"| whole audit, fresh process (JVM start included) | {wall:.1f} |")
-    for name, secs in t.items():
-        print(f"| {name} | {secs:.1f} |")
-    print(f"| in the ZooKeeper task: snapshot + replay + decode | {z.get('load_seconds', 0):.1f} |")
-    print(f"| in the KRaft task: log replay | {k.get('load_seconds', 0):.1f} |")
+    if not results:
+        print("(no Spark runs)")
     print(
-        f"peak RSS: Python driver {driver_rss / gib:.2f} GiB, Spark JVM (driver + local executor) "
-        f"{sampler.jvm / gib:.2f} GiB, Python workers together {sampler.workers / gib:.2f} GiB"
+        "| run | verdict | whole audit (s) | Spark step (s) | Python worker peak per task (GiB) | workers together (GiB) | JVMs (GiB) | load (1 min) before |"
     )
-    print("snapshot parser MB/s vs ZooKeeper's SnapshotFormatter: bench/zk_snapshot.py")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in results:
+        print(
+            f"| {r['label']} | {r['verdict']} | {r['wall']:.1f} | {r['spark']:.1f} | {r['worker_max'] / gib:.2f} | "
+            f"{r['workers'] / gib:.2f} | {r['jvm'] / gib:.2f} | {r['load']:.1f} |"
+        )
+    by = {r["label"]: r for r in results}
+    new2, new1, old2 = by.get("local[2]"), by.get("local[1]"), by.get("local[2] whole fold (before)")
+    if new2 and new1:
+        print(
+            f"speed-up local[2] over local[1]: {new1['wall'] / new2['wall']:.2f}x whole, "
+            f"{new1['spark'] / new2['spark']:.2f}x Spark step"
+        )
+    if new2 and old2:
+        print(f"map-reduce vs whole fold on local[2]: {old2['wall'] / new2['wall']:.2f}x")
     if not args.keep:
         import shutil
 

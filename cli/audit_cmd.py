@@ -66,6 +66,8 @@ PHASES = ("copy", "dual-write", "finalized")
 @log_dir_option()
 @click.option(
     "--master",
+    "--spark-master",
+    "master",
     default="local[*]",
     show_default=True,
     envvar="ZK2KRAFT_SPARK_MASTER",

@@ -59,6 +59,9 @@ class AuditOptions(BaseModel):
     zk_export: str | None = None
     master: str | None = None
     slices: int | None = None  # tasks per source; default: half the master's cores, at least 1
+    # The log read as a map-reduce (True) or as one replay per slice (False); None: the map-reduce on a
+    # cluster master, the whole fold on a local one, where it measured faster (docs/benchmarks.md).
+    spread: bool | None = None
     limit: int = 20
     report: str | None = None
     verbose: bool = False
@@ -302,7 +305,7 @@ def run_audit(
 
             zk_df = zk_df.persist(StorageLevel.MEMORY_AND_DISK)
         note(f"comparing ({phase})")
-        result = compare(zk_df, _kraft_df(spark, opts.log_dir, cut, slices), phase, opts.limit)
+        result = compare(zk_df, _kraft_df(spark, opts, cut, slices), phase, opts.limit)
         lap("both inputs read and compared (Spark)")
         if phase == "dual-write" and zk_identity is None:
             cut = _migration_offset(
@@ -311,7 +314,7 @@ def run_audit(
             _check_cut(cut, scan)
             if cut < scan.last_record_offset:
                 note(f"comparing again with the log's image at ZooKeeper's /migration offset {cut}")
-                result = compare(zk_df, _kraft_df(spark, opts.log_dir, cut, slices), phase, opts.limit)
+                result = compare(zk_df, _kraft_df(spark, opts, cut, slices), phase, opts.limit)
                 kraft_reads = 2
                 lap("the log read again at /migration and compared")
         if may_recut:
@@ -327,6 +330,9 @@ def run_audit(
 
     zk_in = result.inputs.get("zookeeper", zk_identity or {})
     kraft_in = result.inputs.get("kraft", {})
+    counted = {c.kind: c.kraft for c in result.counts}
+    kraft_in.setdefault("topics", counted.get("topic", 0))  # the map-reduce learns them from its rows
+    kraft_in.setdefault("partitions", counted.get("partition", 0))
     if zk_in.get("cluster_id") and not (zk_identity and zk_identity.get("cluster_id")):
         _check_cluster(zk_in, scan)
     warnings += list(zk_in.get("warnings") or [])
@@ -353,7 +359,15 @@ def run_audit(
     return out
 
 
-def _kraft_df(spark: Any, log_dir: str, cut: int | None, slices: int) -> Any:
+def _kraft_df(spark: Any, opts: AuditOptions, cut: int | None, slices: int) -> Any:
+    from spark_audit.session import is_local
+
+    if opts.spread if opts.spread is not None else not is_local(spark.sparkContext.master):
+        from spark_audit.spread import default_tasks, kraft_rows
+
+        tasks, reducers = default_tasks(spark)
+        return kraft_rows(spark, opts.log_dir, cut, opts.slices or tasks, reducers)[0]
+    log_dir = opts.log_dir
     reader = spark.read.format("kraft-log").option("path", log_dir).option("slices", str(slices))
     if cut is not None:
         reader = reader.option("up_to_offset", str(cut))
@@ -441,6 +455,21 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--phase", choices=PHASES)
     ap.add_argument("--master")
     ap.add_argument("--slices", type=int)
+    fold = ap.add_mutually_exclusive_group()
+    fold.add_argument(
+        "--spread",
+        dest="spread",
+        action="store_const",
+        const=True,
+        help="read the log as a map-reduce (the default on a cluster master)",
+    )
+    fold.add_argument(
+        "--whole-fold",
+        dest="spread",
+        action="store_const",
+        const=False,
+        help="read the log as one replay per slice (the default on a local master)",
+    )
     ap.add_argument("--limit", type=int, default=20)
     ap.add_argument("--report")
     ap.add_argument("--json", action="store_true")
@@ -468,6 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             zk_export=args.zk_export,
             master=args.master,
             slices=args.slices,
+            spread=args.spread,
             limit=args.limit,
             report=args.report,
             verbose=args.verbose,

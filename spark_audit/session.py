@@ -59,6 +59,9 @@ def _defaults(master: str) -> dict[str, str]:
         "spark.python.worker.reuse": "true",
         "spark.driver.memory": os.environ.get("ZK2KRAFT_SPARK_DRIVER_MEMORY", "1g"),
     }
+    executor_memory = os.environ.get("ZK2KRAFT_SPARK_EXECUTOR_MEMORY")
+    if executor_memory and not is_local(master):
+        conf["spark.executor.memory"] = executor_memory
     if is_local(master):
         conf["spark.driver.bindAddress"] = "127.0.0.1"
         conf["spark.driver.host"] = "127.0.0.1"

@@ -44,7 +44,7 @@ from pyspark.sql.types import StructType
 from spark_audit.errors import worker_error
 from spark_audit.rows import SPARK_SCHEMA
 
-__all__ = ["KraftLogSource", "ZkSnapshotSource", "register"]
+__all__ = ["KraftLogSource", "KraftRecordsSource", "ZkSnapshotSource", "register"]
 
 
 def _slices(options: dict[str, str]) -> int:
@@ -155,6 +155,45 @@ class ZkSnapshotSource(DataSource):
         return _ZkReader(self.options)
 
 
+class _KraftRecordsReader(DataSourceReader):
+    """The map side of the log's fold (`spark_audit.logfold`): one task per piece of the plan."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        from spark_audit.logfold import LogPlan
+
+        if not options.get("plan"):
+            raise ValueError("option plan is required (spark_audit.logfold.plan_log(...).to_json())")
+        self.plan = LogPlan.from_json(options["plan"])
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(i) for i in range(len(self.plan.pieces))]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        from spark_audit.logfold import map_piece
+
+        try:
+            yield from map_piece(self.plan, self.plan.pieces[int(partition.value)])
+        except Exception as e:  # noqa: BLE001 - operator errors cross the JVM as one marked line
+            raise worker_error(e) from None
+
+
+class KraftRecordsSource(DataSource):
+    """The applied records of a planned log read, keyed by entity group (the fold's map output)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kraft-records"
+
+    def schema(self) -> str:
+        from spark_audit.logfold import SPARK_RECORD_SCHEMA
+
+        return SPARK_RECORD_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _KraftRecordsReader(self.options)
+
+
 def register(spark: Any) -> None:
     spark.dataSource.register(KraftLogSource)
+    spark.dataSource.register(KraftRecordsSource)
     spark.dataSource.register(ZkSnapshotSource)

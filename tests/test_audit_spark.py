@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import spark_cluster
 import spark_session
 from kazoo.client import KazooClient
 from kazoo.security import make_acl, make_digest_acl
@@ -674,3 +675,54 @@ def test_cli_verbose_audit_runs(migration: Migration) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout)["mismatches"] == 0
     assert "KeyError" not in proc.stderr and "internal error" not in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster.Cluster]:
+    """A master and two workers for the session (only this module uses one), stopped by pid."""
+    cluster = spark_cluster.start(tmp_path_factory.mktemp("spark-cluster"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.mark.slow  # a fresh process starts its own Spark driver against the cluster
+def test_cli_audits_on_a_standalone_cluster(
+    spark: object, migration: Migration, standalone_cluster: spark_cluster.Cluster
+) -> None:
+    """`zk2kraft audit --spark-master spark://…`: a master and two 2 GiB workers started from pyspark's
+    own launcher; the log's fold is spread over both executors and the verdict is the local one's."""
+    proc = subprocess.run(
+        [
+            *ZK2KRAFT,
+            "audit",
+            "--spark-master",
+            standalone_cluster.url,
+            "--zk-snapshot",
+            str(migration.data_dir),
+            "--zk-chroot",
+            CHROOT,
+            "--log-dir",
+            str(migration.log_dir),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env={
+            **{k: v for k, v in os.environ.items() if not k.startswith("ZK2KRAFT_")},
+            **standalone_cluster.env(),
+        },
+        cwd=ROOT,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stderr.strip() == "", proc.stderr[-2000:]  # Spark's and pandas' noise stays off the terminal
+    result = json.loads(proc.stdout)
+    assert result["master"] == standalone_cluster.url and result["mismatches"] == 0
+    kraft = result["kraft"]
+    assert kraft["fold"] == "map-reduce" and kraft["map_tasks"] >= 2 and kraft["reducers"] >= 2
+    local = migration.snapshot_audit()
+    assert [c.model_dump() for c in local.counts] == result["counts"]
+    assert kraft["partitions"] == local.kraft["partitions"] > 0
