@@ -161,6 +161,29 @@ class RealCluster:
         path = self.root / "zk2kraft.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def start_kafka_controller(self) -> KafkaNode:
+        """The handover: Kafka 3.9's own KRaft controller on the directory `finalize` left, with
+        zk2kraft's node id and port (docs/runbook.md, "Handing the directory to Kafka's own controller")."""
+        node = KafkaNode(
+            self.root / "kafka-controller",
+            {
+                "process.roles": "controller",
+                "node.id": CONTROLLER_ID,
+                "controller.quorum.voters": self.voters,
+                "listeners": f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                "metadata.log.dir": str(self.log_dir),
+                "log.dirs": str(self.log_dir),
+                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users": "User:ANONYMOUS",
+            },
+            heap=self.heap,
+        )
+        self.kafka_controller = node
+        node.start(wait_port="CONTROLLER", timeout=120)
+        return node
+
     def close(self) -> None:
         self.stop_zk2kraft()
         for node in self.nodes.values():
@@ -374,3 +397,22 @@ def wait_leaders(
             last = err
         time.sleep(0.5)
     raise AssertionError(f"{topic}: {what} not reached in {timeout:.0f}s: {last}")
+
+
+def errors_with_cause(path: Path) -> list[str]:
+    """Kafka's ERROR lines in `path`, each with the exception line Kafka prints under it."""
+    if not path.exists():
+        return []
+    lines = path.read_text(errors="replace").splitlines()
+    return [
+        ln + (" " + lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("[") else "")
+        for i, ln in enumerate(lines)
+        if "] ERROR " in ln
+    ]
+
+
+#: The ERROR a leadership move makes Kafka log for an idempotent producer (explained where used).
+OUT_OF_ORDER = (
+    r"Error processing append operation on partition \S+ \(kafka.server.ReplicaManager\) "
+    r"org.apache.kafka.common.errors.OutOfOrderSequenceException"
+)

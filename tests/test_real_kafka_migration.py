@@ -22,7 +22,7 @@ from migrate_helpers import assert_audit_clean, log_replay, run_cli
 from real_kafka import CONTROLLER_ID, RealCluster, Traffic, isr_full, leaders, wait_leaders, wait_listening
 
 from migrator.zk.connection import close, connect
-from zk_fixtures.kafka import kafka_tool
+from zk_fixtures.kafka import KafkaNode, free_ports, kafka_tool
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
 
@@ -254,6 +254,51 @@ def test_phase2_admin_changes_forwarded_by_brokers_land_in_the_log_and_zookeeper
     assert_audit_clean(c.zk_connect, c.log_dir)
     assert run.unexplained_errors() == []
     run.passed.add("phase2-admin")
+
+
+def test_phase2_bad_brokers_are_refused_with_kafkas_error_and_named_in_status(run: Run) -> None:
+    """A real broker of another cluster (its own chroot, so another /cluster/id) and one with
+    inter.broker.protocol.version=3.5 (metadata.version 3.5-IV2 = 11: no metadata transactions) point at
+    zk2kraft: each is refused with Kafka's error, keeps retrying, and `status` names it."""
+    run.need("phase1")
+    c = run.cluster
+    zk = connect(c.zk_connect.split("/", 1)[0])
+    other_chroot = "/" + c.zk_connect.split("/", 1)[1] + "-other"
+    zk.create(other_chroot)
+    close(zk)
+    p4, p5 = free_ports(2)
+    strangers = {}
+    for bid, port, overrides in (
+        (4, p4, {"zookeeper.connect": c.zk_connect.split("/", 1)[0] + other_chroot}),
+        (5, p5, {"inter.broker.protocol.version": "3.5"}),
+    ):
+        props = c.zk_props(1, migrating=True) | overrides
+        props |= {"broker.id": bid, "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                  "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+                  "log.dirs": str(c.root / f"stranger-{bid}" / "data"),
+                  "offsets.topic.replication.factor": 1, "transaction.state.log.replication.factor": 1,
+                  "transaction.state.log.min.isr": 1}  # fmt: skip
+        strangers[bid] = KafkaNode(c.root / f"stranger-{bid}", props, heap=c.heap).start()
+    try:
+        strangers[4].wait_for_log(r"Unable to register broker 4 because the controller returned error "
+                                  r"INCONSISTENT_CLUSTER_ID", timeout=180)  # fmt: skip
+        strangers[5].wait_for_log(r"Unable to register broker 5 because the controller returned error "
+                                  r"UNSUPPORTED_VERSION", timeout=180)  # fmt: skip
+        anomalies = run.status()["anomalies"]
+        assert any(
+            "broker 4's registration refused" in a and "INCONSISTENT_CLUSTER_ID" in a for a in anomalies
+        ), anomalies
+        assert any("broker 5's registration refused" in a and "UNSUPPORTED_VERSION" in a
+                   and "between 11 and 11" in a for a in anomalies), anomalies  # fmt: skip
+        assert c.controller is not None and c.controller.poll() is None  # refused, never a crash
+        run.traffic.wait_acked(20)  # nor a stall
+    finally:
+        for node in strangers.values():
+            node.kill()
+        zk = connect(c.zk_connect.split("/", 1)[0])
+        zk.delete(other_chroot, recursive=True)
+        close(zk)
+    run.passed.add("phase2-refusals")
 
 
 def test_phase3_brokers_restarted_as_kraft_brokers_fetch_from_zk2kraft(run: Run) -> None:
