@@ -332,9 +332,10 @@ def test_phase4_finalize_and_handover_to_kafkas_own_controller(run: Run) -> None
     try:  # what ZooKeeper holds at the end of dual-write: Kafka's tools must show the same afterwards
         held = {}
         for topic in (TOPIC, "made-in-dual-write"):
+            assignment = json.loads(zk.get(f"/brokers/topics/{topic}")[0])["partitions"]
             for p in zk.get_children(f"/brokers/topics/{topic}/partitions"):
                 state = json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")[0])
-                held[(topic, int(p))] = state
+                held[(topic, int(p))] = state | {"replicas": assignment[p]}
     finally:
         close(zk)
     assert c.stop_zk2kraft() == 0, c.zk2kraft_output()[-2000:]
@@ -357,7 +358,8 @@ def test_phase4_finalize_and_handover_to_kafkas_own_controller(run: Run) -> None
                       described)  # fmt: skip
         assert m, (topic, p, described)
         assert [int(x) for x in m.group(2).split(",")] == state["replicas"], (topic, p, m.group(0), state)
-        assert set(map(int, m.group(3).split(","))) <= set(state["replicas"])
+        assert int(m.group(1)) == state["leader"], (topic, p, m.group(0), state)
+        assert set(map(int, m.group(3).split(","))) == set(state["isr"]), (topic, p, m.group(0), state)
     run.passed.add("phase4")
 
 
