@@ -24,7 +24,7 @@ from real_kafka import CONTROLLER_ID, RealCluster, Traffic, isr_full, leaders, w
 from migrator.zk.connection import close, connect
 from zk_fixtures.kafka import KafkaNode, free_ports, kafka_tool
 
-pytestmark = [pytest.mark.zk, pytest.mark.slow]
+pytestmark = [pytest.mark.zk, pytest.mark.slow, pytest.mark.timeout(900)]
 
 TOPIC = "orders"
 
@@ -235,8 +235,21 @@ def test_phase2_admin_changes_forwarded_by_brokers_land_in_the_log_and_zookeeper
     kafka_tool("kafka-acls", "--bootstrap-server", one, "--add", "--allow-principal", "User:bob",
                "--operation", "Write", "--topic", "made-in-dual-write")  # fmt: skip
     isr_full(c.bootstrap, "made-in-dual-write")
+    block_before = log_replay(c.log_dir)[0].image.producer_id_block
+    import confluent_kafka
+
+    # a new idempotent producer now: its broker asks zk2kraft for producer ids (AllocateProducerIds)
+    fresh = confluent_kafka.Producer({"bootstrap.servers": one, "enable.idempotence": True, "acks": "all"})
+    for i in range(5):
+        fresh.produce("made-in-dual-write", value=f"fresh-{i}".encode())
+    assert fresh.flush(60) == 0
     replay, _end = log_replay(c.log_dir)
     image = replay.image
+    block = image.producer_id_block
+    assert block is not None and block.block_end > (block_before.block_end if block_before else -1), (
+        block_before,
+        block,
+    )
     assert "made-in-dual-write" in image.topics
     assert image.configs[("TOPIC", TOPIC)].configs["max.message.bytes"] == "2000000"
     assert image.configs[("TOPIC", TOPIC)].configs["segment.ms"] == "3600000"

@@ -29,7 +29,7 @@ from real_kafka import (
 from migrator.zk.connection import close, connect
 from zk_fixtures.kafka import kafka_tool
 
-pytestmark = [pytest.mark.zk, pytest.mark.slow]
+pytestmark = [pytest.mark.zk, pytest.mark.slow, pytest.mark.timeout(900)]
 
 TOPIC = "payments"
 MADE = "made-before-rollback"
@@ -64,7 +64,7 @@ def _partition_states(zk_connect: str, topic: str) -> dict[int, dict]:
         close(zk)
 
 
-def test_dual_write_then_rollback_to_kafkas_zookeeper_controller(cluster: dict) -> None:
+def test_dual_write_with_a_topic_made_and_a_leader_killed(cluster: dict) -> None:
     c: RealCluster = cluster["cluster"]
     for bid in c.ids:
         c.nodes[bid].props = c.zk_props(bid, migrating=False)
@@ -104,8 +104,18 @@ def test_dual_write_then_rollback_to_kafkas_zookeeper_controller(cluster: dict) 
     c.start_broker(victim, c.zk_props(victim, migrating=True))
     isr_full(c.bootstrap, TOPIC)
     traffic.wait_acked(20)
-    dual_written = _partition_states(c.zk_connect, TOPIC)
+    cluster["dual_written"] = _partition_states(c.zk_connect, TOPIC)
     assert_audit_clean(c.zk_connect, c.log_dir)
+    cluster["passed"].add("dual-write")
+
+
+def test_rollback_to_kafkas_zookeeper_controller(cluster: dict) -> None:
+    if "dual-write" not in cluster["passed"]:
+        pytest.fail("needs the dual-write phase, which did not pass")
+    c: RealCluster = cluster["cluster"]
+    traffic: Traffic = cluster["traffic"]
+    dual_written = cluster["dual_written"]
+    where = ["-z", c.zk_connect, "-l", str(c.log_dir)]
     # the way back: stop zk2kraft, roll back, brokers restarted without the migration settings
     assert c.stop_zk2kraft() == 0, c.zk2kraft_output()[-2000:]
     done = run_cli(["rollback", "--yes", *where])
