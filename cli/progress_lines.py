@@ -51,8 +51,12 @@ class PhaseLines:
 
     def say(self, text: str) -> None:
         with self._lock:
-            self._phase, self._since = text, time.monotonic()
-            self._last = self._since
+            # Once following, a note is an event ("unfenced broker 3", "ZK broker 2: cannot connect"),
+            # not a phase: repeating it as "still …" every ten seconds for hours said a broker that had
+            # long recovered was still unreachable (seen with real Kafka brokers, issue 25).
+            if self._phase is None or not self._phase.startswith(_STEADY):
+                self._phase, self._since = text, time.monotonic()
+                self._last = self._since
         if self.announce:
             self.echo(text)
 
