@@ -8,6 +8,8 @@ controller takes zk2kraft's node id and port at the handover.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import threading
 import time
@@ -185,6 +187,13 @@ class RealCluster:
         return node
 
     def close(self) -> None:
+        keep = os.environ.get("ZK2KRAFT_KEEP_KAFKA_LOGS")  # a directory to keep the logs in after the run
+        if keep:
+            dest = Path(keep) / self.root.name
+            dest.mkdir(parents=True, exist_ok=True)
+            for path in [*self.root.glob("*/server.log"), self.root / "zk2kraft.log"]:
+                if path.exists():
+                    shutil.copy(path, dest / f"{path.parent.name}-{path.name}")
         self.stop_zk2kraft()
         for node in self.nodes.values():
             node.kill()

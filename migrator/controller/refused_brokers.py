@@ -30,8 +30,11 @@ class RefusedBrokers:
         self._lock = threading.Lock()
 
     def refuse(self, broker_id: int, error: str, message: str) -> None:
+        entry = {"broker_id": broker_id, "error": error, "message": message}
         with self._lock:
-            self.refused[broker_id] = {"broker_id": broker_id, "error": error, "message": message}
+            if self.refused.get(broker_id) == entry:
+                return  # a fetcher retries every few ms: written once
+            self.refused[broker_id] = entry
             self._write()
 
     def registered(self, broker_id: int) -> None:
