@@ -34,6 +34,9 @@ EXPECTED_ERRORS: dict[str, str] = {
     r"org.apache.kafka.common.errors.OutOfOrderSequenceException": "after a leadership move two in-flight batches "
     "of the idempotent producer can reach the new leader out of order; Kafka refuses the later one at ERROR, "
     "librdkafka retries it in order (phase 5 proves no message lost or doubled)",
+    r"\[RequestSendThread controllerId=\d+\] Controller \d+ fails to send a request to broker .* "
+    r"java.lang.InterruptedException": "Kafka's own ZooKeeper-mode controller (one of the brokers before the "
+    "migration) interrupts its request threads when it resigns at its restart in phase 1",
 }
 
 
