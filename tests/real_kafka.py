@@ -425,3 +425,9 @@ OUT_OF_ORDER = (
     r"Error processing append operation on partition \S+ \(kafka.server.ReplicaManager\) "
     r"org.apache.kafka.common.errors.OutOfOrderSequenceException"
 )
+
+#: The ERROR Kafka's own ZooKeeper-mode controller logs when it resigns at its restart (explained where used).
+ZK_CONTROLLER_RESIGNED = (
+    r"\[RequestSendThread controllerId=\d+\] Controller \d+ fails to send a request to broker .* "
+    r"java.lang.InterruptedException"
+)

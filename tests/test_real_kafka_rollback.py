@@ -150,7 +150,8 @@ def test_rollback_to_kafkas_zookeeper_controller(cluster: dict) -> None:
     assert traffic.verdict() is None, traffic.verdict()
     # OUT_OF_ORDER: after a leadership move two in-flight batches of the idempotent producer can reach the
     # new leader out of order; Kafka refuses the later one at ERROR and librdkafka resends it in order
-    # (the verdict above proves nothing lost or doubled)
+    # (the verdict above proves nothing lost or doubled); ZK_CONTROLLER_RESIGNED: Kafka's ZooKeeper-mode
+    # controller of before the migration interrupts its request threads when it resigns at its restart
     errors = [
         ln for b in c.ids for ln in errors_with_cause(c.nodes[b].log_path) if not re.search(OUT_OF_ORDER, ln)
     ]
