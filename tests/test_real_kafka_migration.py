@@ -244,7 +244,7 @@ def test_phase2_admin_changes_forwarded_by_brokers_land_in_the_log_and_zookeeper
     # a new idempotent producer now: its broker asks zk2kraft for producer ids (AllocateProducerIds)
     fresh = confluent_kafka.Producer({"bootstrap.servers": one, "enable.idempotence": True, "acks": "all"})
     for i in range(5):
-        fresh.produce("made-in-dual-write", value=f"fresh-{i}".encode())
+        fresh.produce("made-in-dual-write", key=b"k", value=f"fresh-{i}".encode())  # compacted: keyed
     assert fresh.flush(60) == 0
     replay, _end = log_replay(c.log_dir)
     image = replay.image
