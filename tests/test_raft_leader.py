@@ -9,8 +9,10 @@ from __future__ import annotations
 import datetime
 import importlib
 import io
+import os
 import socket
 import struct
+import sys
 import threading
 import time
 import uuid
@@ -491,3 +493,31 @@ def test_the_snapshot_policy_keeps_working_under_the_leader(tmp_path) -> None:
         f.close()
         server.stop()
         log.close()
+
+
+def test_a_fetcher_of_another_cluster_is_refused_and_named(tmp_path, monkeypatch) -> None:
+    """A real ZooKeeper broker of another cluster pointed at zk2kraft never gets as far as
+    BrokerRegistration: its Raft client's Fetch is answered INCONSISTENT_CLUSTER_ID (as Kafka's raft
+    answers it), so that refusal is what `zk2kraft status` names (tests/test_real_kafka_migration.py)."""
+    from migrator.controller.refused_brokers import RefusedBrokers, read_refused
+
+    log = MetadataLog.open(tmp_path, writable=True, cluster_id=CLUSTER, node_id=NODE, retention=NO_RETENTION)
+    log.append(configs(0), 1)
+    handler = Handler(log, 1)
+    handler.refused = RefusedBrokers(tmp_path)  # type: ignore[attr-defined] - as the service carries it
+    server = start_server(handler, "127.0.0.1:0")
+    try:
+        monkeypatch.setattr(sys.modules[__name__], "CLUSTER", "AAAAAAAAAAAAAAAAAAAAAQ")
+        f = Fetcher(server.address)
+        try:
+            for _ in range(3):  # retried as Kafka's raft client does: named once
+                resp, p = f.fetch(0, 0, 1, replica_id=4)
+                assert int(resp.error_code) == 104 and p is None  # INCONSISTENT_CLUSTER_ID
+        finally:
+            f.close()
+    finally:
+        server.stop()
+        log.close()
+    (row,) = read_refused(tmp_path, os.getpid())
+    assert row["broker_id"] == 4 and row["error"] == "INCONSISTENT_CLUSTER_ID"
+    assert "AAAAAAAAAAAAAAAAAAAAAQ" in row["message"]

@@ -134,6 +134,7 @@ _HANDLER_MODULES = {
     **dict.fromkeys((50, 51), "admin_scram_api"),
     57: "admin_features_api",
     67: "admin_producer_ids_api",
+    73: "admin_assign_dirs_api",
 }
 
 

@@ -47,6 +47,7 @@ NATIVE: dict[int, NativeApi] = {
     51: NativeApi("alter_user_scram_credentials", "AlterUserScramCredentials", 0, 0, 0),
     57: NativeApi("update_features", "UpdateFeatures", 0, 1, 0),
     67: NativeApi("allocate_producer_ids", "AllocateProducerIds", 0, 0, 0),
+    73: NativeApi("assign_replicas_to_dirs", "AssignReplicasToDirs", 0, 0, 0),
 }
 
 

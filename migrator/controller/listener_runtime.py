@@ -82,6 +82,9 @@ def _attach_raft(servers: list[Any], handler: Any, name: str = "CONTROLLER") -> 
         epoch=lambda: max(int(getattr(handler, "epoch", -1)), mlog.latest_epoch, 0),
     )
     leader.soft_start = lambda: bool(getattr(handler, "soft_start", False))
+    refused = getattr(handler, "refused", None)
+    if refused is not None:
+        leader.on_refused = refused.refuse
     first = servers[0]
     host, port = getattr(getattr(first, "security", None), "advertised", None) or first.address[:2]
     leader.endpoint = (name, host, port)

@@ -155,6 +155,8 @@ class RaftLeader:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self.fetches = 0
+        # (replica id, error name, message) of a refused fetcher: the service's RefusedBrokers.refuse
+        self.on_refused: Callable[[int, str, str], None] | None = None
         self._warned_own_id = False
         # Encoded Fetch response bodies by everything they depend on: the observers one append wakes
         # all ask for the same (offset, epoch) and get the same bytes, encoded once (kio's encoder was
@@ -261,6 +263,10 @@ class RaftLeader:
         self.fetches += 1
 
         if not self._cluster_ok(req.cluster_id):
+            if self.on_refused is not None:  # a broker of another cluster: named by `zk2kraft status`
+                rid = int(req.replica_state.replica_id) if version >= 15 else int(req.replica_id)
+                self.on_refused(rid, "INCONSISTENT_CLUSTER_ID",
+                                f"Fetch: expected cluster ID {self.cluster_id}, but got cluster ID {req.cluster_id}")  # fmt: skip
             return self._fetch_response(mod, E.INCONSISTENT_CLUSTER_ID)
         topics = req.topics
         if (

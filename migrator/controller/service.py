@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from migrator.controller import core
 from migrator.controller import kafka_errors as E
+from migrator.controller.refused_brokers import RefusedBrokers
 from migrator.errors import FencedError, UnreachableError, ZkKraftError
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog
@@ -110,6 +111,8 @@ class ControllerService:
         # -> AdminReply, durable and synced on return; None refuses admin APIs (controller.admin_api).
         self.admin: Callable[[Any, bool], Any] | None = None
         self.advertised: tuple[str, int] | None = None  # the listener's address, named by Metadata
+        # Registrations refused with Kafka's error, for `zk2kraft status` (refused_brokers)
+        self.refused = RefusedBrokers(getattr(log, "log_dir", None) if log.writable else None)
         self.core.activate(self.image, clock())  # registered brokers get a fresh session
         if syncer is not None:
             self.core.active = True
@@ -335,6 +338,12 @@ class ControllerService:
             core.RegistrationReply(E.NOT_CONTROLLER),
         )
         assert isinstance(reply, core.RegistrationReply)
+        if reply.error == E.NONE:
+            self.refused.registered(req.broker_id)
+        elif reply.error != E.NOT_CONTROLLER:
+            name = E.name_of(reply.error)
+            self.refused.refuse(req.broker_id, name, reply.message or "")
+            self._note(f"refused broker {req.broker_id}'s registration: {name}: {reply.message or ''}")
         return reply
 
     def heartbeat(self, req: core.Heartbeat) -> core.HeartbeatReply:

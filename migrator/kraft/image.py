@@ -201,7 +201,13 @@ def records_from_image(
         if entity is not None:
             yield from _config_records(entity)
         for p in sorted(topic.partitions.values(), key=lambda p: p.partition):
-            yield _partition_record(tid, p)
+            rec = _partition_record(tid, p)
+            dirs = image.partition_directories.get((topic.name, p.partition))
+            if dirs and len(dirs) == len(
+                p.replicas
+            ):  # KIP-858's PartitionRecord v1 (metadata.version >= 3.7-IV2)
+                rec = record("PartitionRecord", 1, **{**rec.fields, "Directories": list(dirs)})
+            yield rec
     if orphan_topic_configs:
         for (rtype, name), entity in image.configs.items():
             if rtype == "TOPIC" and name not in migrated and name not in pending:
@@ -584,6 +590,8 @@ class ImageBuilder:
         topic = self._topic_by_id(offset, f["TopicId"], "RemoveTopicRecord")
         del self.image.topics[topic.name]
         del self._topic_names[f["TopicId"]]
+        for pid in topic.partitions:
+            self.image.partition_directories.pop((topic.name, pid), None)
         if self._changes is not None:
             self._changes.topics.add(topic.name)
         # MetadataDelta.replay(RemoveTopicRecord) drops the topic's configs too.
@@ -594,6 +602,11 @@ class ImageBuilder:
         pid = f["PartitionId"]
         if self._changes is not None:
             self._changes.partitions.add((topic.name, pid))
+        dirs = f.get("Directories")
+        if dirs:
+            self.image.partition_directories[(topic.name, pid)] = list(dirs)
+        else:
+            self.image.partition_directories.pop((topic.name, pid), None)
         topic.partitions[pid] = replayed_partition(
             pid,
             list(f["Replicas"]),
@@ -638,6 +651,9 @@ class ImageBuilder:
         v = f.get("LeaderRecoveryState", -1)
         if v != -1:
             d["leader_recovery_state"] = v
+        v = f.get("Directories")
+        if v is not None:
+            self.image.partition_directories[(topic.name, p.partition)] = list(v)
         d["partition_epoch"] += 1
 
     def _config(self, offset: int, f: dict[str, Any]) -> None:

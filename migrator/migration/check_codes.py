@@ -175,8 +175,8 @@ CHILD_LIST_TOO_LARGE = define(
 BROKER_REGISTRATION_TOO_OLD = define(
     "BROKER_REGISTRATION_TOO_OLD",
     Severity.BLOCKER,
-    "A broker registration shows IBP < 2.7 (JSON version < 5) or software older than Kafka 3.4 "
-    "(no metadata.version >= 8 in its features).",
+    "A broker registration shows IBP < 2.7 (JSON version < 5) or advertises a metadata.version below 8 "
+    "(Kafka's own ZooKeeper-mode brokers register empty features; their IBP is checked at BrokerRegistration).",
     "The migration needs every broker on Kafka >= 3.4 with inter.broker.protocol.version >= 3.4.",
     "Upgrade the broker software and IBP (rolling restarts) before migrating; keep IBP fixed during the migration.",
 )

@@ -198,9 +198,12 @@ def check_brokers(image: ClusterImage, registered: set[int] | None = None) -> li
         if b.json_version < MIN_BROKER_JSON_VERSION:
             too_old.append(f"broker {bid} registers JSON v{b.json_version} (IBP < 2.7)")
             old_ids.append(bid)
-        elif mv is None or mv.max_version < MIGRATION_MIN_METADATA_VERSION:
-            what = "no metadata.version feature" if mv is None else f"metadata.version up to {mv.max_version}"
-            too_old.append(f"broker {bid} advertises {what} (Kafka < 3.4)")
+        elif mv is None:
+            # Kafka's ZooKeeper-mode brokers (2.7 to 3.9) register `"features":{}` (KafkaServer's
+            # BrokerFeatures.createEmpty()): their IBP is checked when they register with the controller.
+            continue
+        elif mv.max_version < MIGRATION_MIN_METADATA_VERSION:
+            too_old.append(f"broker {bid} advertises metadata.version up to {mv.max_version} (Kafka < 3.4)")
             old_ids.append(bid)
         else:
             levels[mv.max_version].append(bid)

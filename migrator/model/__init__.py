@@ -10,6 +10,7 @@ Enum-like fields hold Kafka's canonical Java enum names (``TOPIC``, ``LITERAL``,
 from __future__ import annotations
 
 import copy
+import uuid
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -290,6 +291,10 @@ class ClusterImage(_Model):
     features: FeatureZnode | None = None
     pending_deletions: list[str] = Field(default_factory=list)
     reassignments: list[Reassignment] = Field(default_factory=list)
+    #: KRaft only (KIP-858): (topic, partition) -> the log directory of each replica, in `replicas`'
+    #: order, as the records' `Directories` hold them; set by a KRaft broker's AssignReplicasToDirs.
+    #: ZooKeeper has none, so partitions the copy made have no entry (Kafka reads them as MIGRATING).
+    partition_directories: dict[tuple[str, int], list[uuid.UUID]] = Field(default_factory=dict)
 
     def partition_count(self) -> int:
         return sum(len(t.partitions) for t in self.topics.values())

@@ -99,6 +99,15 @@ def status(opts: DriverOptions) -> StatusResult:
             reason = f"{alone.proof}; -l {opts.log_dir} is not that controller's log"
     if stuck is not None:
         anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
+    holder = read_holder(Path(opts.log_dir) / LOCK_FILE) if writer else None
+    if holder is not None:  # the running controller's refused registrations (soft start included)
+        from migrator.controller.refused_brokers import read_refused
+
+        for r in read_refused(opts.log_dir, holder.pid):
+            anomalies.append(
+                f"broker {r.get('broker_id')}'s registration refused by the controller: {r.get('error')}: "
+                f"{r.get('message')}"
+            )
     if lf.foreign_cluster is not None:
         anomalies.append(
             f"the log directory belongs to cluster {lf.foreign_cluster}, not to ZooKeeper's {zk_facts.cluster_id}"

@@ -1,0 +1,23 @@
+"""Progress lines without a terminal: phases are repeated as "still …", events after the steady phase are not."""
+
+from __future__ import annotations
+
+import time
+
+from cli.progress_lines import PhaseLines
+
+
+def test_events_while_following_are_not_repeated_as_phases() -> None:
+    out: list[str] = []
+    lines = PhaseLines(0.01, echo=out.append)
+    lines.say("waiting for brokers to register with the KRaft controller: 1")
+    time.sleep(0.02)
+    lines.tick()
+    assert out[-1].startswith("still waiting for brokers")  # a phase that ends: repeated while it lasts
+    lines.say("following as the controller (pid 1); stop with SIGTERM or Ctrl-C")
+    lines.say("ZK broker 2: cannot connect to 127.0.0.1:9092 (PLAINTEXT): [Errno 111] Connection refused")
+    lines.say("unfenced broker 3")
+    time.sleep(0.02)
+    lines.tick()
+    assert out[-1] == "unfenced broker 3"  # each event printed once, nothing "still" about it
+    assert not any(line.startswith("still ZK broker") or line.startswith("still unfenced") for line in out)
