@@ -101,7 +101,7 @@ def _ask(run: Run) -> None:
 
 def open_run_log(run: Run) -> None:
     """Open (or format) the log for a run of `migrate` and check the migration did not move meanwhile.
-    A log opened already (the soft start bound before the pre-flight, `soft_start.bind_early`) is
+    A log opened already (the soft start bound before the pre-flight, `bind_early`) is
     kept; the checks and the removal of a stale /migration still come here, after the pre-flight."""
     if run.log is None:
         open_log_only(run)
