@@ -601,9 +601,15 @@ def test_cli_bad_input_inside_spark_is_one_line(migration: Migration, tmp_path: 
 def test_cli_bad_input_before_spark_is_one_line(migration: Migration, tmp_path: Path) -> None:
     log = tmp_path / "kraft"
     shutil.copytree(migration.log_dir, log)
+    # After finalize the log starts at the handover snapshot (issue 32) and its segment holds one small
+    # batch; damage in the last batch reads as a torn tail (Kafka truncates it), so one more batch
+    # follows and the damage lands inside the first one's CRC-covered bytes: damage mid-log.
+    _append(log, [record("NoOpRecord", 0)])
     segment = sorted((log / "__cluster_metadata-0").glob("*.log"))[0]
     raw = bytearray(segment.read_bytes())
-    raw[100] ^= 0x20
+    first_batch = 12 + int.from_bytes(raw[8:12], "big")
+    assert first_batch < len(raw), f"{segment.name} holds one batch only"
+    raw[min(100, first_batch - 8)] ^= 0x20
     segment.write_bytes(bytes(raw))
     base = [*ZK2KRAFT, "audit", "--zk-export", str(migration.before), "--log-dir"]
     _one_line_error(_run([*base, str(log)]), segment.name, "byte")
@@ -637,12 +643,14 @@ def test_spark_submit_runs_the_job_unchanged(migration: Migration, tmp_path: Pat
             "--conf",
             "spark.ui.enabled=false",
             str(ROOT / "spark_audit" / "audit.py"),
-            "--zk-export",
-            str(migration.before),
+            # The finalized phase: after finalize the copy lies inside the handover snapshot, which is
+            # the log start (issue 32), so the copy phase can no longer be rebuilt from this log.
+            "--zookeeper",
+            migration.connect,
             "--log-dir",
             str(migration.log_dir),
             "--phase",
-            "copy",
+            "finalized",
             "--json",
         ],
         capture_output=True,
@@ -654,7 +662,7 @@ def test_spark_submit_runs_the_job_unchanged(migration: Migration, tmp_path: Pat
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
-    assert result["phase"] == "copy" and result["mismatches"] == 0 and result["master"] == "local[1]"
+    assert result["phase"] == "finalized" and result["mismatches"] == 0 and result["master"] == "local[1]"
 
 
 @pytest.mark.slow  # a fresh process starts its own Spark
