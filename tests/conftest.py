@@ -86,6 +86,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             [default, *versions],
             ids=[f"zk-{default or 'installed'}", *(f"zk-{v}" for v in versions)],
             scope="session",
+            # Through the zk_version fixture itself, not a pseudo-fixture beside it: a change of release
+            # then finishes zk_version's cached value and with it zk_server's, which an earlier test
+            # computed for the installed server (directly parametrized, zk_server kept that server).
+            indirect=True,
         )
 
 
@@ -130,9 +134,10 @@ def zk_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SessionServ
 
 
 @pytest.fixture(scope="session")
-def zk_version() -> str | None:
-    """The ZooKeeper release a test runs against (None: the installed server); the matrix overrides it."""
-    return default_zk_version()
+def zk_version(request: pytest.FixtureRequest) -> str | None:
+    """The ZooKeeper release a test runs against (None: the installed server); the matrix parametrizes it
+    (index 0 is the default release, so a matrix test's first run shares the other tests' server)."""
+    return getattr(request, "param", default_zk_version())
 
 
 @pytest.fixture(scope="session")
