@@ -67,7 +67,9 @@ PAUSE_S = 9.0
 def _server(tmp_path: Path) -> Iterator[tuple[ZkServer, KazooClient]]:
     """A ZooKeeper of the test's own: pausing the session's shared one would stall other tests."""
     server = ZkServer(tmp_path / "zk").start()
-    client = connect(server.connect_string)
+    # the test's own session outlives the pauses (PAUSE_S plus the work inside them), which the
+    # controller's must not: on a loaded machine a 10 s session expired with it
+    client = connect(server.connect_string, timeout=30.0)
     try:
         yield server, client
     finally:
