@@ -37,6 +37,12 @@ EXPECTED_ERRORS: dict[str, str] = {
     r"\[RequestSendThread controllerId=\d+\] Controller \d+ fails to send a request to broker .* "
     r"java.lang.InterruptedException": "Kafka's own ZooKeeper-mode controller (one of the brokers before the "
     "migration) interrupts its request threads when it resigns at its restart in phase 1",
+    r"\[AssignmentsManager id=\d+\] handleResponse: \d+ assignments failed; global error: Response-level error: "
+    r"STALE_BROKER_EPOCH\. Retrying\.": "a broker restarted as a KRaft broker in phase 3 sends its first "
+    "AssignReplicasToDirs with the broker epoch of its metadata image (Kafka 3.9's AssignmentsManager reads "
+    "MetadataImage.cluster().brokerEpoch), which until the broker replays its own new registration is its "
+    "ZooKeeper-mode incarnation's; the controller refuses a stale epoch as Kafka's ClusterControlManager."
+    "checkBrokerEpoch does and the broker retries (phase 3 checks the retry succeeds)",
 }
 
 
@@ -319,6 +325,25 @@ def test_phase2_bad_brokers_are_refused_with_kafkas_error_and_named_in_status(ru
     run.passed.add("phase2-refusals")
 
 
+def assert_assignments_settled(node: object, timeout: float = 60.0) -> None:
+    """The broker's AssignmentsManager did not end on a refusal: every STALE_BROKER_EPOCH it logged was
+    followed by another send, and the last send was not refused (Kafka logs refusals, not successes)."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        text = node.log_path.read_text(errors="replace")  # type: ignore[attr-defined]
+        lines = [
+            ln
+            for ln in text.splitlines()
+            if "[AssignmentsManager id=" in ln and ("sending" in ln or "failed" in ln)
+        ]
+        last = lines[-1] if lines else ""
+        if "failed" not in last:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"AssignReplicasToDirs still refused after {timeout:.0f}s: {last}")
+
+
 def test_phase3_brokers_restarted_as_kraft_brokers_fetch_from_zk2kraft(run: Run) -> None:
     run.need("phase2-failover")
     c, traffic = run.cluster, run.traffic
@@ -331,6 +356,10 @@ def test_phase3_brokers_restarted_as_kraft_brokers_fetch_from_zk2kraft(run: Run)
                                   timeout=120)  # fmt: skip
         isr_full(c.bootstrap, TOPIC)
         traffic.wait_acked(20)
+    for (
+        bid
+    ) in c.ids:  # a refused first AssignReplicasToDirs (see EXPECTED_ERRORS) was retried until it passed
+        assert_assignments_settled(c.nodes[bid])
     zk = connect(c.zk_connect)
     try:
         assert zk.get_children("/brokers/ids") == []
