@@ -15,11 +15,19 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from migrate_helpers import assert_audit_clean, log_replay, run_cli
-from real_kafka import CONTROLLER_ID, RealCluster, Traffic, isr_full, leaders, wait_leaders, wait_listening
+from real_kafka import (
+    CONTROLLER_ID,
+    RealCluster,
+    Traffic,
+    errors_with_cause,
+    isr_full,
+    leaders,
+    wait_leaders,
+    wait_listening,
+)
 
 from migrator.zk.connection import close, connect
 from zk_fixtures.kafka import KafkaNode, free_ports, kafka_tool
@@ -71,25 +79,13 @@ class Run:
     def unexplained_errors(self) -> list[str]:
         out = []
         for bid, node in self.cluster.nodes.items():
-            for line in _errors_with_cause(node.log_path):
+            for line in errors_with_cause(node.log_path):
                 if not any(re.search(rx, line) for rx in self.expected_errors):
                     out.append(f"broker {bid}: {line}")
         if self.cluster.kafka_controller is not None:
             out += [f"controller: {ln}" for ln in self.cluster.kafka_controller.error_lines()
                     if not any(re.search(rx, ln) for rx in self.expected_errors)]  # fmt: skip
         return out
-
-
-def _errors_with_cause(path: Path) -> list[str]:
-    """Kafka's ERROR lines, each with the exception line Kafka prints under it."""
-    if not path.exists():
-        return []
-    lines = path.read_text(errors="replace").splitlines()
-    return [
-        ln + (" " + lines[i + 1] if i + 1 < len(lines) and not lines[i + 1].startswith("[") else "")
-        for i, ln in enumerate(lines)
-        if "] ERROR " in ln
-    ]
 
 
 @pytest.fixture(scope="module")
