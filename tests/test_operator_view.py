@@ -225,9 +225,11 @@ def test_pending_deletion_and_a_finalized_migration_say_what_happens_next(
 def test_without_a_terminal_migrate_names_a_phase_that_lasts(
     zk: KazooClient, zk_connect: str, tmp_path: Path
 ) -> None:
-    """6: a one-shot migrate into a file names each phase that lasts (FIRST_LINE seconds, or the
-    progress interval when shorter: here 0.01 s, so every phase), timestamped, before any "still";
-    it printed nothing for the first interval."""
+    """6: a one-shot migrate into a file names a phase that lasts (FIRST_LINE seconds, or the
+    progress interval when shorter: here 0.01 s), timestamped, before any "still" of it. Which phases
+    last 10 ms depends on the machine (the copy of this small cluster can be quicker than the ticker
+    is scheduled), so the test holds every phase printed to the rule; test_progress_lines holds the
+    ticker to it phase by phase."""
     with cluster(zk, zk_connect):
         r = run_cli(
             [*MIGRATE, "-z", zk_connect, "-l", str(tmp_path / "meta")],
@@ -235,10 +237,15 @@ def test_without_a_terminal_migrate_names_a_phase_that_lasts(
         )
     assert r.returncode == 0, r.stderr
     stamp = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} zk2kraft: "
-    for phase in ("checking eligibility", "copying into the log"):
-        named = re.search(stamp + re.escape(phase), r.stderr, re.M)
-        still = re.search(stamp + "still " + re.escape(phase), r.stderr, re.M)
-        assert named and (still is None or named.start() < still.start()), r.stderr
+    said = [m.group(1) for m in re.finditer(stamp + r"(.*)$", r.stderr, re.M)]
+    assert said and not said[0].startswith("still "), r.stderr
+    for i, line in enumerate(said):
+        if line.startswith("still "):
+            m = re.match(r"still (.*?) \(\d+s\)", line)
+            assert m, line
+            named = [s for s in said[:i] if s == m.group(1) or s.startswith(m.group(1) + ": ")]
+            assert named, r.stderr  # named (with the copy's count, if copying) before any "still"
+    assert "checking eligibility" in said, r.stderr  # the pre-flight read of ZooKeeper outlasts 10 ms
 
 
 def test_scripts_a_closed_pipe_and_a_loaded_zookeeper(

@@ -21,3 +21,23 @@ def test_events_while_following_are_not_repeated_as_phases() -> None:
     lines.tick()
     assert out[-1] == "unfenced broker 3"  # each event printed once, nothing "still" about it
     assert not any(line.startswith("still ZK broker") or line.startswith("still unfenced") for line in out)
+
+
+def test_an_unannounced_phase_is_named_once_it_lasts_then_repeated_as_still() -> None:
+    """A one-shot run does not announce phases; one that lasts the interval is named before any
+    "still", and one that ends sooner is never printed."""
+    out: list[str] = []
+    lines = PhaseLines(0.05, echo=out.append, announce=False)
+    lines.say("checking eligibility")
+    lines.tick()
+    assert out == []  # not lasted yet
+    lines.say("copying into the log")  # the first phase ended unnamed
+    time.sleep(0.06)
+    lines.tick()
+    assert out == ["copying into the log"]
+    lines.tick()
+    assert out == ["copying into the log"]  # not due again yet
+    time.sleep(0.06)
+    lines.tick()
+    assert out[-1].startswith("still copying into the log (")
+    assert not any("checking eligibility" in line for line in out)

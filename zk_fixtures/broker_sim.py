@@ -26,6 +26,7 @@ In process: `BrokerSimulator(...).start()`, `step()` for a deterministic round. 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import signal
@@ -33,7 +34,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -578,6 +579,13 @@ class BrokerSimulator:
         for thread in (self._thread, self._hb_thread):
             if thread is not None:
                 thread.join(10)
+
+    @contextlib.contextmanager
+    def rounds_held(self) -> Iterator[None]:
+        """No round runs inside the block (heartbeats go on): a test's own ISR change is not undone
+        by the next round's expansion before it has checked where the change landed."""
+        with self._lock:
+            yield
 
     def stop(self) -> None:
         self._stop.set()
