@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -12,6 +13,7 @@ from cli import render
 from cli.options import json_option, log_dir_option, node_id_option, zookeeper_options
 from migrator import commands
 from migrator.errors import BadInputError
+from migrator.results import RollbackResult
 
 # --- plan ------------------------------------------------------------------------------------------
 
@@ -170,19 +172,15 @@ def rollback(
             raise BadInputError("--kafka-controller takes neither --force-orphaned nor --accept-drift")
         _rollback_kafka(target, yes, quorum, quiet_seconds, as_json)
         return
-    if not yes and sys.stdin.isatty() and not as_json:
-        yes = click.confirm(
-            f"Roll back to ZooKeeper mode? The log in {target.log_dir} is archived and ZooKeeper released.",
-            default=False,
-            err=True,
-        )
+    yes = _agreed(
+        yes,
+        as_json,
+        f"Roll back to ZooKeeper mode? The log in {target.log_dir} is archived and ZooKeeper released.",
+    )
     result = commands.rollback(target, yes=yes, force_orphaned=force_orphaned, accept_drift=accept_drift)
-    if as_json:
-        render.emit_json(result)
+    out = _actions(result, as_json)
+    if out is None:
         return
-    out = render.out_console()
-    for action in result.actions:
-        out.print(f"- {escape(action)}")
     out.print(
         f"[bold]{result.state_before} → {result.state_after}[/bold]; roll the brokers back to ZooKeeper mode "
         f"(remove the migration settings) now. The old log is kept in {escape(result.archived_log or '-')}."
@@ -191,17 +189,28 @@ def rollback(
 
 def _rollback_kafka(target: commands.Target, yes: bool, quorum: str, quiet_s: float, as_json: bool) -> None:
     """Kafka's manual rollback (companion mode): each step printed as it was done."""
-    if not yes and sys.stdin.isatty() and not as_json:
-        yes = click.confirm(
-            "Roll back Kafka's migration to ZooKeeper mode? /controller and /migration are deleted.",
-            default=False,
-            err=True,
-        )
+    yes = _agreed(
+        yes, as_json, "Roll back Kafka's migration to ZooKeeper mode? /controller and /migration are deleted."
+    )
     result = commands.rollback_kafka_controller(target, yes=yes, quorum=quorum, quiet_s=quiet_s)
+    out = _actions(result, as_json)
+    if out is not None:
+        out.print(f"[bold]{result.state_before} → {result.state_after}[/bold]")
+
+
+def _agreed(yes: bool, as_json: bool, question: str) -> bool:
+    """--yes, or the operator's answer at a terminal; a script without --yes is refused by the command."""
+    if not yes and sys.stdin.isatty() and not as_json:
+        return click.confirm(question, default=False, err=True)
+    return yes
+
+
+def _actions(result: RollbackResult, as_json: bool) -> Console | None:
+    """The result as JSON (None: nothing more to print), else each action as a line and the console."""
     if as_json:
         render.emit_json(result)
-        return
+        return None
     out = render.out_console()
     for action in result.actions:
         out.print(f"- {escape(action)}")
-    out.print(f"[bold]{result.state_before} → {result.state_after}[/bold]")
+    return out
