@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,8 +19,11 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from migrator.controller import core
+from migrator.controller.service import ControllerService
 from migrator.kraft.image import ReplayResult
 from migrator.kraft.log import MetadataLog
+from migrator.kraft.records import uuid_to_kafka
 from migrator.migration.admin import follower_pid
 from migrator.model import ClusterImage
 from migrator.zk.connection import close, connect
@@ -215,3 +219,19 @@ def simulated_brokers(
         listeners=kw.pop("listeners", listeners),
         **kw,
     )
+
+
+def register_migrating_broker(service: ControllerService, broker_id: int) -> tuple[int, core.HeartbeatReply]:
+    """A ZooKeeper broker registering with the controller as Kafka's brokers do in migration, then its
+    first heartbeat at the log's end (caught up): the broker epoch and that heartbeat's reply."""
+    reply = service.register(
+        core.Registration(
+            broker_id, service.core.config.cluster_id, uuid_to_kafka(uuid.uuid4()),
+            (core.Listener("PLAINTEXT", f"b{broker_id}", 9092),), {"metadata.version": (1, 21)},
+            is_migrating_zk_broker=True,
+        )
+    )  # fmt: skip
+    assert reply.error == 0, reply
+    hb = service.heartbeat(core.Heartbeat(broker_id, reply.broker_epoch, service.log.end_offset))
+    assert hb.error == 0, hb
+    return reply.broker_epoch, hb

@@ -13,18 +13,16 @@ import os
 import signal
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from migrate_helpers import cluster
+from migrate_helpers import cluster, register_migrating_broker
 
 from migrator import commands
 from migrator.controller import core
 from migrator.controller import kafka_errors as E
 from migrator.controller.listener_runtime import IN_PROCESS
 from migrator.controller.service import ControllerService
-from migrator.kraft.records import uuid_to_kafka
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect
 from zk_fixtures.server import ZkServer
@@ -36,17 +34,9 @@ ANSWER_WITHIN_S = 4.0  # a request stalled behind the outage would take OUTAGE_S
 
 
 def _register(service: ControllerService, broker_id: int) -> int:
-    reply = service.register(
-        core.Registration(
-            broker_id, service.core.config.cluster_id, uuid_to_kafka(uuid.uuid4()),
-            (core.Listener("PLAINTEXT", f"b{broker_id}", 9092),), {"metadata.version": (1, 21)},
-            is_migrating_zk_broker=True,
-        )
-    )  # fmt: skip
-    assert reply.error == E.NONE, reply
-    hb = service.heartbeat(core.Heartbeat(broker_id, reply.broker_epoch, service.log.end_offset))
-    assert hb.error == E.NONE and not hb.is_fenced
-    return reply.broker_epoch
+    epoch, hb = register_migrating_broker(service, broker_id)
+    assert not hb.is_fenced, hb
+    return epoch
 
 
 def _flip_isr(service: ControllerService, epochs: dict[int, int], name: str, index: int) -> list[int]:

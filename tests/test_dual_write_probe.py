@@ -16,7 +16,6 @@ import signal
 import subprocess
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -41,7 +40,15 @@ from kafka.admin import (
     UserScramCredentialUpsertion,
 )
 from kazoo.client import KazooClient
-from migrate_helpers import ROOT, ZK2KRAFT, cluster, log_replay, run_cli, wait_for_follower
+from migrate_helpers import (
+    ROOT,
+    ZK2KRAFT,
+    cluster,
+    log_replay,
+    register_migrating_broker,
+    run_cli,
+    wait_for_follower,
+)
 from test_admin_protocol_versions import _describe_quorum
 
 from migrator import commands
@@ -52,7 +59,7 @@ from migrator.controller.client import ControllerClient
 from migrator.controller.listener_config import set_default_properties
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
-from migrator.kraft.records import kafka_to_uuid, record, uuid_to_kafka
+from migrator.kraft.records import kafka_to_uuid, record
 from migrator.migration.admin.follower import read_follower
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect
@@ -92,19 +99,6 @@ def _paused(server: ZkServer) -> Iterator[None]:
         os.kill(server.proc.pid, signal.SIGCONT)
 
 
-def _register(service: ControllerService, broker_id: int) -> int:
-    reply = service.register(
-        core.Registration(
-            broker_id, service.core.config.cluster_id, uuid_to_kafka(uuid.uuid4()),
-            (core.Listener("PLAINTEXT", f"b{broker_id}", 9092),), {"metadata.version": (1, 21)},
-            is_migrating_zk_broker=True,
-        )
-    )  # fmt: skip
-    assert reply.error == E.NONE, reply
-    assert service.heartbeat(core.Heartbeat(broker_id, reply.broker_epoch, service.log.end_offset)).error == 0
-    return reply.broker_epoch
-
-
 def _start(connect_string: str, log_dir: Path, **kwargs: Any) -> RunningController:
     running = commands.start_controller(
         connect_string, str(log_dir), yes=True, broker_wait_timeout=60, session_timeout_ms=600_000, **kwargs
@@ -115,7 +109,7 @@ def _start(connect_string: str, log_dir: Path, **kwargs: Any) -> RunningControll
 def _active(running: RunningController, brokers: list[int]) -> tuple[ControllerService, dict[int, int]]:
     service = running.service
     assert service is not None
-    epochs = {b: _register(service, b) for b in brokers}
+    epochs = {b: register_migrating_broker(service, b)[0] for b in brokers}
     assert running.wait_until(lambda r: service.admin is not None, 60), running.error
     assert service.flush(60)
     return service, epochs

@@ -10,39 +10,22 @@ import signal
 import subprocess
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
-from migrate_helpers import ROOT, SPEC, ZK2KRAFT, cluster, run_cli
+from migrate_helpers import ROOT, SPEC, ZK2KRAFT, cluster, register_migrating_broker, run_cli
 from prometheus_client.parser import text_string_to_metric_families
 
 from migrator import commands
-from migrator.controller import core
 from migrator.controller.listener_runtime import IN_PROCESS
-from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
-from migrator.kraft.records import uuid_to_kafka
 from migrator.metrics import PREFIX, MigrationMetrics, parse_listen
 from migrator.zk.connection import close, connect
 from zk_fixtures.generator import generate
 from zk_fixtures.server import ZkServer, free_port
 
 K = PREFIX  # kafka_controller_KafkaController_
-
-
-def _register(service: ControllerService, broker_id: int) -> None:
-    """A ZooKeeper broker registering with the KRaft controller as Kafka's brokers do in migration."""
-    reply = service.register(
-        core.Registration(
-            broker_id, service.core.config.cluster_id, uuid_to_kafka(uuid.uuid4()),
-            (core.Listener("PLAINTEXT", f"b{broker_id}", 9092),), {"metadata.version": (1, 21)},
-            is_migrating_zk_broker=True,
-        )
-    )  # fmt: skip
-    assert reply.error == 0, reply
-    assert service.heartbeat(core.Heartbeat(broker_id, reply.broker_epoch, service.log.end_offset)).error == 0
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -155,7 +138,7 @@ def test_registered_brokers_are_counted_once_the_controller_follows(
                 # The soft start bootstrapped the log with PRE_MIGRATION: the gauge says so (issue 17).
                 assert scrape(port)[K + "ZkMigrationState"] == 2
                 for broker_id in expected:
-                    _register(service, broker_id)
+                    register_migrating_broker(service, broker_id)
                 assert running.wait_until(lambda r: not service.soft_start, 60), running.error
                 # The service leaves soft start at activation; the driver sets the state gauge a moment
                 # later, after the first sync: wait for both rather than read them in between.
@@ -271,7 +254,7 @@ def test_write_behind_lag_builds_up_while_zookeeper_is_down(tmp_path: Path) -> N
                 service = running.service
                 assert service is not None
                 for broker_id in expected:
-                    _register(service, broker_id)
+                    register_migrating_broker(service, broker_id)
                 assert running.wait_until(lambda r: not service.soft_start, 60), running.error
                 _wait_metric(port, K + "ZkMigrationState", lambda v: v == 1)
                 # set by the follow loop: the controller is following, the first sync is done
@@ -279,7 +262,7 @@ def test_write_behind_lag_builds_up_while_zookeeper_is_down(tmp_path: Path) -> N
                 _wait_metric(port, K + "ZkWriteBehindLag", lambda v: v == 0)
                 server.kill()
                 # A new broker registers: a record in the log that ZooKeeper cannot get.
-                _register(service, max(expected) + 100)
+                register_migrating_broker(service, max(expected) + 100)
                 lag = _wait_metric(port, K + "ZkWriteBehindLag", lambda v: v > 0)
                 assert lag >= 1
                 server.start()
