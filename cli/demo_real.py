@@ -210,12 +210,12 @@ def run_real_failover(ctx: DemoContext) -> None:
     before = leaders(cluster.bootstrap, TOPIC)
     victim = before[0][0]
     led = {p for p, (leader, _isr) in before.items() if leader == victim}
-    killed = time.monotonic()
+    killed, from_n = time.monotonic(), traffic.sent
     cluster.nodes[victim].kill()
     survivors = ",".join(f"127.0.0.1:{cluster.ports[b]}" for b in cluster.ids if b != victim)
     after = wait_leaders(survivors, TOPIC, lambda ls: all(ls[p][0] not in (victim, -1) for p in led),
                          f"new leaders after kill -9 of broker {victim}")  # fmt: skip
-    acked = traffic.first_ack_after(killed, led)
+    acked = traffic.first_ack_after(killed, led, from_n)
     moved = ", ".join(f"{TOPIC}-{p} → broker {after[p][0]}" for p in sorted(led))
     ctx.console.print(
         f"Broker {victim}, leader of {len(led)} partition(s), was killed (SIGKILL). Its heartbeats stopped, zk2kraft "

@@ -227,6 +227,7 @@ class Traffic:
     rate: float = 40.0
     acked: list[tuple[int, int, int]] = field(default_factory=list)
     acked_at: list[tuple[float, float]] = field(default_factory=list)
+    sent: int = 0  # how many messages the producer has handed to librdkafka (the next one's number)
     failed: list[tuple[int, str]] = field(default_factory=list)
     consumed: list[tuple[int, int, int]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -270,6 +271,7 @@ class Traffic:
         while not self._stop.is_set():
             producer.produce(self.topic, value=str(n).encode(), key=str(n).encode(), on_delivery=report)
             n += 1
+            self.sent = n
             producer.poll(0)
             time.sleep(1.0 / self.rate)
         producer.flush(120)
@@ -338,17 +340,21 @@ class Traffic:
                 )
             time.sleep(0.2)
 
-    def first_ack_after(self, since: float, partitions: set[int], timeout: float = 120.0) -> float:
-        """The monotonic time of the first acknowledgement after `since` on one of `partitions` (a
-        failover's end as the producer sees it), waiting for it up to `timeout` seconds."""
+    def first_ack_after(
+        self, since: float, partitions: set[int], from_n: int, timeout: float = 120.0
+    ) -> float:
+        """The monotonic time of the first acknowledgement after `since` on one of `partitions` of a
+        message numbered `from_n` or later (`sent` read at `since`: one produced after it, as reports
+        of earlier acks may still be queued), waiting up to `timeout` seconds: a failover's end as
+        the producer sees it."""
         deadline = time.monotonic() + timeout
         seen = 0
         while True:
             with self._lock:
                 fresh = list(zip(self.acked[seen:], self.acked_at[seen:], strict=True))
                 seen = len(self.acked)
-            for (p, _o, _n), (at, _latency) in fresh:
-                if at > since and p in partitions:
+            for (p, _o, n), (at, _latency) in fresh:
+                if at > since and p in partitions and n >= from_n:
                     return at
             if time.monotonic() > deadline:
                 raise AssertionError(
