@@ -50,7 +50,15 @@ sys.path.insert(0, str(ROOT))
 
 from migrator.zk.connection import close, connect  # noqa: E402
 from zk_fixtures.kafka import kafka_tool  # noqa: E402
-from zk_fixtures.kafka_cluster import CLIENT_LOG, RealCluster, Traffic, isr_full, leaders, wait_leaders  # noqa: E402
+from zk_fixtures.kafka_cluster import (  # noqa: E402
+    CLIENT_LOG,
+    RealCluster,
+    Traffic,
+    isr_full,
+    leaders,
+    wait_leaders,
+    wait_listening,
+)
 from zk_fixtures.server import ZkServer  # noqa: E402
 
 TOPIC = "bench"
@@ -198,6 +206,7 @@ def main() -> None:
 
         say("rolling the brokers with the migration settings toward zk2kraft")
         cluster.start_zk2kraft()
+        wait_listening(cluster.controller_port, cluster.controller)  # eligible before the first broker stops
         window = CopyWindow(zk_connect)
         window.start()
         for bid in cluster.ids:
