@@ -8,7 +8,9 @@ PYTHON ?= python3
 
 .PHONY: demo test deps system-deps kafka-jars zookeeper-jars lint bench clean
 
-demo: deps
+# The demo fetches Kafka's jars itself (one line with the size, first time only), so that a machine without
+# Java or Maven Central gets its one-line answer naming `zk2kraft demo --simulated`.
+demo: system-deps $(STAMP)
 	$(VENV)/bin/zk2kraft demo
 
 # Besides the whole suite on Debian's ZooKeeper, the core migration tests (marked zk_matrix) run against

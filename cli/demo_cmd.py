@@ -259,6 +259,11 @@ def run_migrate(ctx: DemoContext) -> None:
     service.flush(30)
     if ctx.secure:
         check_secure_listener(ctx)
+    report_copy(ctx)
+
+
+def report_copy(ctx: DemoContext) -> None:
+    """What the copy did and where the migration stands (the simulated and the real-Kafka stories)."""
     st = commands.status(_target(ctx))
     m = st.manifest
     covered = (st.migration_znode or {}).get("kraft_metadata_offset")
@@ -522,14 +527,22 @@ ROLLBACK: list[tuple[str, Callable[[DemoContext], None]]] = [
 
 
 @click.command()
-@click.option("--seed", default=1, show_default=True, help="Seed of the generated cluster.")
-@click.option("--rollback", "rollback", is_flag=True, help="End with a rollback instead of finalize.")
+@click.option(
+    "--simulated",
+    is_flag=True,
+    help="Simulated brokers (a generated 6-broker cluster) instead of real Kafka 3.9: no Java needed.",
+)
+@click.option("--seed", default=1, show_default=True, help="Seed of the generated cluster (--simulated).")
+@click.option(
+    "--rollback", "rollback", is_flag=True, help="End with a rollback instead of finalize (--simulated)."
+)
 @click.option("--no-audit", is_flag=True, help="Skip the Spark audits (faster).")
 @click.option("--keep", is_flag=True, help="Leave ZooKeeper and the files in place afterwards.")
 @click.option(
     "--secure",
     is_flag=True,
-    help="Serve the controller listener with TLS, SASL (PLAIN, SCRAM) and ACLs; certificates made for the run.",
+    help="Serve the controller listener with TLS, SASL (PLAIN, SCRAM) and ACLs; certificates made for the run "
+    "(--simulated).",
 )
 @click.option(
     "--workdir",
@@ -537,33 +550,57 @@ ROLLBACK: list[tuple[str, Callable[[DemoContext], None]]] = [
     default=None,
     help="Where to put ZooKeeper's data (default: a fresh temporary directory).",
 )
-def demo(seed: int, rollback: bool, no_audit: bool, keep: bool, secure: bool, workdir: str | None) -> None:
-    """Run the whole story on an embedded default: local ZooKeeper, generated cluster, migration.
+def demo(
+    simulated: bool, seed: int, rollback: bool, no_audit: bool, keep: bool, secure: bool, workdir: str | None
+) -> None:
+    """Run the whole story on a local ZooKeeper: real Kafka 3.9 brokers migrated while clients run.
 
-    check → plan → migrate (brokers simulated over Kafka's protocol) → broker traffic and admin changes
-    in dual-write → status → audit → brokers restarted one by one in KRaft mode (each one's metadata
-    cache fetched over Raft and equal to the controller's) → finalize → audit;
-    with --rollback: … → audit → rollback → ZooKeeper verified intact. Exits 0 when every phase did
-    what it should.
+    Three Kafka 3.9 brokers in ZooKeeper mode (their jars fetched from Maven Central on first use,
+    about 60 MB, into ~/.cache/zk2kraft) with an idempotent producer and a consumer group → check →
+    plan → migrate (`zk2kraft controller`, brokers restarted with the migration settings) → a leader
+    killed with SIGKILL and admin changes through a broker in dual-write → status → audit → brokers
+    restarted as KRaft brokers → finalize → Kafka's own KRaft controller takes over → "N messages
+    produced during the migration, N consumed, 0 lost". Exits 0 when every phase did what it should,
+    1 when one did not (a lost message included), 3 when Java, confluent-kafka or Kafka's jars
+    (Maven Central) are missing: --simulated needs none of them.
+
+    With --simulated: a generated 6-broker cluster and brokers simulated over Kafka's protocol, then
+    broker traffic and admin changes in dual-write → status → audit → brokers restarted one by one in
+    KRaft mode (each one's metadata cache fetched over Raft and equal to the controller's) → finalize
+    → audit; with --rollback: … → audit → rollback → ZooKeeper verified intact.
 
     \b
-    Example:
-      zk2kraft demo --rollback
+    Examples:
+      zk2kraft demo
+      zk2kraft demo --simulated --rollback
     """
     console = render.console()
+    if not simulated and (rollback or secure):
+        raise click.UsageError("--rollback and --secure run on simulated brokers: add --simulated")
+    if not simulated:
+        from cli.demo_real import REAL, RealDemo, cleanup_real, prerequisites
+
+        try:
+            prerequisites(lambda line: console.print(escape(line)))
+        except ZkKraftError as e:
+            raise type(e)(f"{e}; `zk2kraft demo --simulated` runs the story without real Kafka") from None
     path = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="zk2kraft-demo-"))
     path.mkdir(parents=True, exist_ok=True)
-    ctx = DemoContext(
+    settings = dict(
         console=console, workdir=path, seed=seed, rollback=rollback, audit=not no_audit, secure=secure
     )
-    phases = COMMON + (ROLLBACK if rollback else FINALIZE)
+    ctx = DemoContext(**settings) if simulated else RealDemo(**settings)
+    phases = (COMMON + (ROLLBACK if rollback else FINALIZE)) if simulated else REAL
     started = time.perf_counter()
     try:
         for number, (title, run) in enumerate(phases, start=1):
             with phase(ctx, number, title):
                 run(ctx)
     finally:
-        cleanup(ctx, keep)
+        if simulated:
+            cleanup(ctx, keep)
+        else:
+            cleanup_real(ctx, keep)
         if secure:
             commands.serve_listeners_with({})
     elapsed = time.perf_counter() - started

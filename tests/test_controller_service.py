@@ -454,3 +454,30 @@ def test_activate_catches_up_with_requests_served_after_the_callers_read(
             service.activate(stale, service.syncer, service.epoch)
             assert {b: service.image.brokers[b].broker_epoch for b in epochs} == epochs
             assert all(not service.image.brokers[b].fenced for b in epochs)
+
+
+def test_session_timer_wakes_at_the_oldest_sessions_expiry(
+    zk: KazooClient, zk_connect: str, tmp_path: Path
+) -> None:
+    """Kafka's controller checks for a stale broker when the oldest session expires
+    (QuorumController.rescheduleMaybeFenceStaleBrokers); a fixed round of a quarter timeout fenced a
+    killed broker up to that much later, and every failover waited for it (bench/real_kafka.py)."""
+    log_dir = tmp_path / "meta"
+    clock = Clock()
+    with cluster(zk, zk_connect):
+        commands.migrate(zk_connect, str(log_dir), yes=True, brokers_from_zk=True)
+        with dual_write_service(zk, log_dir, clock) as service:  # session timeout 1000 ms
+            epochs = _register_all(service)
+            victim = sorted(epochs)[0]
+            clock.ms += 300
+            for b, e in epochs.items():
+                if b != victim:
+                    assert service.heartbeat(core.Heartbeat(b, e, service.log.end_offset)).error == E.NONE
+            assert service.timer_wait(5.0) == pytest.approx(0.701)  # the victim's session, not 5 s
+            assert service.timer_wait(0.25) == 0.25
+            clock.ms += 701
+            assert service.timer_wait(5.0) == 0.01
+            assert service.tick() == [victim]
+            assert service.timer_wait(5.0) == pytest.approx(
+                0.3
+            )  # now the others' sessions (heartbeat at +300)

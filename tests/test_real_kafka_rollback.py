@@ -17,6 +17,7 @@ import pytest
 from migrate_helpers import assert_audit_clean, run_cli
 from real_kafka import (
     OUT_OF_ORDER,
+    ZK_CONTROLLER_RESIGNED,
     RealCluster,
     Traffic,
     errors_with_cause,
@@ -94,6 +95,12 @@ def test_dual_write_with_a_topic_made_and_a_leader_killed(cluster: dict) -> None
     # during dual-write: a topic created through a broker (forwarded), and a leader killed (epochs move)
     kafka_tool("kafka-topics", "--bootstrap-server", c.bootstrap, "--create", "--topic", MADE, "--partitions",
                "2", "--replication-factor", "3")  # fmt: skip
+    # every replica of it made and in the ISR before the kill: a replica whose log directory exists but
+    # whose partition.metadata (the topic id) was not written yet when SIGKILL came makes Kafka 3.9 refuse
+    # every full LeaderAndIsr from a KRaft controller after the restart (ReplicaManager.becomeLeaderOrFollower
+    # -> LogManager.findStrayReplicas: "does not have a topic ID, which is not allowed when running in KRaft
+    # mode"), Kafka's own migrating controller as much as zk2kraft, so the broker would never rejoin
+    isr_full(c.bootstrap, MADE)
     before = leaders(c.bootstrap, TOPIC)
     victim = before[0][0]
     c.nodes[victim].kill()
@@ -152,6 +159,9 @@ def test_rollback_to_kafkas_zookeeper_controller(cluster: dict) -> None:
     # (the verdict above proves nothing lost or doubled); ZK_CONTROLLER_RESIGNED: Kafka's ZooKeeper-mode
     # controller of before the migration interrupts its request threads when it resigns at its restart
     errors = [
-        ln for b in c.ids for ln in errors_with_cause(c.nodes[b].log_path) if not re.search(OUT_OF_ORDER, ln)
+        ln
+        for b in c.ids
+        for ln in errors_with_cause(c.nodes[b].log_path)
+        if not re.search(OUT_OF_ORDER, ln) and not re.search(ZK_CONTROLLER_RESIGNED, ln)
     ]
     assert errors == [], errors[:5]

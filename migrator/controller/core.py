@@ -120,6 +120,17 @@ class ControllerCore:
         last = self.last_contact.get(broker.id)
         return last is not None and last + self.config.session_timeout_ms >= now_ms
 
+    def next_expiry_ms(self, image: ClusterImage) -> int | None:
+        """When the oldest live session expires (the first ms `has_valid_session` is false), None when
+        no unfenced broker has one: Kafka's QuorumController schedules its stale-broker check at that
+        moment (rescheduleMaybeFenceStaleBrokers with BrokerHeartbeatManager.nextCheckTimeNs)."""
+        lasts = [
+            self.last_contact[b.id]
+            for b in image.brokers.values()
+            if not b.fenced and b.id in self.last_contact
+        ]
+        return min(lasts) + self.config.session_timeout_ms + 1 if lasts else None
+
     def expired_brokers(self, image: ClusterImage, now_ms: int) -> list[int]:
         """Unfenced brokers silent past the session timeout, oldest contact first."""
         out = [
