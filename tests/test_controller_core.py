@@ -324,6 +324,14 @@ def test_controlled_shutdown_moves_leadership_before_stopping(h: Harness) -> Non
     # The next heartbeat finds it leading nothing: it stops, fenced.
     r = h.beat(1, BrokerState.STOPPING)
     assert r.should_shut_down and r.is_fenced and h.image.brokers[1].fenced
+    # Stopped, it stays stopped until it registers again, whatever its heartbeats ask (Kafka's
+    # BrokerHeartbeatManager: CONTROLLED_SHUTDOWN, then SHUTDOWN_NOW; never unfenced).
+    r = h.beat(1, BrokerState.ACTIVE)
+    assert r.should_shut_down and r.is_fenced and h.image.brokers[1].fenced
+    assert h.part(0).leader == 2
+    h.register(1, new_incarnation=True)
+    r = h.beat(1, BrokerState.ACTIVE)
+    assert not r.should_shut_down and not r.is_fenced and not h.image.brokers[1].fenced
 
 
 def test_controlled_shutdown_of_a_broker_leading_nothing(h: Harness) -> None:
