@@ -239,13 +239,15 @@ def leader_change(sim: BrokerSimulator, zk: KazooClient) -> float:
     other = next(r for r in v.isr if r != leader)
     cache = sim.caches[other]
     t0 = time.monotonic()
+    # Kafka's broker: PENDING_CONTROLLED_SHUTDOWN, every heartbeat asks wantShutDown (the simulator's
+    # heartbeat round too), and after shouldShutDown it sends nothing more (SimBroker.heartbeat).
     sim.brokers[leader].heartbeat(want_shut_down=True)
 
     def moved() -> bool:
         with cache.lock:
             got = cache.partitions.get(v.key)
         if got is None or got.leader == leader:
-            sim.brokers[leader].heartbeat(want_shut_down=True)
+            sim.brokers[leader].heartbeat()
             return False
         return True
 

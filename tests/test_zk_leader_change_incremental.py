@@ -1,16 +1,18 @@
 """A controlled shutdown reaches the ZooKeeper-mode brokers as incremental requests, and stays done.
 
 bench/kafka_side_by_side.py measured 41 s (Kafka's controller: 7.7 s) at 20,000 partitions for another
-ZK-mode broker to learn a leader change from a controlled shutdown. The shut-down broker keeps
-heartbeating (its heartbeat thread runs until the process stops), and zk2kraft unfenced it on the
-first heartbeat without wantShutDown: it got the full state again (UpdateMetadata of every partition,
-LeaderAndIsr of every replica), took leaderships back, shut down again, and each fence and unfence
-sent every other broker an UpdateMetadata of every partition it hosts. Kafka's controller keeps a
-broker that went through controlled shutdown shutting down until it registers again.
+ZK-mode broker to learn a leader change from a controlled shutdown. The simulated broker kept
+heartbeating after the controller told it to shut down, without wantShutDown (its heartbeat round went
+on), so the controller unfenced it as Kafka's does a FENCED broker that heartbeats (BrokerHeartbeatManager:
+a fence ends the controlled shutdown): it got the full state again (UpdateMetadata of every partition,
+LeaderAndIsr of every replica), and each fence and unfence sent every other broker an UpdateMetadata of
+every partition it hosts. Kafka's broker does not do that: its BrokerLifecycleManager asks wantShutDown
+on every heartbeat of PENDING_CONTROLLED_SHUTDOWN and, told shouldShutDown, shuts its queue down and sends
+nothing more; it comes back only with a new registration. The simulator now does the same.
 
 Checked by what the brokers receive, not by a stopwatch (timing is the bench's): on a cluster of a few
 thousand partitions, the other broker learns the new leader from an INCREMENTAL LeaderAndIsr, and
-after the shutdown no broker receives a FULL request, however the stopped broker heartbeats.
+after the shutdown no broker receives a FULL request.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from test_zk_broker_triggers import (
 
 from migrator.controller.zk_broker_channel import wait_until
 from migrator.metrics import MigrationMetrics
+from zk_fixtures.broker_sim import SHUTTING_DOWN
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import load_cluster
 
@@ -109,16 +112,14 @@ def test_a_controlled_shutdown_reaches_zk_brokers_incrementally_and_stays_done(z
         assert learned and learned[0][1].type == INCREMENTAL, [(v, r.type) for v, r in learned]
         assert len(leader_and_isr_partitions(*learned[0])) < len(before)
 
-        # It leads nothing now: the next wantShutDown heartbeat lets it stop (fenced).
-        assert wait_until(lambda: bool((r := sim.brokers[victim].heartbeat(True)) and r.should_shut_down), 20)
+        # It leads nothing now: a wantShutDown heartbeat lets it stop (fenced), and it stops talking.
+        assert wait_until(lambda: sim.brokers[victim].state == SHUTTING_DOWN, 20), sim.brokers[victim]
         assert service.wait_for(lambda img: img.brokers[victim].fenced, 20)
-        # Its heartbeat thread goes on until the process exits, without wantShutDown: it stays stopped.
+        # As Kafka's lifecycle manager after shouldShutDown: no heartbeat, whoever asks (the simulator's
+        # heartbeat round goes on meanwhile), and the controller keeps it fenced.
         for _ in range(3):
-            resp = sim.brokers[victim].heartbeat(want_shut_down=False)
-            assert resp is not None and resp.error_code == 0 and resp.is_fenced and resp.should_shut_down, (
-                resp
-            )
-            time.sleep(0.1)
+            assert sim.brokers[victim].heartbeat() is None
+            time.sleep(sim.interval_s)
         with service.lock:
             assert service.image.brokers[victim].fenced
         assert wait_until(lambda: service.zk_propagator.in_sync(), 60)

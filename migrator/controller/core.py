@@ -259,13 +259,11 @@ class ControllerCore:
         state = state_of(broker)
         fenced, shut_down = broker.fenced, False
         if state is BrokerState.INACTIVE:
-            if req.want_shut_down or broker.in_controlled_shutdown:
-                # A broker that went through controlled shutdown stays shutting down until it
-                # registers again, whatever it asks (Kafka's BrokerHeartbeatManager keeps it in
-                # CONTROLLED_SHUTDOWN, then SHUTDOWN_NOW): unfencing it here made every ordinary
-                # heartbeat after the shutdown cycle it (unfence, full resend to it, leaders back,
-                # controlled shutdown, fence), each cycle an UpdateMetadata of every partition it
-                # hosts to every ZK-mode broker.
+            # Kafka's BrokerHeartbeatManager, FENCED: wantShutDown → SHUTDOWN_NOW, else unfenced once
+            # caught up. A fence ends a controlled shutdown (touch() clears its offset), so a broker
+            # that heartbeats again after SHUTDOWN_NOW is unfenced like any other; Kafka's broker
+            # sends nothing after shouldShutDown (its lifecycle manager's queue shuts down).
+            if req.want_shut_down:
                 shut_down = True
             elif not req.want_fence and caught_up:
                 records += self._unfence(image, broker)
