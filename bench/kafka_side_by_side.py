@@ -255,7 +255,26 @@ def leader_change(sim: BrokerSimulator, zk: KazooClient) -> float:
     return time.monotonic() - t0
 
 
-def measure(name: str, base: Path, spec: ClusterSpec, seconds: float, batch: int) -> Run:
+def profile_during(pid: int, out: Path, seconds: float) -> subprocess.Popen[bytes]:
+    """py-spy (every thread, native frames off) on the controller for the AlterPartition load: collapsed
+    stacks in `out` (flamegraph.pl or speedscope read them)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    return subprocess.Popen(
+        [spy, "record", "-p", str(pid), "-d", str(int(seconds) + 2), "-r", "200", "-f", "raw", "-o", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def measure(
+    name: str,
+    base: Path,
+    spec: ClusterSpec,
+    seconds: float,
+    batch: int,
+    profile: Path | None = None,
+    root: Path = ROOT,
+) -> Run:
+    """One controller's run; `root` is the zk2kraft checkout to run (a baseline's, for before/after)."""
     run = Run(name)
     server, zk, generated, sessions = start_zookeeper_with(base, spec)
     proc: subprocess.Popen[bytes] | None = None
@@ -282,7 +301,7 @@ def measure(name: str, base: Path, spec: ClusterSpec, seconds: float, batch: int
                     "-l", str(base / "meta"), "--broker-wait-timeout", "600"]  # fmt: skip
             proc = subprocess.Popen(
                 [sys.executable, "-c", "from cli.main import entry; entry()", *args],
-                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(base / "zk2kraft.err", "wb"),  # noqa: SIM115
+                cwd=root, stdout=subprocess.DEVNULL, stderr=open(base / "zk2kraft.err", "wb"),  # noqa: SIM115
             )  # fmt: skip
             pid = proc.pid
             address = ("127.0.0.1", port)
@@ -300,7 +319,10 @@ def measure(name: str, base: Path, spec: ClusterSpec, seconds: float, batch: int
             flush=True,
         )
         time.sleep(3)  # dual-write settles (Kafka: KRAFT_CONTROLLER_TO_BROKER_COMM then DUAL_WRITE)
+        spy = profile_during(pid, profile, seconds) if profile is not None and name != "kafka" else None
         run.changes, took = alter_load(sim, zk, seconds, batch)
+        if spy is not None:
+            spy.wait(seconds + 120)
         run.throughput = run.changes / took
         print(f"  {name}: {run.changes:,} AlterPartition changes in ZooKeeper after {took:.2f}s", flush=True)
         run.leader_change = leader_change(sim, zk)
@@ -344,26 +366,52 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, action="append", help="default: 20000 and 200000")
     parser.add_argument("--seconds", type=float, default=10.0, help="AlterPartition load per controller")
     parser.add_argument("--batch", type=int, default=50, help="partitions per AlterPartition request")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another zk2kraft checkout (e.g. `git worktree add DIR main`, its _speedups built or copied) "
+        "measured in the same run: before/after figures side by side",
+    )
+    parser.add_argument("--no-kafka", action="store_true", help="zk2kraft only (profiling)")
+    parser.add_argument(
+        "--profile", type=Path, help="py-spy's collapsed stacks of zk2kraft's load, DIR/NAME.txt"
+    )
     args = parser.parse_args()
     sizes = args.partitions or [20_000, 200_000]
     print(f"Kafka 3.9.2 vs zk2kraft, {BROKERS} brokers; {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}")
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    nan = Run("kafka (not run)")
     for size in sizes:
         spec = spec_for(size)
-        with tempfile.TemporaryDirectory(prefix="zk2kraft-side-") as tmp:
-            ours = measure("zk2kraft", Path(tmp) / "ours", spec, args.seconds, args.batch)
-            shutil.rmtree(Path(tmp) / "ours", ignore_errors=True)
-            kafka = measure("kafka", Path(tmp) / "kafka", spec, args.seconds, args.batch)
+
+        def one(name: str, root: Path = ROOT, size: int = size, spec: ClusterSpec = spec) -> Run:
+            spy = None if args.profile is None else args.profile / f"{name}-{size}.txt"
+            with tempfile.TemporaryDirectory(prefix="zk2kraft-side-") as tmp:
+                return measure(name, Path(tmp) / "run", spec, args.seconds, args.batch, spy, root)
+
+        ours = one("zk2kraft")
+        before = one("zk2kraft-baseline", args.baseline) if args.baseline is not None else None
+        kafka = nan if args.no_kafka else one("kafka")
         print(
             f"{size:,} partitions ({spec.topics:,} topics x {PER_TOPIC}, RF 3), load {os.getloadavg()[0]:.1f}:"
         )
-        print("  " + line("time to MIGRATION", ours.to_migration, kafka.to_migration, " s"))
-        print("  " + line("  of which start to listening", ours.listening, kafka.listening, " s"))
-        print("  " + line("  of which start to claim", ours.claim, kafka.claim, " s"))
-        print("  " + line("dark window", ours.dark_window, kafka.dark_window, " s"))
-        print("  " + line("controller peak RSS", ours.rss_gb, kafka.rss_gb, " GiB"))
-        print("  " + line("dual-write AlterPartition to ZooKeeper", ours.throughput, kafka.throughput, "/s", True)
-              + "  (Kafka/zk2kraft here is zk2kraft/Kafka: > 1 means zk2kraft ahead)")  # fmt: skip
-        print("  " + line("leader change to a ZK broker", ours.leader_change, kafka.leader_change, " s"))
+        measures = [
+            ("time to MIGRATION", "to_migration", " s", False),
+            ("  of which start to listening", "listening", " s", False),
+            ("  of which start to claim", "claim", " s", False),
+            ("dark window", "dark_window", " s", False),
+            ("controller peak RSS", "rss_gb", " GiB", False),
+            ("dual-write AlterPartition to ZooKeeper", "throughput", "/s", True),
+            ("leader change to a ZK broker", "leader_change", " s", False),
+        ]
+        for title, attr, unit, higher in measures:
+            text = "  " + line(title, getattr(ours, attr), getattr(kafka, attr), unit, higher)
+            if higher:
+                text += "  (Kafka/zk2kraft here is zk2kraft/Kafka: > 1 means zk2kraft ahead)"
+            print(text)
+            if before is not None:
+                print(f"      baseline zk2kraft ({args.baseline}): {getattr(before, attr):.2f}{unit}")
         for note in kafka.notes:
             print(f"  Kafka logged: {note}")
 

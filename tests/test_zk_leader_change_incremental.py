@@ -17,6 +17,7 @@ after the shutdown no broker receives a FULL request.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from test_zk_broker_triggers import (
     image_partitions,
     leader_and_isr_partitions,
     start_controller,
+    update_metadata_partitions,
 )
 
 from migrator.controller.zk_broker_channel import wait_until
@@ -42,6 +44,8 @@ from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import load_cluster
 
 pytestmark = [pytest.mark.zk]
+
+Key = tuple[str, int]
 
 #: 6 brokers, 2,900 partitions (one topic of the 30 pending deletion): enough for the fan-out to matter
 SPEC_6 = SPEC.model_copy(update={"brokers": 6, "topics": 30, "partitions": 100})
@@ -128,3 +132,53 @@ def test_a_controlled_shutdown_reaches_zk_brokers_incrementally_and_stays_done(z
             for b, requests in seen.items()
         }
         assert not any(full.values()), full
+
+
+def delivered(service: Any) -> bool:
+    """The propagator has taken the committed image and every channel delivered it."""
+    prop = service.zk_propagator
+    return prop._offset == service.committed_offset and prop.in_sync()
+
+
+def leadership(p: Any) -> tuple[Any, ...]:
+    return (p.leader, p.leader_epoch, tuple(p.isr), p.partition_epoch, tuple(p.replicas))
+
+
+def test_a_broker_coming_back_tells_the_others_only_what_changed(zk, zk_connect, tmp_path):
+    """Kafka 3.9's MigrationPropagator on a change of brokers: the ZK brokers that did not change get an
+    UpdateMetadata naming the live brokers (`addUpdateMetadataRequestForBrokers(oldZkBrokers)`, no
+    partition), plus the partitions whose state changed; only the broker that came back gets every
+    partition. zk2kraft sent every other broker each partition with a replica on the broker that came
+    back (its OfflineReplicas had changed): thousands of partition states to each, for every unfence."""
+    with running_cluster(zk, zk_connect, tmp_path) as (running, sim):
+        service = running.service
+        victim = max(sim.brokers)
+        hosted = {k for k, p in image_partitions(service).items() if victim in p.replicas}
+        sim.pause()  # no AlterPartition from here (the image changes only by the fence and unfence)
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(0.3):
+                sim.heartbeats()
+
+        beats = threading.Thread(target=beat, daemon=True)
+        beats.start()
+        try:
+            sim.brokers[victim].crash()
+            assert service.wait_for(lambda img: img.brokers[victim].fenced, 30)
+            assert wait_until(lambda: delivered(service), 60)
+            before = image_partitions(service)
+            seen = {b: record(cache) for b, cache in sim.caches.items() if b != victim}
+            assert sim.restart(victim, empty_disk=False) == 0
+            assert service.wait_for(lambda img: not img.brokers[victim].fenced, 30)
+            assert wait_until(lambda: delivered(service), 60)
+            after = image_partitions(service)
+        finally:
+            stop.set()
+            beats.join(10)
+        changed = {k for k, p in after.items() if k not in before or leadership(before[k]) != leadership(p)}
+        for b, requests in seen.items():
+            ums = [(v, r) for name, v, r in requests if name == "update_metadata"]
+            assert ums and victim in {int(x.id) for x in ums[-1][1].live_brokers}, b  # it learned the broker
+            told: set[Key] = set().union(*(update_metadata_partitions(v, r) for v, r in ums))
+            assert told <= changed, (b, len(told - changed), len(hosted))
