@@ -230,8 +230,20 @@ def _by_changes(image: ClusterImage, prev: Snapshot, changes: ImageChanges, snap
     return snap
 
 
-def _leadership(s: PartitionState) -> PartitionState:
-    return dataclasses.replace(s, offline=())
+def _leadership(s: PartitionState) -> tuple[object, ...]:
+    """What a partition's registration says, without OfflineReplicas (which follows the live brokers):
+    a plain tuple, compared per changed partition (a dataclasses.replace cost more than the diff)."""
+    return (
+        s.topic_id,
+        s.leader,
+        s.leader_epoch,
+        s.isr,
+        s.partition_epoch,
+        s.replicas,
+        s.adding,
+        s.removing,
+        s.leader_recovery_state,
+    )
 
 
 def versions_for(broker: Broker, cluster_mv: int | None) -> dict[int, int]:
