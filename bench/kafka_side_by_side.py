@@ -23,6 +23,8 @@ Measured the same way for both, by watching ZooKeeper every 20 ms from this proc
   shrinks and expansions for the partitions it leads (`--batch` a request, the next when the last is
   answered); changes accepted divided by the time from the first request until ZooKeeper's state
   znodes hold every leader's last change;
+  The controller's CPU (user + system, /proc/PID/stat) over the load, divided by the changes, is
+  printed under it: a per-change cost that the machine's load moves less than the rate;
 - **leader change to a ZK broker**: a controlled shutdown of the broker leading most partitions (its
   heartbeat asks to shut down); the time until another ZK-mode broker's metadata cache, built from the
   controller's LeaderAndIsr, names a new leader for one of its partitions.
@@ -73,9 +75,16 @@ class Run:
     changes: int = 0
     throughput: float = float("nan")
     leader_change: float = float("nan")
+    cpu_per_change_us: float = float("nan")  # controller CPU (user + system) during the load / changes
     listening: float = float("nan")  # process start -> controller listener accepts connections
     claim: float = float("nan")  # process start -> /controller claimed
     notes: list[str] = field(default_factory=list)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process and its threads so far (/proc/PID/stat), seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def vm_hwm_gb(pid: int) -> float:
@@ -320,7 +329,9 @@ def measure(
         )
         time.sleep(3)  # dual-write settles (Kafka: KRAFT_CONTROLLER_TO_BROKER_COMM then DUAL_WRITE)
         spy = profile_during(pid, profile, seconds) if profile is not None and name != "kafka" else None
+        cpu0 = cpu_seconds(pid)
         run.changes, took = alter_load(sim, zk, seconds, batch)
+        run.cpu_per_change_us = (cpu_seconds(pid) - cpu0) / max(1, run.changes) * 1e6
         if spy is not None:
             spy.wait(seconds + 120)
         run.throughput = run.changes / took
@@ -403,6 +414,7 @@ def main() -> None:
             ("dark window", "dark_window", " s", False),
             ("controller peak RSS", "rss_gb", " GiB", False),
             ("dual-write AlterPartition to ZooKeeper", "throughput", "/s", True),
+            ("  controller CPU per change", "cpu_per_change_us", " us", False),
             ("leader change to a ZK broker", "leader_change", " s", False),
         ]
         for title, attr, unit, higher in measures:
