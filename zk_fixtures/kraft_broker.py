@@ -456,8 +456,7 @@ def restart_in_kraft_mode(
     # one assignment: a simulator round sees the stopped broker (not serving) or the new one
     sim.brokers[broker_id] = kraft
     while kraft.epoch < 0 or kraft.fenced_by_controller:
-        if kraft.epoch < 0:
-            kraft.register()
+        kraft.ensure_registered()  # checked under its lifecycle lock: the heartbeat round may register it too
         kraft.heartbeat()
         if kraft.epoch >= 0 and not kraft.fenced_by_controller:
             break
