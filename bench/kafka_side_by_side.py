@@ -23,9 +23,9 @@ Measured the same way for both, by watching ZooKeeper every 20 ms from this proc
   shrinks and expansions for the partitions it leads (`--batch` a request, the next when the last is
   answered); changes accepted divided by the time from the first request until ZooKeeper's state
   znodes hold every leader's last change;
-  The controller's CPU (user + system, /proc/PID/stat) over the load, less its idle rate (3 s before
-  the load: heartbeats, timers) times the load's duration, divided by the changes, is printed under
-  it: a per-change cost that the machine's load moves less than the rate;
+  The controller's CPU (user + system, /proc/PID/stat) over the load divided by the changes is
+  printed under it; it includes the controller's background work meanwhile (heartbeats, timers, a
+  JVM's collector and compiler), which a slower run spreads over fewer changes;
 - **leader change to a ZK broker**: a controlled shutdown of the broker leading most partitions (its
   heartbeat asks to shut down); the time until another ZK-mode broker's metadata cache, built from the
   controller's LeaderAndIsr, names a new leader for one of its partitions.
@@ -329,14 +329,10 @@ def measure(
             flush=True,
         )
         time.sleep(3)  # dual-write settles (Kafka: KRAFT_CONTROLLER_TO_BROKER_COMM then DUAL_WRITE)
-        idle0, t_idle = cpu_seconds(pid), time.monotonic()
-        time.sleep(3)  # its CPU with no change to make (heartbeats, timers): subtracted from the load's
-        idle_rate = (cpu_seconds(pid) - idle0) / (time.monotonic() - t_idle)
         spy = profile_during(pid, profile, seconds) if profile is not None and name != "kafka" else None
         cpu0 = cpu_seconds(pid)
         run.changes, took = alter_load(sim, zk, seconds, batch)
-        spent = cpu_seconds(pid) - cpu0 - idle_rate * took
-        run.cpu_per_change_us = spent / max(1, run.changes) * 1e6
+        run.cpu_per_change_us = (cpu_seconds(pid) - cpu0) / max(1, run.changes) * 1e6
         if spy is not None:
             spy.wait(seconds + 120)
         run.throughput = run.changes / took
