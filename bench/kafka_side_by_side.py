@@ -23,6 +23,9 @@ Measured the same way for both, by watching ZooKeeper every 20 ms from this proc
   shrinks and expansions for the partitions it leads (`--batch` a request, the next when the last is
   answered); changes accepted divided by the time from the first request until ZooKeeper's state
   znodes hold every leader's last change;
+  The controller's CPU (user + system, /proc/PID/stat) over the load divided by the changes is
+  printed under it; it includes the controller's background work meanwhile (heartbeats, timers, a
+  JVM's collector and compiler), which a slower run spreads over fewer changes;
 - **leader change to a ZK broker**: a controlled shutdown of the broker leading most partitions (its
   heartbeat asks to shut down); the time until another ZK-mode broker's metadata cache, built from the
   controller's LeaderAndIsr, names a new leader for one of its partitions.
@@ -73,9 +76,16 @@ class Run:
     changes: int = 0
     throughput: float = float("nan")
     leader_change: float = float("nan")
+    cpu_per_change_us: float = float("nan")  # controller CPU (user + system) during the load / changes
     listening: float = float("nan")  # process start -> controller listener accepts connections
     claim: float = float("nan")  # process start -> /controller claimed
     notes: list[str] = field(default_factory=list)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process and its threads so far (/proc/PID/stat), seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def vm_hwm_gb(pid: int) -> float:
@@ -239,13 +249,15 @@ def leader_change(sim: BrokerSimulator, zk: KazooClient) -> float:
     other = next(r for r in v.isr if r != leader)
     cache = sim.caches[other]
     t0 = time.monotonic()
+    # Kafka's broker: PENDING_CONTROLLED_SHUTDOWN, every heartbeat asks wantShutDown (the simulator's
+    # heartbeat round too), and after shouldShutDown it sends nothing more (SimBroker.heartbeat).
     sim.brokers[leader].heartbeat(want_shut_down=True)
 
     def moved() -> bool:
         with cache.lock:
             got = cache.partitions.get(v.key)
         if got is None or got.leader == leader:
-            sim.brokers[leader].heartbeat(want_shut_down=True)
+            sim.brokers[leader].heartbeat()
             return False
         return True
 
@@ -253,7 +265,26 @@ def leader_change(sim: BrokerSimulator, zk: KazooClient) -> float:
     return time.monotonic() - t0
 
 
-def measure(name: str, base: Path, spec: ClusterSpec, seconds: float, batch: int) -> Run:
+def profile_during(pid: int, out: Path, seconds: float) -> subprocess.Popen[bytes]:
+    """py-spy (every thread, native frames off) on the controller for the AlterPartition load: collapsed
+    stacks in `out` (flamegraph.pl or speedscope read them)."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    return subprocess.Popen(
+        [spy, "record", "-p", str(pid), "-d", str(int(seconds) + 2), "-r", "200", "-f", "raw", "-o", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def measure(
+    name: str,
+    base: Path,
+    spec: ClusterSpec,
+    seconds: float,
+    batch: int,
+    profile: Path | None = None,
+    root: Path = ROOT,
+) -> Run:
+    """One controller's run; `root` is the zk2kraft checkout to run (a baseline's, for before/after)."""
     run = Run(name)
     server, zk, generated, sessions = start_zookeeper_with(base, spec)
     proc: subprocess.Popen[bytes] | None = None
@@ -280,7 +311,7 @@ def measure(name: str, base: Path, spec: ClusterSpec, seconds: float, batch: int
                     "-l", str(base / "meta"), "--broker-wait-timeout", "600"]  # fmt: skip
             proc = subprocess.Popen(
                 [sys.executable, "-c", "from cli.main import entry; entry()", *args],
-                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(base / "zk2kraft.err", "wb"),  # noqa: SIM115
+                cwd=root, stdout=subprocess.DEVNULL, stderr=open(base / "zk2kraft.err", "wb"),  # noqa: SIM115
             )  # fmt: skip
             pid = proc.pid
             address = ("127.0.0.1", port)
@@ -298,7 +329,12 @@ def measure(name: str, base: Path, spec: ClusterSpec, seconds: float, batch: int
             flush=True,
         )
         time.sleep(3)  # dual-write settles (Kafka: KRAFT_CONTROLLER_TO_BROKER_COMM then DUAL_WRITE)
+        spy = profile_during(pid, profile, seconds) if profile is not None and name != "kafka" else None
+        cpu0 = cpu_seconds(pid)
         run.changes, took = alter_load(sim, zk, seconds, batch)
+        run.cpu_per_change_us = (cpu_seconds(pid) - cpu0) / max(1, run.changes) * 1e6
+        if spy is not None:
+            spy.wait(seconds + 120)
         run.throughput = run.changes / took
         print(f"  {name}: {run.changes:,} AlterPartition changes in ZooKeeper after {took:.2f}s", flush=True)
         run.leader_change = leader_change(sim, zk)
@@ -342,26 +378,53 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, action="append", help="default: 20000 and 200000")
     parser.add_argument("--seconds", type=float, default=10.0, help="AlterPartition load per controller")
     parser.add_argument("--batch", type=int, default=50, help="partitions per AlterPartition request")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another zk2kraft checkout (e.g. `git worktree add DIR main`, its _speedups built or copied) "
+        "measured in the same run: before/after figures side by side",
+    )
+    parser.add_argument("--no-kafka", action="store_true", help="zk2kraft only (profiling)")
+    parser.add_argument(
+        "--profile", type=Path, help="py-spy's collapsed stacks of zk2kraft's load, DIR/NAME.txt"
+    )
     args = parser.parse_args()
     sizes = args.partitions or [20_000, 200_000]
     print(f"Kafka 3.9.2 vs zk2kraft, {BROKERS} brokers; {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f}")
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    nan = Run("kafka (not run)")
     for size in sizes:
         spec = spec_for(size)
-        with tempfile.TemporaryDirectory(prefix="zk2kraft-side-") as tmp:
-            ours = measure("zk2kraft", Path(tmp) / "ours", spec, args.seconds, args.batch)
-            shutil.rmtree(Path(tmp) / "ours", ignore_errors=True)
-            kafka = measure("kafka", Path(tmp) / "kafka", spec, args.seconds, args.batch)
+
+        def one(name: str, root: Path = ROOT, size: int = size, spec: ClusterSpec = spec) -> Run:
+            spy = None if args.profile is None else args.profile / f"{name}-{size}.txt"
+            with tempfile.TemporaryDirectory(prefix="zk2kraft-side-") as tmp:
+                return measure(name, Path(tmp) / "run", spec, args.seconds, args.batch, spy, root)
+
+        ours = one("zk2kraft")
+        before = one("zk2kraft-baseline", args.baseline) if args.baseline is not None else None
+        kafka = nan if args.no_kafka else one("kafka")
         print(
             f"{size:,} partitions ({spec.topics:,} topics x {PER_TOPIC}, RF 3), load {os.getloadavg()[0]:.1f}:"
         )
-        print("  " + line("time to MIGRATION", ours.to_migration, kafka.to_migration, " s"))
-        print("  " + line("  of which start to listening", ours.listening, kafka.listening, " s"))
-        print("  " + line("  of which start to claim", ours.claim, kafka.claim, " s"))
-        print("  " + line("dark window", ours.dark_window, kafka.dark_window, " s"))
-        print("  " + line("controller peak RSS", ours.rss_gb, kafka.rss_gb, " GiB"))
-        print("  " + line("dual-write AlterPartition to ZooKeeper", ours.throughput, kafka.throughput, "/s", True)
-              + "  (Kafka/zk2kraft here is zk2kraft/Kafka: > 1 means zk2kraft ahead)")  # fmt: skip
-        print("  " + line("leader change to a ZK broker", ours.leader_change, kafka.leader_change, " s"))
+        measures = [
+            ("time to MIGRATION", "to_migration", " s", False),
+            ("  of which start to listening", "listening", " s", False),
+            ("  of which start to claim", "claim", " s", False),
+            ("dark window", "dark_window", " s", False),
+            ("controller peak RSS", "rss_gb", " GiB", False),
+            ("dual-write AlterPartition to ZooKeeper", "throughput", "/s", True),
+            ("  controller CPU per change", "cpu_per_change_us", " us", False),
+            ("leader change to a ZK broker", "leader_change", " s", False),
+        ]
+        for title, attr, unit, higher in measures:
+            text = "  " + line(title, getattr(ours, attr), getattr(kafka, attr), unit, higher)
+            if higher:
+                text += "  (Kafka/zk2kraft here is zk2kraft/Kafka: > 1 means zk2kraft ahead)"
+            print(text)
+            if before is not None:
+                print(f"      baseline zk2kraft ({args.baseline}): {getattr(before, attr):.2f}{unit}")
         for note in kafka.notes:
             print(f"  Kafka logged: {note}")
 

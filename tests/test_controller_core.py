@@ -324,6 +324,20 @@ def test_controlled_shutdown_moves_leadership_before_stopping(h: Harness) -> Non
     # The next heartbeat finds it leading nothing: it stops, fenced.
     r = h.beat(1, BrokerState.STOPPING)
     assert r.should_shut_down and r.is_fenced and h.image.brokers[1].fenced
+    # Kafka's BrokerHeartbeatManager after SHUTDOWN_NOW: the fence ended the controlled shutdown, so
+    # the broker is FENCED like any other. Asking wantShutDown again is granted at once; a heartbeat
+    # without it (Kafka's broker sends none after shouldShutDown) unfences it once caught up, and the
+    # registration keeps InControlledShutdown (BrokerRegistration.cloneWith): no leadership comes back.
+    r = h.beat(1, BrokerState.STOPPING)
+    assert r.should_shut_down and r.is_fenced and h.image.brokers[1].fenced
+    r = h.beat(1, BrokerState.ACTIVE)
+    assert not r.should_shut_down and not r.is_fenced and not h.image.brokers[1].fenced
+    assert h.image.brokers[1].in_controlled_shutdown and h.part(0).leader == 2
+    h.now += 10_000  # it stops heartbeating: fenced when its session ends, then a restart registers anew
+    h.apply(h.core.fence(h.image, 1))
+    assert h.register(1, new_incarnation=True).error == E.NONE
+    r = h.beat(1, BrokerState.ACTIVE)
+    assert not r.should_shut_down and not r.is_fenced and not h.image.brokers[1].in_controlled_shutdown
 
 
 def test_controlled_shutdown_of_a_broker_leading_nothing(h: Harness) -> None:

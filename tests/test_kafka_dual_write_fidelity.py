@@ -8,7 +8,9 @@ in dual-write, the same sequence goes to each over Kafka's protocol (zk2kraft's 
 requests an admin client sends: CreateTopics with a manual assignment, CreatePartitions, DeleteTopics,
 IncrementalAlterConfigs for a topic, a broker and the default, CreateAcls/DeleteAcls literal and
 prefixed, AlterClientQuotas, AlterUserScramCredentials with one precomputed credential) and the same
-AlterPartition v3 ISR shrink and expansion from a simulated leader. Then every znode under Kafka's
+AlterPartition v3 ISR shrink and expansion from a simulated leader, then a reassignment started
+(AlterPartitionReassignments) and completed (the leader's AlterPartition), a reorder and a preferred
+election (ElectLeaders). Then every znode under Kafka's
 paths of the two ZooKeepers is compared: JSON semantically, topic ids mapped by topic name (each
 controller draws its own), a partition's state znode version too (its zkVersion, Kafka's partition
 epoch). The two logs' images (`zk2kraft log image`) are compared the same way. Every difference left
@@ -17,6 +19,7 @@ is one `docs/dual-write.md` lists with its reason (KNOWN below); anything else f
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import subprocess
@@ -31,8 +34,10 @@ import pytest
 from migrate_helpers import ROOT, normalise, own_server, run_cli, simulated_brokers
 
 from migrator.controller import messages as M
+from migrator.controller.admin_api import kio_module
 from migrator.controller.admin_client import AdminClient
 from migrator.controller.admin_endpoint import Endpoint
+from migrator.controller.client import ControllerClient
 from migrator.controller.client_security import ClientSecurity
 from migrator.kraft.log import MetadataLog
 from migrator.migration.admin import AclSpec, AdminChange, scram_credential
@@ -127,8 +132,13 @@ def _script() -> list[AdminChange]:
         ),
         AdminChange(kind="remove-quota", quota_entity={"user": "alice"}, quota_remove=["producer_byte_rate"]),
         AdminChange(kind="upsert-scram", scram=scram),
+        AdminChange(kind="create-topic", topic="fc", assignment={0: [1, 2]}),  # moved by `moves`
         AdminChange(kind="delete-topic", topic="fb"),
     ]
+
+
+NEW_LEADER_ELECTED = 108  # Kafka's AlterPartition answer when the change moved leadership away (Errors.java)
+PREFERRED = 0  # ElectionType
 
 
 def _settled(client: Any, quiet: float = 3.0, timeout: float = 120.0) -> dict[str, Any]:
@@ -296,6 +306,79 @@ class Side:
                 assert time.monotonic() < deadline, f"{self.name}: the ISR change never reached ZooKeeper"
                 time.sleep(0.1)
 
+    def _alter_isr(self, topic: str, partition: int, isr: list[int]) -> int:
+        """AlterPartition v3 from the partition's leader, as the simulated broker sends it; its error."""
+        assert self.sim is not None
+        view = self.sim.refresh()[(topic, partition)]
+        members = [M.BrokerState(b, self.sim.brokers[b].epoch) for b in isr]
+        leader = self.sim.brokers[view.leader]
+        part = M.AlterPartitionPartition(partition, view.leader_epoch, members, view.partition_epoch)
+        req = M.AlterPartitionRequest(
+            view.leader, leader.epoch, [M.AlterPartitionTopic(None, view.topic_id, [part])]
+        )
+        resp = leader.send_alter_partition(req)
+        assert resp is not None, f"{self.name}: no AlterPartition answer"
+        return int(resp.topics[0].partitions[0].error_code)
+
+    def _wait_zk(self, what: str, done: Any) -> None:
+        deadline = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline, f"{self.name}: {what} never reached ZooKeeper"
+            time.sleep(0.1)
+
+    def _topic(self, topic: str) -> dict[str, Any]:
+        return json.loads(self.zk.get(f"/brokers/topics/{topic}")[0])
+
+    def _reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
+        apr = kio_module(45, 0, "request")
+        move = apr.AlterPartitionReassignmentsRequest(
+            timeout=datetime.timedelta(seconds=30),
+            topics=(
+                apr.ReassignableTopic(
+                    name=topic,
+                    partitions=(
+                        apr.ReassignablePartition(partition_index=partition, replicas=tuple(replicas)),
+                    ),
+                ),
+            ),
+        )
+        with ControllerClient(*self.address, timeout_s=60) as c:
+            got = c.call(45, 0, move)
+        codes = [int(got.error_code)] + [int(p.error_code) for t in got.responses for p in t.partitions]
+        assert codes == [0, 0], f"{self.name}: AlterPartitionReassignments {codes} {got}"
+
+    def moves(self) -> None:
+        """A reassignment started (fc-0 [1, 2] -> [3, 2]: 3 adding, 1 removing), then completed by the
+        leader's AlterPartition bringing 3 into the ISR (1 leaves, and leads no more); a reorder that
+        completes at once ([3, 2] -> [2, 3]: the leader stays 3, no longer the preferred one); and a
+        preferred leader election (ElectLeaders) that makes 2 the leader."""
+        self._reassign("fc", 0, [3, 2])
+        self._wait_zk(
+            "the started reassignment", lambda: self._topic("fc").get("adding_replicas") == {"0": [3]}
+        )
+        code = self._alter_isr("fc", 0, [1, 2, 3])
+        assert code in (0, NEW_LEADER_ELECTED), f"{self.name}: AlterPartition error {code}"
+        self._wait_zk(
+            "the completed reassignment",
+            lambda: (t := self._topic("fc"))["partitions"] == {"0": [3, 2]} and not t.get("adding_replicas"),
+        )
+        self._reassign("fc", 0, [2, 3])
+        self._wait_zk("the reorder", lambda: self._topic("fc")["partitions"] == {"0": [2, 3]})
+        el = kio_module(43, 2, "request")
+        elect = el.ElectLeadersRequest(
+            election_type=PREFERRED,
+            topic_partitions=(el.TopicPartitions(topic="fc", partitions=(0,)),),
+            timeout=datetime.timedelta(seconds=30),
+        )
+        with ControllerClient(*self.address, timeout_s=60) as c:
+            got = c.call(43, 2, elect)
+        codes = [int(got.error_code)] + [
+            int(p.error_code) for r in got.replica_election_results for p in r.partition_result
+        ]
+        assert codes == [0, 0], f"{self.name}: ElectLeaders {codes} {got}"
+        state = "/brokers/topics/fc/partitions/0/state"
+        self._wait_zk("the preferred election", lambda: json.loads(self.zk.get(state)[0])["leader"] == 2)
+
     def close(self) -> None:
         if self.sim is not None:
             self._beating.set()
@@ -319,6 +402,7 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Side]]
             out[name].start(base / name)
             out[name].apply(_script())
             out[name].isr_round_trip()
+            out[name].moves()
         yield out
     finally:
         for side in out.values():

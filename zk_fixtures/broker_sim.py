@@ -9,6 +9,11 @@ follower that has caught up to the ISR and drops one that stops fetching, with A
 (a new incarnation, so a new broker epoch, and nothing on disk to be in sync with), or lose a log
 directory (AlterReplicaState: its replicas there go offline).
 
+Its lifecycle follows Kafka's BrokerLifecycleManager: one request at a time (registration and heartbeats
+are serialized, as its single event queue does), and a controlled shutdown asks `wantShutDown` on every
+heartbeat until the controller answers `shouldShutDown`, after which it sends nothing more; it comes back
+only as a new incarnation with a new registration (`reboot`, `KraftSimBroker.restarted_from`).
+
 The heartbeat design's self-fencing: a broker that has not reached the controller for longer than
 its own timeout stops serving (no fetches answered, no leadership exercised) until a heartbeat
 succeeds again.
@@ -65,6 +70,12 @@ READY = "ready"
 #: Kafka 3.9's metadata.version range for a ZooKeeper-mode broker at IBP 3.9 (3.0-IV1 .. 3.9-IV0).
 DEFAULT_MV_RANGE = (1, 21)
 DUPLICATE_BROKER_REGISTRATION = 101
+#: Kafka's BrokerState names for the lifecycle manager's states the simulator goes through
+RUNNING, PENDING_CONTROLLED_SHUTDOWN, SHUTTING_DOWN = (
+    "RUNNING",
+    "PENDING_CONTROLLED_SHUTDOWN",
+    "SHUTTING_DOWN",
+)
 
 
 @dataclass
@@ -191,6 +202,9 @@ class SimBroker:
     listeners: list[M.Listener] = field(default_factory=list)
     epoch: int = -1
     alive: bool = True
+    #: Kafka's BrokerState as its lifecycle manager keeps it: RUNNING, PENDING_CONTROLLED_SHUTDOWN (every
+    #: heartbeat asks wantShutDown), SHUTTING_DOWN (told to stop: no more requests)
+    state: str = RUNNING
     fenced_by_controller: bool = True
     last_contact: float = float("-inf")
     offline_dirs: set[int] = field(default_factory=set)
@@ -204,6 +218,9 @@ class SimBroker:
     _life: ControllerClient | None = None
     #: how it reaches the controller's listener (TLS, SASL), as a broker's controller-listener settings say
     security: ClientSecurity | None = None
+    #: the lifecycle is one conversation: registering (request and epoch) and heartbeating never overlap,
+    #: so a reboot's registration and the heartbeat round's cannot both register one incarnation
+    lifecycle: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.dir_ids:
@@ -250,13 +267,25 @@ class SimBroker:
 
     def register(self) -> int:
         """Register this incarnation; returns Kafka's error code (-1 when unreachable)."""
-        resp = self._call(lambda c: c.register_broker(self.registration()), lifecycle=True)
-        if resp is None:
-            return -1
-        assert isinstance(resp, M.BrokerRegistrationResponse)
-        if resp.error_code == 0:
-            self.epoch = resp.broker_epoch
-        return resp.error_code
+        with self.lifecycle:
+            resp = self._call(lambda c: c.register_broker(self.registration()), lifecycle=True)
+            if resp is None:
+                return -1
+            assert isinstance(resp, M.BrokerRegistrationResponse)
+            if resp.error_code == 0:
+                self.epoch = resp.broker_epoch
+            return resp.error_code
+
+    def ensure_registered(self) -> int | None:
+        """Register if this live incarnation has no epoch yet (the heartbeat round's step); None when
+        it has one or is not running. Checked and done under the lifecycle lock: a reboot registering
+        at the same moment is seen, not repeated (two registrations of one incarnation, the broker
+        keeping the first reply's epoch while the controller holds the second, refused every heartbeat
+        after as STALE_BROKER_EPOCH)."""
+        with self.lifecycle:
+            if not self.alive or self.epoch >= 0 or self.state == SHUTTING_DOWN:
+                return None
+            return self.register()
 
     def metadata_offset(self) -> int:
         """The metadata offset its heartbeats report: a ZooKeeper-mode broker has replayed no log, so
@@ -264,22 +293,54 @@ class SimBroker:
         return self.epoch
 
     def heartbeat(self, want_shut_down: bool = False) -> M.BrokerHeartbeatResponse | None:
-        if not self.alive or self.epoch < 0:
-            return None
-        req = M.BrokerHeartbeatRequest(
-            self.broker_id,
-            self.epoch,
-            current_metadata_offset=self.metadata_offset(),
-            want_fence=False,
-            want_shut_down=want_shut_down,
-            offline_log_dirs=[self.dir_ids[i] for i in sorted(self.offline_dirs)],
-        )
-        resp = self._call(lambda c: c.heartbeat(req), lifecycle=True)
-        if isinstance(resp, M.BrokerHeartbeatResponse):
+        """One heartbeat; None when it sends none (not running, no epoch, or shutting down). In
+        PENDING_CONTROLLED_SHUTDOWN every heartbeat asks wantShutDown, whoever sends it (Kafka's
+        lifecycle manager sets it from its state), and `shouldShutDown` then ends the conversation."""
+        with self.lifecycle:
+            if not self.alive or self.epoch < 0 or self.state == SHUTTING_DOWN:
+                return None
+            if want_shut_down:
+                self.begin_controlled_shutdown()
+            req = M.BrokerHeartbeatRequest(
+                self.broker_id,
+                self.epoch,
+                current_metadata_offset=self.metadata_offset(),
+                want_fence=False,
+                want_shut_down=self.state == PENDING_CONTROLLED_SHUTDOWN,
+                offline_log_dirs=[self.dir_ids[i] for i in sorted(self.offline_dirs)],
+            )
+            resp = self._call(lambda c: c.heartbeat(req), lifecycle=True)
+            if not isinstance(resp, M.BrokerHeartbeatResponse):
+                return None
             if resp.error_code == 0:
                 self.fenced_by_controller = resp.is_fenced
+                if self.state == PENDING_CONTROLLED_SHUTDOWN and resp.should_shut_down:
+                    self.state = SHUTTING_DOWN  # BrokerLifecycleManager.beginShutdown: no more heartbeats
             return resp
-        return None
+
+    def begin_controlled_shutdown(self) -> None:
+        """RUNNING → PENDING_CONTROLLED_SHUTDOWN (BrokerLifecycleManager.beginControlledShutdown)."""
+        with self.lifecycle:
+            if self.state == RUNNING:
+                self.state = PENDING_CONTROLLED_SHUTDOWN
+
+    def controlled_shutdown(self, deadline: float, every_s: float = 0.05) -> None:
+        """Kafka's controlled shutdown: wantShutDown heartbeats until the controller says stop (it moves
+        leadership away first), then nothing more; the broker stops serving. TimeoutError at
+        `deadline` (time.monotonic()), naming the last answer."""
+        self.begin_controlled_shutdown()
+        last: object = None
+        while self.state != SHUTTING_DOWN:
+            resp = self.heartbeat()
+            last = resp if resp is not None else (self.errors[-1:] or last)
+            if self.state == SHUTTING_DOWN:
+                break
+            if self.epoch < 0 or time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"broker {self.broker_id}: no controlled shutdown (epoch {self.epoch}, last {last})"
+                )
+            time.sleep(every_s)
+        self.alive = False
 
     @property
     def self_fenced(self) -> bool:
@@ -302,18 +363,23 @@ class SimBroker:
         As a Kafka broker does, it retries registration while the controller still holds the old
         incarnation's session (DUPLICATE_BROKER_REGISTRATION until that session times out).
         """
-        self.crash()
-        self.alive = True
-        self.incarnation_id = uuid.uuid4()
-        self.epoch = -1
-        self.fenced_by_controller = True
-        self.followers.clear()
-        if empty_disk:
-            self.log_end.clear()
-            self.offline_dirs.clear()
+        with self.lifecycle:  # no heartbeat round registers or heartbeats the old incarnation meanwhile
+            self.crash()
+            self.alive = True
+            self.state = RUNNING
+            self.incarnation_id = uuid.uuid4()
+            self.epoch = -1
+            self.fenced_by_controller = True
+            self.followers.clear()
+            if empty_disk:
+                self.log_end.clear()
+                self.offline_dirs.clear()
         deadline = self.clock() + wait_s
         while True:
-            code = self.register()
+            with self.lifecycle:
+                if self.epoch >= 0:  # the heartbeat round registered this incarnation meanwhile
+                    return 0
+                code = self.register()
             if code != DUPLICATE_BROKER_REGISTRATION or self.clock() > deadline:
                 return code
             time.sleep(0.2)
@@ -557,8 +623,7 @@ class BrokerSimulator:
     def heartbeats(self) -> None:
         """Each live broker's lifecycle round: (re-)register when it has no epoch, then heartbeat."""
         for sim in list(self.brokers.values()):
-            if sim.alive and sim.epoch < 0:
-                sim.register()
+            sim.ensure_registered()
             sim.heartbeat()
 
     def _heartbeat_loop(self) -> None:

@@ -430,23 +430,9 @@ def equal_to_controller(
 
 
 def controlled_shutdown(broker: SimBroker, deadline: float) -> None:
-    """Kafka's controlled shutdown over heartbeats: want_shut_down until the controller says stop (it
-    moves leadership away first). `alive` is cleared first so the simulator's own loops leave it alone."""
-    broker.alive = False
-    req = M.BrokerHeartbeatRequest(
-        broker.broker_id,
-        broker.epoch,
-        current_metadata_offset=broker.metadata_offset(),
-        want_fence=False,
-        want_shut_down=True,
-    )
-    while broker.epoch >= 0:
-        resp = broker._call(lambda c: c.heartbeat(req), lifecycle=True)
-        if isinstance(resp, M.BrokerHeartbeatResponse) and resp.error_code == 0 and resp.should_shut_down:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"broker {broker.broker_id}: no controlled shutdown ({broker.errors[-1:]})")
-        time.sleep(0.05)
+    """Kafka's controlled shutdown over heartbeats (`SimBroker.controlled_shutdown`): wantShutDown until
+    the controller says stop, then the broker sends nothing more and stops serving."""
+    broker.controlled_shutdown(deadline)
 
 
 def restart_in_kraft_mode(
@@ -470,8 +456,7 @@ def restart_in_kraft_mode(
     # one assignment: a simulator round sees the stopped broker (not serving) or the new one
     sim.brokers[broker_id] = kraft
     while kraft.epoch < 0 or kraft.fenced_by_controller:
-        if kraft.epoch < 0:
-            kraft.register()
+        kraft.ensure_registered()  # checked under its lifecycle lock: the heartbeat round may register it too
         kraft.heartbeat()
         if kraft.epoch >= 0 and not kraft.fenced_by_controller:
             break

@@ -270,6 +270,10 @@ class ControllerCore:
         state = state_of(broker)
         fenced, shut_down = broker.fenced, False
         if state is BrokerState.INACTIVE:
+            # Kafka's BrokerHeartbeatManager, FENCED: wantShutDown → SHUTDOWN_NOW, else unfenced once
+            # caught up. A fence ends a controlled shutdown (touch() clears its offset), so a broker
+            # that heartbeats again after SHUTDOWN_NOW is unfenced like any other; Kafka's broker
+            # sends nothing after shouldShutDown (its lifecycle manager's queue shuts down).
             if req.want_shut_down:
                 shut_down = True
             elif not req.want_fence and caught_up:

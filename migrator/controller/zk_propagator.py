@@ -12,7 +12,8 @@ diffs it against the last one it propagated:
 - a replica removed by a reassignment: StopReplica(delete) to it;
 - a deleted topic: StopReplica(delete, epoch -2) to its replicas, UpdateMetadata with leader -2
   (Kafka's LeaderDuringDelete) to every ZK-mode broker;
-- a change of live brokers: UpdateMetadata with the new list to every ZK-mode broker.
+- a change of live brokers: UpdateMetadata with the new list to every ZK-mode broker, with no partition
+  whose only change is its OfflineReplicas (Kafka's MigrationPropagator re-sends none of those).
 
 KRaft-mode brokers get nothing, and so does a ZK broker whose id a KRaft broker holds (its registration
 in the image is the KRaft one): KIP-866's "log an error and fence the errant ZK broker by not sending it
@@ -229,8 +230,20 @@ def _by_changes(image: ClusterImage, prev: Snapshot, changes: ImageChanges, snap
     return snap
 
 
-def _leadership(s: PartitionState) -> PartitionState:
-    return dataclasses.replace(s, offline=())
+def _leadership(s: PartitionState) -> tuple[object, ...]:
+    """What a partition's registration says, without OfflineReplicas (which follows the live brokers):
+    a plain tuple, compared per changed partition (a dataclasses.replace cost more than the diff)."""
+    return (
+        s.topic_id,
+        s.leader,
+        s.leader_epoch,
+        s.isr,
+        s.partition_epoch,
+        s.replicas,
+        s.adding,
+        s.removing,
+        s.leader_recovery_state,
+    )
 
 
 def versions_for(broker: Broker, cluster_mv: int | None) -> dict[int, int]:
@@ -473,16 +486,21 @@ class ZkPropagator:
                 changed = {k: s for k, s in now.items() if (o := before.get(k)) is not s and o != s}
                 deleted = {k: before[k] for k in before.keys() - now.keys()}
             live_changed = prev.live != snap.live
+            # A broker fenced or unfenced changes only the OfflineReplicas of the partitions it hosts:
+            # Kafka's MigrationPropagator sends the other ZK brokers an UpdateMetadata of the live
+            # brokers then (addUpdateMetadataRequestForBrokers(oldZkBrokers), no partition), and
+            # partition states only for partitions whose registration changed. Sending each hosted
+            # partition to every broker on each fence and unfence was thousands of states a time.
+            changed = {
+                k: s
+                for k, s in changed.items()
+                if k not in before or _leadership(before[k]) != _leadership(s)
+            }
             if not changed and not deleted and not live_changed:
                 for ch in self.channels.values():
                     ch.enqueue([], offset)  # nothing to say: in sync at this offset once idle
                 return
-            # A replica going offline alone changes what UpdateMetadata says, not leadership.
-            led = {
-                k: s
-                for k, s in changed.items()
-                if k not in prev.parts or _leadership(prev.parts[k]) != _leadership(s)
-            }
+            led = changed
             um_parts = dict(changed)
             for k, s in deleted.items():
                 um_parts[k] = PartitionState(

@@ -36,8 +36,9 @@ COPYING = (
 
 def copy(run: Run) -> MigrationEvent:
     """Everything from the open log to the committed copy; the next state is COMMIT_COPY's answer."""
-    if run.log is None:
-        open_run_log(run)
+    if run.log is None or run.bound_early:
+        run.bound_early = False
+        open_run_log(run)  # a log opened before the pre-flight (preflight.bind_early) is kept
         soft_start_and_wait(run)
         if run.runtime is not None:  # brokers wait while the copy writes the log
             run.held.enter_context(run.runtime.service.exclusive())

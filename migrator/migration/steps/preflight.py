@@ -17,6 +17,7 @@ from migrator.migration import checks
 from migrator.migration.facts import log_exists, require_own_log
 from migrator.migration.faults import crash_point
 from migrator.migration.steps.run import E, RefusedError, Run, S, open_log, public
+from migrator.migration.steps.soft_start import soft_start
 from migrator.zk import paths as P
 from state_machine import MigrationEvent
 
@@ -26,9 +27,31 @@ SELF_RESOLVED = {checks.LEFTOVER_MIGRATION_ZNODE.code, checks.MIGRATION_ZNODE_EM
 
 def preflight(run: Run) -> MigrationEvent:
     """Find the blockers and ask the operator; the START transition decides on both."""
+    bind_early(run)
     with run.timed("preflight"):
         _ask(run)
     return E.START
+
+
+def bind_early(run: Run) -> None:
+    """With --listen, soft start before the pre-flight's read of ZooKeeper, as Kafka's controller
+    binds before it reads: brokers register and heartbeat while the read runs (20,000 partitions
+    under load: 30 s), and the copy waits for them afterwards as before (`soft_start_and_wait`).
+
+    It needs the log (registrations are records; a broker's epoch is its offset), so it opens or
+    formats it now, which the design allows: a log holding only the bootstrap and registrations is
+    still MigrationIneligible (nothing claimed, nothing copied), so a refused pre-flight or a "no"
+    leaves ZooKeeper as it was and the next run starts from the same state. Not when the log
+    directory holds another cluster's log: archiving it is what the operator is asked about."""
+    m, facts = run.migrate, run.facts
+    if m.listen is None or m.brokers_from_zk or run.runtime is not None:
+        return
+    if facts.log.foreign_cluster is not None or (facts.zk.cluster_id or facts.log.cluster_id) is None:
+        return
+    open_log_only(run)
+    run.runtime, run.bound_early = soft_start(run), True
+    if m.on_listen is not None:
+        m.on_listen(run.runtime.service, run.runtime.address)
 
 
 def _ask(run: Run) -> None:
@@ -77,7 +100,26 @@ def _ask(run: Run) -> None:
 
 
 def open_run_log(run: Run) -> None:
-    """Open (or format) the log for a run of `migrate` and check the migration did not move meanwhile."""
+    """Open (or format) the log for a run of `migrate` and check the migration did not move meanwhile.
+    A log opened already (the soft start bound before the pre-flight, `bind_early`) is
+    kept; the checks and the removal of a stale /migration still come here, after the pre-flight."""
+    if run.log is None:
+        open_log_only(run)
+    result = run.result
+    facts = run.regather()
+    if facts.derived.state is not run.started_in:
+        raise FencedError(
+            f"the migration moved from {public(run.started_in)} to {public(facts.derived.state)} while "
+            "this run started (another zk2kraft?); run it again"
+        )
+    if run.started_in is S.MIGRATION_INELIGIBLE and facts.zk.migration is not None:
+        result.removed_stale_migration = remove_stale_migration(run)
+        result.actions.append("removed the /migration znode left by an earlier attempt")
+        run.regather()
+
+
+def open_log_only(run: Run) -> None:
+    """Open (or format) the log: a foreign cluster's is archived first (kept), an own one required."""
     facts, result, opts = run.facts, run.result, run.opts
     if run.started_in is S.MIGRATION_INELIGIBLE:
         if facts.log.foreign_cluster is not None:
@@ -95,16 +137,6 @@ def open_run_log(run: Run) -> None:
     if formatted:
         result.actions.append(f"formatted {opts.log_dir} for cluster {cluster_id}, node {opts.node_id}")
         crash_point("log.formatted")
-    facts = run.regather()
-    if facts.derived.state is not run.started_in:
-        raise FencedError(
-            f"the migration moved from {public(run.started_in)} to {public(facts.derived.state)} while "
-            "this run started (another zk2kraft?); run it again"
-        )
-    if run.started_in is S.MIGRATION_INELIGIBLE and facts.zk.migration is not None:
-        result.removed_stale_migration = remove_stale_migration(run)
-        result.actions.append("removed the /migration znode left by an earlier attempt")
-        run.regather()
 
 
 def archive(path: Path, why: str) -> str:

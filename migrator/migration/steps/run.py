@@ -147,6 +147,7 @@ class Run:
     dark_started: float | None = None
     syncer: GuardedSyncer | None = None
     runtime: Listener | None = None
+    bound_early: bool = False  # the soft start bound before the pre-flight (preflight.bind_early)
     held: ExitStack = dataclasses.field(default_factory=ExitStack)
 
     def __post_init__(self) -> None:

@@ -166,9 +166,10 @@ def soft_start_and_wait(run: Run) -> None:
     if m.listen is None or m.brokers_from_zk:
         return
     with run.timed("wait_for_brokers"):
-        run.runtime = soft_start(run)
-        if m.on_listen is not None:
-            m.on_listen(run.runtime.service, run.runtime.address)
+        if run.runtime is None:  # not bound before the pre-flight (preflight.bind_early)
+            run.runtime = soft_start(run)
+            if m.on_listen is not None:
+                m.on_listen(run.runtime.service, run.runtime.address)
         with stopping.phase(*WAITING):
             wait_for_brokers(run, run.runtime)
     run.regather()
