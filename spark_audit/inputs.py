@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from migrator.errors import BadInputError, UnreachableError
-from migrator.kraft.batch import decode_batch_records, iter_batches
+from migrator.kraft.batch import iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.image import MIGRATION_STATES, ImageBuilder, ReplayResult
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import decode_value

@@ -36,7 +36,8 @@ from typing import Any
 import pyarrow as pa
 
 from migrator.errors import BadInputError, UnreachableError
-from migrator.kraft.batch import CorruptLogError, decode_batch_records, iter_batches
+from migrator.kraft.batch import CorruptLogError, iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.control import SnapshotFooter, SnapshotHeader, decode_control_record
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import MetadataLog

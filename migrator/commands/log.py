@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from migrator.errors import BadInputError
-from migrator.kraft.batch import decode_batch_records
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.control import decode_control_record
 from migrator.kraft.image import MIGRATION_STATES, ImageBuilder, ReplayResult
 from migrator.kraft.log import LoadedImage, MetadataLog, verify_log

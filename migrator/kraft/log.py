@@ -21,15 +21,9 @@ from typing import BinaryIO
 from migrator.bulk import without_gc
 from migrator.errors import BadInputError, FencedError, UnreachableError
 from migrator.kraft import dirfiles
-from migrator.kraft.batch import (
-    CorruptLogError,
-    RecordBatch,
-    decode_batch_records,
-    encode_control_batch,
-    encode_record_batches,
-    iter_batches,
-    with_base_offset,
-)
+from migrator.kraft.batch import CorruptLogError, RecordBatch, iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
+from migrator.kraft.batch_encode import encode_control_batch, encode_record_batches, with_base_offset
 from migrator.kraft.control import LeaderChange, Voter, decode_control_record, encode_control_record
 from migrator.kraft.dirfiles import MetaProperties
 from migrator.kraft.image import ImageBuilder, ReplayResult, Uncommitted
