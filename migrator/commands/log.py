@@ -18,7 +18,9 @@ from migrator.errors import BadInputError
 from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.control import decode_control_record
 from migrator.kraft.image import MIGRATION_STATES, ImageBuilder, ReplayResult
-from migrator.kraft.log import LoadedImage, MetadataLog, verify_log
+from migrator.kraft.log import MetadataLog
+from migrator.kraft.log_image import LoadedImage
+from migrator.kraft.log_verify import verify_log
 from migrator.kraft.records import MetadataRecord, OpaqueRecord, uuid_to_kafka
 from migrator.kraft.snapshot import read_snapshot, snapshot_name, write_snapshot
 from migrator.results import LogHandoverResult, LogImageResult, LogSnapshotResult, LogVerifyResult
