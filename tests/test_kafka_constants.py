@@ -517,7 +517,7 @@ NOT_A_PEER_VALUE: dict[str, str] = {
     "zk/bulk_write.py:_MULTI_HEADER": _SIZE,
     "zk/bulk_write.py:_MULTI_END": _SIZE,
     "zk/bulk_write.py:_MAX_EXISTS_RETRIES": _TUNABLE,
-    "zk/codec.py:_M32": "a 32-bit mask",
+    "zk/jvm_order.py:_M32": "a 32-bit mask",
     "zk/export.py:EXPORT_RETRIES": _TUNABLE,
     "zk/fenced_writer.py:DEFAULT_MAX_MULTI_BYTES": _TUNABLE,
     "zk/fenced_writer.py:DEFAULT_IN_FLIGHT": _TUNABLE,
