@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from migrator.errors import BadInputError
+from migrator.kraft import handover
 from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.control import decode_control_record
 from migrator.kraft.image import MIGRATION_STATES, ImageBuilder, ReplayResult
@@ -160,8 +161,6 @@ def _record_entry(offset: int, epoch: int, rec: MetadataRecord | OpaqueRecord) -
 
 def log_verify_kafka(target: Target) -> LogHandoverResult:
     """What Kafka 3.9's own controller would refuse or rebuild in this directory (after finalize)."""
-    from migrator.kraft import handover
-
     report = handover.check(_resolve(target.log_dir))
     return LogHandoverResult.model_validate(
         {**handover.report_dict(report), "lines": handover.report_lines(report)}
