@@ -49,14 +49,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 from kafka.record.memory_records import MemoryRecords  # noqa: E402
 
-from migrator.kraft.batch import (  # noqa: E402
-    decode_batch_records,
-    encode_batch,
-    encode_record_batch,
-    iter_batches,
-)
+from migrator.kraft.batch import iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
+from migrator.kraft.batch_encode import encode_batch, encode_record_batch
 from migrator.kraft.log import MetadataLog  # noqa: E402
-from migrator.kraft.records import NATIVE_PACK_RECORDS, MetadataRecord, encode_value, record  # noqa: E402
+from migrator.kraft.native import NATIVE_PACK_RECORDS
+from migrator.kraft.records import MetadataRecord, encode_value, record  # noqa: E402
 
 EPOCH = 5
 TIMESTAMP = 1_700_000_000_000

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from migrator import results  # noqa: E402
-from migrator.kraft.batch import encode_record_batches  # noqa: E402
+from migrator.kraft.batch_encode import encode_record_batches  # noqa: E402
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MAX_BATCH_BYTES, MetadataLog  # noqa: E402
 from migrator.kraft.records import record  # noqa: E402
 from migrator.migration.copy import migration_records, read_zk_image  # noqa: E402

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from migrator.errors import BadInputError, UnreachableError
-from migrator.kraft.batch import decode_batch_records, iter_batches
+from migrator.kraft import dirfiles
+from migrator.kraft.batch import iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.image import MIGRATION_STATES, ImageBuilder, ReplayResult
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import decode_value
@@ -141,8 +143,6 @@ def _load_kraft_snapshot_file(p: Path, up_to_offset: int | None) -> tuple[Replay
         raise BadInputError(f"{p}: snapshot ends inside a metadata transaction")
     meta = p.parent.parent / "meta.properties"
     if meta.is_file():
-        from migrator.kraft import dirfiles
-
         result.image.cluster_id = dirfiles.read_meta_properties(meta).cluster_id
     identity = {
         "source": "kraft-snapshot",

@@ -36,7 +36,9 @@ from typing import Any
 import pyarrow as pa
 
 from migrator.errors import BadInputError, UnreachableError
-from migrator.kraft.batch import CorruptLogError, decode_batch_records, iter_batches
+from migrator.kraft import dirfiles
+from migrator.kraft.batch import CorruptLogError, iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.control import SnapshotFooter, SnapshotHeader, decode_control_record
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import MetadataLog
@@ -371,8 +373,6 @@ def _plan_snapshot_file(p: Path, up_to_offset: int | None, tasks: int) -> LogPla
     }
     meta = p.parent.parent / "meta.properties"
     if meta.is_file():
-        from migrator.kraft import dirfiles
-
         identity["cluster_id"] = dirfiles.read_meta_properties(meta).cluster_id
     identity.update(planner.finish())
     identity["last_applied_offset"] = at

@@ -40,7 +40,7 @@ from migrator.controller import kafka_errors as E
 from migrator.controller.client import ControllerClient
 from migrator.controller.listener_config import set_default_properties
 from migrator.controller.service import ControllerService
-from migrator.kraft.batch import decode_batch_records
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.records import MetadataRecord, uuid_to_kafka
 from migrator.zk import paths as P
 

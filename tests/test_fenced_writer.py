@@ -14,7 +14,7 @@ from kazoo.exceptions import ConnectionLoss
 
 from migrator.errors import FencedError
 from migrator.model import MigrationZnode
-from migrator.zk import codec
+from migrator.zk import admin_codec, config_codec
 from migrator.zk.bulk_write import JUTE_MAXBUFFER
 from migrator.zk.connection import close, connect
 from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, ZkOp
@@ -54,15 +54,15 @@ def test_write_lands_data_and_migration_together(zk: KazooClient) -> None:
     claim, m = _setup(zk)
     writer = FencedZkWriter(zk, claim, m)
     ops = [
-        ZkOp.create("/config/topics/a", codec.encode_config({"x": "1"})),
+        ZkOp.create("/config/topics/a", config_codec.encode_config({"x": "1"})),
         ZkOp.create(
-            "/config/changes/config_change_", codec.encode_config_change("topics/a"), sequential=True
+            "/config/changes/config_change_", admin_codec.encode_config_change("topics/a"), sequential=True
         ),
     ]
     after = writer.write(ops, 105, 2)
     assert after.kraft_metadata_offset == 105 and after.zk_version == m.zk_version + 1
     assert _migration(zk) == (105, 2, m.zk_version + 1)
-    assert codec.decode_config("/config/topics/a", zk.get("/config/topics/a")[0]) == {"x": "1"}
+    assert config_codec.decode_config("/config/topics/a", zk.get("/config/topics/a")[0]) == {"x": "1"}
     changes = zk.get_children("/config/changes")
     assert changes == ["config_change_0000000000"]
     raw = json.loads(zk.get("/migration")[0])
@@ -76,10 +76,10 @@ def test_write_lands_data_and_migration_together(zk: KazooClient) -> None:
 def test_old_claim_is_fenced_and_nothing_of_its_multi_lands(zk: KazooClient) -> None:
     """Invariant 3: after a newer claim, every path of the old claim's multi is unchanged."""
     claim, m = _setup(zk)
-    zk.create("/config/topics/keep", codec.encode_config({"a": "1"}))
-    zk.create("/config/topics/gone", codec.encode_config({"b": "2"}))
+    zk.create("/config/topics/keep", config_codec.encode_config({"a": "1"}))
+    zk.create("/config/topics/gone", config_codec.encode_config({"b": "2"}))
     old = FencedZkWriter(zk, claim, m)
-    old.write([ZkOp.set("/config/topics/keep", codec.encode_config({"a": "2"}))], 101, 1)
+    old.write([ZkOp.set("/config/topics/keep", config_codec.encode_config({"a": "2"}))], 101, 1)
     newer, newer_m = _setup(zk, controller_id=3001)
     assert newer.kraft_epoch > claim.kraft_epoch
     paths = [
@@ -92,11 +92,11 @@ def test_old_claim_is_fenced_and_nothing_of_its_multi_lands(zk: KazooClient) -> 
     before = {p: zk.exists(p) for p in paths}
     before_children = zk.get_children("/config/changes")
     ops = [
-        ZkOp.set("/config/topics/keep", codec.encode_config({"a": "3"})),
+        ZkOp.set("/config/topics/keep", config_codec.encode_config({"a": "3"})),
         ZkOp.delete("/config/topics/gone"),
-        ZkOp.create("/config/topics/new", codec.encode_config({})),
+        ZkOp.create("/config/topics/new", config_codec.encode_config({})),
         ZkOp.create(
-            "/config/changes/config_change_", codec.encode_config_change("topics/keep"), sequential=True
+            "/config/changes/config_change_", admin_codec.encode_config_change("topics/keep"), sequential=True
         ),
     ]
     with pytest.raises(FencedError, match="fenced by a newer controller") as e:
@@ -125,7 +125,7 @@ def test_multis_stay_under_jute_maxbuffer_with_large_configs(zk: KazooClient) ->
     big = {f"k{i}": "v" * 600 for i in range(1000)}  # ~600 KB config znodes
     groups = []
     for i in range(5):
-        data = codec.encode_config(big | {"n": str(i)})
+        data = config_codec.encode_config(big | {"n": str(i)})
         assert 590_000 < len(data) < 650_000
         groups.append(OpGroup([ZkOp.create(f"/config/topics/big{i}", data)], 200 + i, 1))
     # Many small ops too: thousands of creates that need several multis.
@@ -145,7 +145,7 @@ def test_multis_stay_under_jute_maxbuffer_with_large_configs(zk: KazooClient) ->
     assert len(sizes) >= 6  # each big config alone, the small ones in more than one multi
     assert _migration(zk)[0] == 300
     assert len(zk.get_children("/config/topics")) == 2005
-    assert codec.decode_config("/config/topics/big3", zk.get("/config/topics/big3")[0])["n"] == "3"
+    assert config_codec.decode_config("/config/topics/big3", zk.get("/config/topics/big3")[0])["n"] == "3"
     # Deletes pack far more per multi; they clear the lot quickly.
     sizes.clear()
     writer.write([ZkOp.delete(f"/config/topics/{c}") for c in zk.get_children("/config/topics")], 301, 1)
@@ -221,10 +221,10 @@ def test_connection_loss_mid_write_retries_without_duplicates_or_gaps(own_server
         groups = [
             OpGroup(
                 [
-                    ZkOp.create(f"/config/topics/r{i:04d}", codec.encode_config({"i": str(i)})),
+                    ZkOp.create(f"/config/topics/r{i:04d}", config_codec.encode_config({"i": str(i)})),
                     ZkOp.create(
                         "/config/changes/config_change_",
-                        codec.encode_config_change(f"topics/r{i:04d}"),
+                        admin_codec.encode_config_change(f"topics/r{i:04d}"),
                         sequential=True,
                     ),
                 ],
@@ -253,7 +253,7 @@ def test_connection_loss_mid_write_retries_without_duplicates_or_gaps(own_server
         changes = client.get_children("/config/changes")
         assert len(changes) == n
         announced = sorted(
-            codec.decode_config_change(c, client.get(f"/config/changes/{c}")[0]) for c in changes
+            admin_codec.decode_config_change(c, client.get(f"/config/changes/{c}")[0]) for c in changes
         )
         assert announced == [f"topics/r{i:04d}" for i in range(n)]
     finally:
@@ -296,7 +296,7 @@ def test_replies_lost_after_multis_landed_are_not_applied_twice(zk: KazooClient)
                 ZkOp.create(f"/config/topics/q{i:03d}", b"x" * 300),
                 ZkOp.create(
                     "/config/changes/config_change_",
-                    codec.encode_config_change(f"topics/q{i:03d}"),
+                    admin_codec.encode_config_change(f"topics/q{i:03d}"),
                     sequential=True,
                 ),
             ],

@@ -29,13 +29,10 @@ from migrator.kraft.batch import (
     MissingCodecError,
     RecordBatch,
     TruncatedBatchError,
-    _read_varint,
-    decode_batch_records,
-    encode_batch,
-    encode_control_batch,
-    encode_record_batch,
     iter_batches,
 )
+from migrator.kraft.batch_decode import decode_batch_records
+from migrator.kraft.batch_encode import encode_batch, encode_control_batch, encode_record_batch
 from migrator.kraft.control import (
     ControlType,
     KRaftVersion,
@@ -57,6 +54,7 @@ from migrator.kraft.records import (
     encode_values,
     record,
 )
+from migrator.kraft.varint import read_zigzag as _read_varint
 
 TS = 1_700_000_000_123
 T1 = uuid.UUID("7d4c4d3e-8f0a-4a7e-9a43-2c1e8d5b6f01")

@@ -14,14 +14,9 @@ import pytest
 from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from migrator.kraft.batch import (
-    CorruptLogError,
-    MissingCodecError,
-    decode_batch_records,
-    encode_batch,
-    encode_control_batch,
-    iter_batches,
-)
+from migrator.kraft.batch import CorruptLogError, MissingCodecError, iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
+from migrator.kraft.batch_encode import encode_batch, encode_control_batch
 from migrator.kraft.control import (
     LeaderChange,
     SnapshotFooter,

@@ -18,7 +18,8 @@ import pytest
 from migrator.errors import EXIT_FENCED, BadInputError, FencedError, UnreachableError
 from migrator.kraft import dirfiles
 from migrator.kraft.batch import CorruptLogError, iter_batches
-from migrator.kraft.log import METADATA_PARTITION, MetadataLog, verify_log
+from migrator.kraft.log import METADATA_PARTITION, MetadataLog
+from migrator.kraft.log_verify import verify_log
 from migrator.kraft.records import decode_value, record
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,7 +15,8 @@ from cli.log_cmds import log as log_cmd
 from migrator.errors import BadInputError
 from migrator.kraft import dirfiles, handover
 from migrator.kraft.image import replay
-from migrator.kraft.log import MetadataLog, OffsetOutOfRangeError, verify_log
+from migrator.kraft.log import MetadataLog, OffsetOutOfRangeError
+from migrator.kraft.log_verify import verify_log
 from migrator.kraft.records import record
 from migrator.kraft.retention import RetentionConfig, SnapshotPolicy, clean, purge_aborted, snapshot_now
 from migrator.kraft.snapshot import list_snapshots
@@ -330,8 +331,8 @@ def test_the_image_kept_after_a_snapshot_is_what_a_reader_of_the_directory_loads
     config = RetentionConfig(max_bytes_between_snapshots=threshold, snapshot_interval_ms=0, **NO_RETENTION)
     with new_log(tmp_path / "meta", config) as log:
         reloads = []
-        full_load = log._load_image
-        log._load_image = lambda: reloads.append(1) or full_load()  # type: ignore[method-assign]
+        full_load = log._images._load
+        log._images._load = lambda: reloads.append(1) or full_load()  # type: ignore[method-assign]
         copy.append_bootstrap(log, 1)
         copy.copy_zk_data(log, 1, LayoutResult(generated.image, generated.control), take=True)
         if not due_at_commit:

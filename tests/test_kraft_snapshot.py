@@ -11,7 +11,8 @@ from migrator.errors import BadInputError
 from migrator.kraft.batch import CorruptLogError, iter_batches
 from migrator.kraft.control import ControlType, SnapshotHeader, decode_control_record
 from migrator.kraft.image import records_from_image, replay
-from migrator.kraft.log import METADATA_PARTITION, MetadataLog, verify_log
+from migrator.kraft.log import METADATA_PARTITION, MetadataLog
+from migrator.kraft.log_verify import verify_log
 from migrator.kraft.records import record
 from migrator.kraft.snapshot import (
     list_snapshots,

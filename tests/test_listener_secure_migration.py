@@ -23,7 +23,7 @@ from migrator.controller.client import ControllerClient
 from migrator.controller.client_security import ClientSecurity
 from migrator.controller.listener_config import set_default_properties
 from migrator.controller.scram_server import scram_credential
-from migrator.zk.codec import encode_scram
+from migrator.zk.credential_codec import encode_scram
 
 pytestmark = [pytest.mark.zk]
 

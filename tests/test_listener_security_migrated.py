@@ -20,7 +20,7 @@ from migrator.controller.scram_server import ScramServer, scram_credential
 from migrator.kraft.image import records_from_image, replay
 from migrator.kraft.records import record
 from migrator.model import Acl, ClusterImage
-from migrator.zk.codec import decode_scram, encode_scram
+from migrator.zk.credential_codec import decode_scram, encode_scram
 
 HOST = "192.0.2.10"
 

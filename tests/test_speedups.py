@@ -20,15 +20,13 @@ from hypothesis import strategies as st
 from test_kraft_fuzz import TYPED, corpus, fix_crcs, mutate, mutate_inside_a_batch
 from test_kraft_records import ALL_VERSIONS, any_record
 
-from migrator.kraft import batch as B
-from migrator.kraft import records as R
-from migrator.kraft.batch import (
-    _read_varint,
-    decode_batch_records,
-    encode_batch,
-    encode_record_batch,
-    iter_batches,
-)
+from migrator.kraft import batch_decode as BD
+from migrator.kraft import batch_encode as BE
+from migrator.kraft import native as N
+from migrator.kraft import uuids as U
+from migrator.kraft.batch import iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
+from migrator.kraft.batch_encode import encode_batch, encode_record_batch
 from migrator.kraft.records import (
     UNKNOWN_TAGGED_FIELDS,
     MetadataRecord,
@@ -37,20 +35,21 @@ from migrator.kraft.records import (
     record,
 )
 from migrator.kraft.schema import schema_by_name
+from migrator.kraft.varint import read_zigzag as _read_varint
 
 TS = 1_700_000_000_000
 T1 = uuid.UUID("7a3b6c1e-5f52-4f0a-9d1e-2b8c3d4e5f60")
-NATIVE = R.NATIVE_PACK_RECORDS
-UNPACK = R.NATIVE_UNPACK_RECORDS
+NATIVE = N.NATIVE_PACK_RECORDS
+UNPACK = N.NATIVE_UNPACK_RECORDS
 
 
 def python_batch(base: int, epoch: int, recs: list[Any]) -> bytes:
-    saved = B.NATIVE_PACK_RECORDS
-    B.NATIVE_PACK_RECORDS = None
+    saved = BE.NATIVE_PACK_RECORDS
+    BE.NATIVE_PACK_RECORDS = None
     try:
         return encode_record_batch(base, epoch, recs, TS)
     finally:
-        B.NATIVE_PACK_RECORDS = saved
+        BE.NATIVE_PACK_RECORDS = saved
 
 
 def both(recs: list[Any], base: int = 0, epoch: int = 1) -> bytes:
@@ -89,7 +88,7 @@ def test_the_packer_is_built():
 
 @needs_native
 def test_plans_cover_the_bulk_record_types_and_leave_structs_to_python():
-    plans = R._native_plans()
+    plans = N.native_plans()
     has = {
         (s.name, v)
         for s in map(schema_by_name, {n for n, _ in ALL_VERSIONS})
@@ -199,7 +198,7 @@ def test_a_missing_field_and_a_lone_surrogate_are_pythons_errors_too():
 def test_configure_refuses_malformed_plans():
     from migrator.kraft import _speedups  # type: ignore[attr-defined]
 
-    good = R._native_plans()
+    good = N.native_plans()
     plan = good[schema_by_name("PartitionRecord").api_key][0]
     for plans in (
         [None],
@@ -224,12 +223,12 @@ def test_configure_refuses_malformed_plans():
 
 
 def python_decode(batch: Any) -> Any:
-    saved = B.NATIVE_UNPACK_RECORDS
-    B.NATIVE_UNPACK_RECORDS = None
+    saved = BD.NATIVE_UNPACK_RECORDS
+    BD.NATIVE_UNPACK_RECORDS = None
     try:
         return decode_batch_records(batch)
     finally:
-        B.NATIVE_UNPACK_RECORDS = saved
+        BD.NATIVE_UNPACK_RECORDS = saved
 
 
 def outcome(decode: Any, batch: Any) -> Any:
@@ -292,9 +291,9 @@ def test_what_the_unpacker_takes_and_what_it_leaves_to_python():
 def test_configure_decoding_refuses_malformed_plans():
     from migrator.kraft import _speedups  # type: ignore[attr-defined]
 
-    good = R._native_plans(R.native_decode_plan)
+    good = N.native_plans(N.native_decode_plan)
     names, ops, defaults = good[schema_by_name("PartitionRecord").api_key][0]
-    maker = R._make_uuid
+    maker = U.make_uuid
     for plans in (
         [None],
         ((("not", "a", "plan"),),),
@@ -306,10 +305,10 @@ def test_configure_decoding_refuses_malformed_plans():
         (((names * 7, ops * 7, defaults * 7),),),  # more fields than the unpacker holds
     ):
         with pytest.raises(TypeError):
-            _speedups.configure_decoding(plans, R._UUID_CACHE, maker)
+            _speedups.configure_decoding(plans, U.UUID_CACHE, maker)
     with pytest.raises(TypeError):
-        _speedups.configure_decoding(good, R._UUID_CACHE, "not callable")
-    _speedups.configure_decoding(good, R._UUID_CACHE, maker)
+        _speedups.configure_decoding(good, U.UUID_CACHE, "not callable")
+    _speedups.configure_decoding(good, U.UUID_CACHE, maker)
     batch = next(iter_batches(encode_record_batch(0, 1, [partition(0)], TS)))
     assert outcome(decode_batch_records, batch) == outcome(python_decode, batch)
 

@@ -35,9 +35,10 @@ from migrator.model import (
     ScramCredential,
     Topic,
 )
-from migrator.zk import codec
+from migrator.zk import acl_codec, admin_codec, codec, config_codec, credential_codec
 from migrator.zk import paths as P
-from migrator.zk.codec import ResourcePattern, ZnodeError
+from migrator.zk.acl_codec import ResourcePattern
+from migrator.zk.znode_json import ZnodeError
 
 # =====================================================================================================
 # Samples as Kafka writes them (reference §5, Kafka's own tests, and Kafka 3.9's actual key order)
@@ -261,11 +262,11 @@ def test_broker_endpoints_without_plaintext_ipv6_and_wildcard_host() -> None:
 
 
 def test_config_and_scram() -> None:
-    assert codec.decode_config("/config/topics/t", CONFIG) == {"retention.ms": "86400000"}
-    assert codec.encode_config({"retention.ms": "86400000"}) == CONFIG
-    assert codec.decode_config("/c", None) == {} and codec.decode_config("/c", b"") == {}
-    assert codec.encode_config({}) == b'{"version":1,"config":{}}'
-    cred = codec.decode_scram("/config/users/alice", "alice", "SCRAM-SHA-256", SCRAM)
+    assert config_codec.decode_config("/config/topics/t", CONFIG) == {"retention.ms": "86400000"}
+    assert config_codec.encode_config({"retention.ms": "86400000"}) == CONFIG
+    assert config_codec.decode_config("/c", None) == {} and config_codec.decode_config("/c", b"") == {}
+    assert config_codec.encode_config({}) == b'{"version":1,"config":{}}'
+    cred = credential_codec.decode_scram("/config/users/alice", "alice", "SCRAM-SHA-256", SCRAM)
     assert cred == ScramCredential(
         user="alice",
         mechanism="SCRAM-SHA-256",
@@ -274,10 +275,10 @@ def test_config_and_scram() -> None:
         server_key=b"server",
         iterations=8192,
     )
-    assert codec.encode_scram(cred) == SCRAM
+    assert credential_codec.encode_scram(cred) == SCRAM
     # Java's Base64 decoder does not require padding; any token order and a repeated token as Properties
     loose = "iterations=4096,server_key=c2VydmVy,salt=c2FsdA,stored_key=c3RvcmVk"
-    assert codec.decode_scram("/u", "u", "SCRAM-SHA-512", loose).salt == b"salt"
+    assert credential_codec.decode_scram("/u", "u", "SCRAM-SHA-512", loose).salt == b"salt"
 
 
 def test_scram_errors_never_repeat_the_secret() -> None:
@@ -289,25 +290,27 @@ def test_scram_errors_never_repeat_the_secret() -> None:
         "garbage",
     ):
         with pytest.raises(ZnodeError) as e:
-            codec.decode_scram("/config/users/alice", "alice", "SCRAM-SHA-256", bad)
+            credential_codec.decode_scram("/config/users/alice", "alice", "SCRAM-SHA-256", bad)
         message = one_line(e, "/config/users/alice")
         assert "c3RvcmVk" not in message and "c2VydmVy" not in message and "!!!" not in message
 
 
 def test_quota_values() -> None:
-    assert codec.decode_quota_value("/q", "producer_byte_rate", "1048576") == 1048576.0
-    assert codec.decode_quota_value("/q", "request_percentage", "50.5") == 50.5
-    assert codec.decode_quota_value("/q", "request_percentage", "200.0") == 200.0
-    assert codec.decode_quota_value("/q", "x", " 1e3 ") == 1000.0  # Double.valueOf trims and takes exponents
-    assert codec.decode_quota_value("/q", "x", "2.5d") == 2.5  # and a Java type suffix
+    assert config_codec.decode_quota_value("/q", "producer_byte_rate", "1048576") == 1048576.0
+    assert config_codec.decode_quota_value("/q", "request_percentage", "50.5") == 50.5
+    assert config_codec.decode_quota_value("/q", "request_percentage", "200.0") == 200.0
+    assert (
+        config_codec.decode_quota_value("/q", "x", " 1e3 ") == 1000.0
+    )  # Double.valueOf trims and takes exponents
+    assert config_codec.decode_quota_value("/q", "x", "2.5d") == 2.5  # and a Java type suffix
     for text in ("1048576", "50.5", "0.5", "1000000000000"):
-        assert codec.encode_quota_value(codec.decode_quota_value("/q", "k", text)) == text
-    assert codec.encode_quota_value(200.0) == "200"  # integral: no ".0" (documented)
-    assert codec.encode_quota_value(1e-5) == "1.0E-5"  # Double.toString outside [1e-3, 1e7)
-    assert codec.encode_quota_value(12345678.5) == "1.23456785E7"
+        assert config_codec.encode_quota_value(config_codec.decode_quota_value("/q", "k", text)) == text
+    assert config_codec.encode_quota_value(200.0) == "200"  # integral: no ".0" (documented)
+    assert config_codec.encode_quota_value(1e-5) == "1.0E-5"  # Double.toString outside [1e-3, 1e7)
+    assert config_codec.encode_quota_value(12345678.5) == "1.23456785E7"
     for bad in ("abc", "NaN", "Infinity", "1e999", ""):
         with pytest.raises(ZnodeError) as e:
-            codec.decode_quota_value("/config/clients/c", "consumer_byte_rate", bad)
+            config_codec.decode_quota_value("/config/clients/c", "consumer_byte_rate", bad)
         assert "consumer_byte_rate" in one_line(e, "/config/clients/c")
 
 
@@ -321,22 +324,24 @@ def test_acls_in_both_key_orders_and_spellings() -> None:
         operation="READ",
         permission_type="ALLOW",
     )
-    assert codec.decode_acls("/kafka-acl/Topic/orders", ACLS_39, "TOPIC", "orders", "LITERAL") == [acl]
-    assert codec.decode_acls("/kafka-acl/Topic/orders", ACLS_37, "TOPIC", "orders", "LITERAL") == [acl]
-    assert codec.encode_acls([acl]) == ACLS_39
+    assert acl_codec.decode_acls("/kafka-acl/Topic/orders", ACLS_39, "TOPIC", "orders", "LITERAL") == [acl]
+    assert acl_codec.decode_acls("/kafka-acl/Topic/orders", ACLS_37, "TOPIC", "orders", "LITERAL") == [acl]
+    assert acl_codec.encode_acls([acl]) == ACLS_39
     # Pascal case is Kafka's spelling; SecurityUtils also takes any letter case of it without "_"
     raw = (
         b'{"version":1,"acls":[{"principal":"User:*","permissionType":"DENY","operation":"DescribeConfigs",'
         b'"host":"10.0.0.1"},{"principal":"User:bob","permissionType":"allow","operation":"IDEMPOTENTWRITE",'
         b'"host":"*"},{"principal":"User:bob","permissionType":"Allow","operation":"IdempotentWrite","host":"*"}]}'
     )
-    got = codec.decode_acls("/kafka-acl/Cluster/kafka-cluster", raw, "CLUSTER", "kafka-cluster", "LITERAL")
+    got = acl_codec.decode_acls(
+        "/kafka-acl/Cluster/kafka-cluster", raw, "CLUSTER", "kafka-cluster", "LITERAL"
+    )
     assert [(a.permission_type, a.operation) for a in got] == [
         ("DENY", "DESCRIBE_CONFIGS"),
         ("ALLOW", "IDEMPOTENT_WRITE"),
     ]
-    assert b'"operation":"DescribeConfigs"' in codec.encode_acls(got)
-    assert codec.decode_acls("/a", b"", "TOPIC", "t", "LITERAL") == []
+    assert b'"operation":"DescribeConfigs"' in acl_codec.encode_acls(got)
+    assert acl_codec.decode_acls("/a", b"", "TOPIC", "t", "LITERAL") == []
     for bad, why in (
         (
             b'{"version":1,"acls":[{"principal":"alice","permissionType":"Allow","operation":"Read","host":"*"}]}',
@@ -357,30 +362,34 @@ def test_acls_in_both_key_orders_and_spellings() -> None:
         (b'{"version":1,"acls":{}}', "acls"),
     ):
         with pytest.raises(ZnodeError) as e:
-            codec.decode_acls("/kafka-acl/Topic/t", bad, "TOPIC", "t", "LITERAL")
+            acl_codec.decode_acls("/kafka-acl/Topic/t", bad, "TOPIC", "t", "LITERAL")
         assert why in one_line(e, "/kafka-acl/Topic/t")
 
 
 def test_acl_change_notifications() -> None:
     literal = ResourcePattern("TOPIC", "orders", "LITERAL")
-    assert codec.encode_acl_change(literal) == b"TOPIC:orders"  # ResourceType.toString is the enum name
-    assert codec.decode_acl_change("/kafka-acl-changes/acl_changes_0000000001", b"TOPIC:orders") == literal
-    assert codec.decode_literal_acl_change("/c", b"Topic:orders") == literal  # the 1.x spelling
-    assert codec.decode_literal_acl_change("/c", b"TransactionalId:tx:1") == ResourcePattern(
+    assert acl_codec.encode_acl_change(literal) == b"TOPIC:orders"  # ResourceType.toString is the enum name
+    assert (
+        acl_codec.decode_acl_change("/kafka-acl-changes/acl_changes_0000000001", b"TOPIC:orders") == literal
+    )
+    assert acl_codec.decode_literal_acl_change("/c", b"Topic:orders") == literal  # the 1.x spelling
+    assert acl_codec.decode_literal_acl_change("/c", b"TransactionalId:tx:1") == ResourcePattern(
         "TRANSACTIONAL_ID", "tx:1", "LITERAL"
     )
     prefixed = ResourcePattern("GROUP", "app-", "PREFIXED")
-    assert codec.encode_acl_change(prefixed) == ACL_CHANGE_EXTENDED
+    assert acl_codec.encode_acl_change(prefixed) == ACL_CHANGE_EXTENDED
     assert (
-        codec.decode_acl_change("/kafka-acl-extended-changes/acl_changes_0000000002", ACL_CHANGE_EXTENDED)
+        acl_codec.decode_acl_change("/kafka-acl-extended-changes/acl_changes_0000000002", ACL_CHANGE_EXTENDED)
         == prefixed
     )
     with pytest.raises(ZnodeError):
-        codec.decode_literal_acl_change("/c", b"NoSeparator")
+        acl_codec.decode_literal_acl_change("/c", b"NoSeparator")
     with pytest.raises(ZnodeError):
-        codec.decode_literal_acl_change("/c", b"Planet:earth")
+        acl_codec.decode_literal_acl_change("/c", b"Planet:earth")
     with pytest.raises(ZnodeError) as e:
-        codec.decode_extended_acl_change("/c", ACL_CHANGE_EXTENDED.replace(b'"version":1', b'"version":2'))
+        acl_codec.decode_extended_acl_change(
+            "/c", ACL_CHANGE_EXTENDED.replace(b'"version":1', b'"version":2')
+        )
     assert "unknown ACL change version 2" in one_line(e, "/c")
 
 
@@ -445,7 +454,7 @@ def test_controller_epoch_cluster_id_feature_migration() -> None:
 
 
 def test_delegation_token_versions() -> None:
-    tok = codec.decode_delegation_token("/delegation_token/tokens/tok-1", TOKEN_V3)
+    tok = credential_codec.decode_delegation_token("/delegation_token/tokens/tok-1", TOKEN_V3)
     assert tok == DelegationToken(
         token_id="tok-1",
         owner="User:alice",
@@ -455,38 +464,43 @@ def test_delegation_token_versions() -> None:
         max_timestamp=1700604800000,
         expiry_timestamp=1700086400000,
     )
-    assert codec.encode_delegation_token(tok) == TOKEN_V3
+    assert credential_codec.encode_delegation_token(tok) == TOKEN_V3
     # 2.x wrote version 1 without tokenRequester: the owner requested it
-    v1 = codec.decode_delegation_token(
+    v1 = credential_codec.decode_delegation_token(
         "/t",
         b'{"version":1,"owner":"User%3Aalice","renewers":[],"issueTimestamp":1,"maxTimestamp":3,'
         b'"expiryTimestamp":2,"tokenId":"t1"}',
     )
     assert (v1.json_version, v1.requester, v1.renewers) == (1, "User:alice", [])
-    assert codec.decode_delegation_token("/t", codec.encode_delegation_token(v1)) == v1
-    assert b"tokenRequester" not in codec.encode_delegation_token(v1)
+    assert credential_codec.decode_delegation_token("/t", credential_codec.encode_delegation_token(v1)) == v1
+    assert b"tokenRequester" not in credential_codec.encode_delegation_token(v1)
 
 
 def test_admin_and_notification_znodes() -> None:
-    assert codec.decode_reassignments("/admin/reassign_partitions", REASSIGN) == [
+    assert admin_codec.decode_reassignments("/admin/reassign_partitions", REASSIGN) == [
         Reassignment(topic="foo", partition=0, replicas=[1, 2, 4])
     ]
-    assert codec.encode_reassignments(codec.decode_reassignments("/r", REASSIGN)) == REASSIGN
-    assert codec.decode_config_change("/config/changes/config_change_0000000042", CONFIG_CHANGE) == (
+    assert admin_codec.encode_reassignments(admin_codec.decode_reassignments("/r", REASSIGN)) == REASSIGN
+    assert admin_codec.decode_config_change("/config/changes/config_change_0000000042", CONFIG_CHANGE) == (
         "users/alice/clients/app1"
     )
-    assert codec.encode_config_change("users/alice/clients/app1") == CONFIG_CHANGE
+    assert admin_codec.encode_config_change("users/alice/clients/app1") == CONFIG_CHANGE
     old = b'{"version":1,"entity_type":"topics","entity_name":"foo"}'
-    assert codec.decode_config_change("/config/changes/config_change_0000000001", old) == "topics/foo"
-    assert codec.decode_partition_list(
+    assert admin_codec.decode_config_change("/config/changes/config_change_0000000001", old) == "topics/foo"
+    assert admin_codec.decode_partition_list(
         "/isr_change_notification/isr_change_0000000007", ISR_CHANGE, "ISR change"
     ) == [("foo", 0)]
-    assert codec.encode_partition_list([("foo", 0)]) == ISR_CHANGE
+    assert admin_codec.encode_partition_list([("foo", 0)]) == ISR_CHANGE
     assert (
-        codec.decode_log_dir_event("/log_dir_event_notification/log_dir_event_0000000001", LOG_DIR_EVENT) == 2
+        admin_codec.decode_log_dir_event(
+            "/log_dir_event_notification/log_dir_event_0000000001", LOG_DIR_EVENT
+        )
+        == 2
     )
-    assert codec.encode_log_dir_event(2) == LOG_DIR_EVENT
-    assert codec.decode_token_change("/t", codec.encode_token_change("tok-1")) == "tok-1"
+    assert admin_codec.encode_log_dir_event(2) == LOG_DIR_EVENT
+    assert (
+        credential_codec.decode_token_change("/t", credential_codec.encode_token_change("tok-1")) == "tok-1"
+    )
 
 
 # =====================================================================================================
@@ -501,17 +515,22 @@ UNKNOWN_VERSIONS = [
         BROKER_V5.replace(b'"version":5', b'"version":6'),
         6,
     ),
-    ("config", codec.decode_config, b'{"version":2,"config":{}}', 2),
+    ("config", config_codec.decode_config, b'{"version":2,"config":{}}', 2),
     (
         "ACL",
-        lambda p, d: codec.decode_acls(p, d, "TOPIC", "t", "LITERAL"),
+        lambda p, d: acl_codec.decode_acls(p, d, "TOPIC", "t", "LITERAL"),
         ACLS_39.replace(b'"version":1', b'"version":2'),
         2,
     ),
     ("controller", codec.decode_controller, CONTROLLER_V2.replace(b'"version":2', b'"version":3'), 3),
     ("feature", codec.decode_feature, FEATURE_V2.replace(b'"version":2', b'"version":3'), 3),
     ("migration state", codec.decode_migration, MIGRATION.replace(b'"version":0', b'"version":1'), 1),
-    ("delegation token", codec.decode_delegation_token, TOKEN_V3.replace(b'"version":3', b'"version":4'), 4),
+    (
+        "delegation token",
+        credential_codec.decode_delegation_token,
+        TOKEN_V3.replace(b'"version":3', b'"version":4'),
+        4,
+    ),
     (
         "producer id block",
         codec.decode_producer_id_block,
@@ -520,17 +539,22 @@ UNKNOWN_VERSIONS = [
     ),
     (
         "partition reassignment",
-        codec.decode_reassignments,
+        admin_codec.decode_reassignments,
         REASSIGN.replace(b'"version":1', b'"version":2'),
         2,
     ),
     (
         "config change notification",
-        codec.decode_config_change,
+        admin_codec.decode_config_change,
         CONFIG_CHANGE.replace(b'"version":2', b'"version":3'),
         3,
     ),
-    ("log dir event", codec.decode_log_dir_event, LOG_DIR_EVENT.replace(b'"version":1', b'"version":9'), 9),
+    (
+        "log dir event",
+        admin_codec.decode_log_dir_event,
+        LOG_DIR_EVENT.replace(b'"version":1', b'"version":9'),
+        9,
+    ),
     ("cluster id", codec.decode_cluster_id, CLUSTER_ID.replace(b'"1"', b'"2"'), "'2'"),
 ]
 
@@ -550,17 +574,17 @@ DECODERS = [
     ("partition state", codec.decode_partition_state),
     ("topic", codec.decode_topic),
     ("broker", lambda p, d: codec.decode_broker(p, d, 0)),
-    ("config", codec.decode_config),
-    ("acl", lambda p, d: codec.decode_acls(p, d, "TOPIC", "t", "LITERAL")),
+    ("config", config_codec.decode_config),
+    ("acl", lambda p, d: acl_codec.decode_acls(p, d, "TOPIC", "t", "LITERAL")),
     ("controller", codec.decode_controller),
     ("feature", codec.decode_feature),
     ("migration", codec.decode_migration),
-    ("token", codec.decode_delegation_token),
+    ("token", credential_codec.decode_delegation_token),
     ("producer id", codec.decode_producer_id_block),
-    ("reassign", codec.decode_reassignments),
+    ("reassign", admin_codec.decode_reassignments),
     ("cluster id", codec.decode_cluster_id),
-    ("extended acl change", codec.decode_extended_acl_change),
-    ("config change", codec.decode_config_change),
+    ("extended acl change", acl_codec.decode_extended_acl_change),
+    ("config change", admin_codec.decode_config_change),
 ]
 MALFORMED = [
     (b'{"version":1,', "at byte 13"),
@@ -660,12 +684,12 @@ WRONG_TYPES = [
         "missing field 'jmx_port'",
     ),
     (
-        codec.decode_config,
+        config_codec.decode_config,
         b'{"version":1,"config":{"retention.ms":86400000}}',
         "value of 'retention.ms' must be a string",
     ),
-    (codec.decode_config, b'{"version":1,"config":[]}', "field 'config': expected a JSON object"),
-    (codec.decode_config, b'{"version":1}', "missing field 'config'"),
+    (config_codec.decode_config, b'{"version":1,"config":[]}', "field 'config': expected a JSON object"),
+    (config_codec.decode_config, b'{"version":1}', "missing field 'config'"),
     (codec.decode_feature, FEATURE_V2.replace(b'"status":1', b'"status":2'), "unknown status 2"),
     (
         codec.decode_feature,
@@ -678,13 +702,17 @@ WRONG_TYPES = [
         "'brokerid' must be an integer",
     ),
     (
-        codec.decode_delegation_token,
+        credential_codec.decode_delegation_token,
         TOKEN_V3.replace(b'"User%3Abob"', b'"bob"'),
         "renewer is not principalType:name",
     ),
-    (codec.decode_delegation_token, TOKEN_V3.replace(b'"User%3Abob"', b'"User%ZZbob"'), "bad %-escape"),
     (
-        codec.decode_reassignments,
+        credential_codec.decode_delegation_token,
+        TOKEN_V3.replace(b'"User%3Abob"', b'"User%ZZbob"'),
+        "bad %-escape",
+    ),
+    (
+        admin_codec.decode_reassignments,
         REASSIGN.replace(b'"partition":0', b'"partition":"0"'),
         "'partition' must be an integer",
     ),
@@ -701,7 +729,7 @@ def test_wrong_types_are_one_line_naming_the_path(decode: Any, raw: bytes, why: 
 def test_config_errors_never_repeat_values() -> None:
     secret = b'{"version":1,"config":{"ssl.keystore.password":{"value":"hunter2"}}}'
     with pytest.raises(ZnodeError) as e:
-        codec.decode_config("/config/brokers/0", secret)
+        config_codec.decode_config("/config/brokers/0", secret)
     assert "hunter2" not in str(e.value)
 
 
@@ -1094,8 +1122,8 @@ def _case(rnd: random.Random, kind: str) -> tuple[dict[str, Any], bytes, Any]:
         }
         return (
             {"kind": kind, "config": [[k, v] for k, v in config.items()]},
-            codec.encode_config(config),
-            (codec.decode_config, config),
+            config_codec.encode_config(config),
+            (config_codec.decode_config, config),
         )
     if kind == "acls":
         acls = [
@@ -1105,8 +1133,8 @@ def _case(rnd: random.Random, kind: str) -> tuple[dict[str, Any], bytes, Any]:
                 pattern_type="LITERAL",
                 principal="User:" + _word(rnd),
                 host=rnd.choice(["*", "10.0.0.1"]),
-                operation=rnd.choice(codec.ACL_OPERATIONS),
-                permission_type=rnd.choice(codec.ACL_PERMISSION_TYPES),
+                operation=rnd.choice(acl_codec.ACL_OPERATIONS),
+                permission_type=rnd.choice(acl_codec.ACL_PERMISSION_TYPES),
             )
             for _ in range(rnd.randint(1, 6))
         ]
@@ -1120,8 +1148,8 @@ def _case(rnd: random.Random, kind: str) -> tuple[dict[str, Any], bytes, Any]:
         }
         return (
             java,
-            codec.encode_acls(acls),
-            (lambda p, d: codec.decode_acls(p, d, "TOPIC", "t", "LITERAL"), acls),
+            acl_codec.encode_acls(acls),
+            (lambda p, d: acl_codec.decode_acls(p, d, "TOPIC", "t", "LITERAL"), acls),
         )
     if kind == "token":
         version = rnd.choice([1, 2, 3, 3])
@@ -1147,7 +1175,11 @@ def _case(rnd: random.Random, kind: str) -> tuple[dict[str, Any], bytes, Any]:
             "expiry": token.expiry_timestamp,
             "id": token.token_id,
         }
-        return java, codec.encode_delegation_token(token), (codec.decode_delegation_token, token)
+        return (
+            java,
+            credential_codec.encode_delegation_token(token),
+            (credential_codec.decode_delegation_token, token),
+        )
     if kind == "migration":
         m = MigrationZnode(
             kraft_controller_id=rnd.randint(-1, 5000),
@@ -1214,31 +1246,31 @@ def _case(rnd: random.Random, kind: str) -> tuple[dict[str, Any], bytes, Any]:
             for _ in range(rnd.randint(0, 5))
         ]
         java = {"kind": kind, "partitions": [[r.topic, r.partition, r.replicas] for r in rs]}
-        return java, codec.encode_reassignments(rs), (codec.decode_reassignments, rs)
+        return java, admin_codec.encode_reassignments(rs), (admin_codec.decode_reassignments, rs)
     if kind == "aclchange":
         rp = ResourcePattern(rnd.choice(P.ACL_RESOURCE_TYPES), _word(rnd), "PREFIXED")
         java = {"kind": kind, "type": rp.resource_type, "name": rp.name, "pattern": rp.pattern_type}
-        return java, codec.encode_acl_change(rp), (codec.decode_extended_acl_change, rp)
+        return java, acl_codec.encode_acl_change(rp), (acl_codec.decode_extended_acl_change, rp)
     if kind == "configchange":
         path = "users/" + P.sanitize(_word(rnd)) + "/clients/" + P.sanitize(_word(rnd))
         return (
             {"kind": kind, "path": path},
-            codec.encode_config_change(path),
-            (codec.decode_config_change, path),
+            admin_codec.encode_config_change(path),
+            (admin_codec.decode_config_change, path),
         )
     if kind == "partlist":
         parts = [(_word(rnd), rnd.randint(0, 99)) for _ in range(rnd.randint(0, 5))]
         return (
             {"kind": kind, "partitions": [list(p) for p in parts]},
-            codec.encode_partition_list(parts),
-            (lambda p, d: codec.decode_partition_list(p, d, "ISR change"), parts),
+            admin_codec.encode_partition_list(parts),
+            (lambda p, d: admin_codec.decode_partition_list(p, d, "ISR change"), parts),
         )
     assert kind == "logdir"
     broker = rnd.randint(0, 2000)
     return (
         {"kind": kind, "broker": broker},
-        codec.encode_log_dir_event(broker),
-        (codec.decode_log_dir_event, broker),
+        admin_codec.encode_log_dir_event(broker),
+        (admin_codec.decode_log_dir_event, broker),
     )
 
 
@@ -1275,7 +1307,7 @@ def test_encoders_write_what_kafkas_libraries_write(kafka_json: Any) -> None:
     for java, ours, (decode, model) in cases:
         assert decode("/z", ours) == model, java["kind"]
         if java["kind"] == "config":  # data key order survives decoding, so re-encoding is stable
-            assert codec.encode_config(decode("/z", ours)) == ours
+            assert config_codec.encode_config(decode("/z", ours)) == ours
 
 
 def test_key_order_emulation_over_large_maps(kafka_json: Any) -> None:
@@ -1294,4 +1326,6 @@ def _case_config(rnd: random.Random, n: int) -> tuple[dict[str, Any], bytes]:
     if rnd.random() < 0.5:
         keys = [str(rnd.randint(0, 5000)) for _ in range(n)]  # clustered hashes
     config = {k: "v" for k in keys}
-    return {"kind": "config", "config": [[k, v] for k, v in config.items()]}, codec.encode_config(config)
+    return {"kind": "config", "config": [[k, v] for k, v in config.items()]}, config_codec.encode_config(
+        config
+    )

@@ -29,7 +29,7 @@ from migrator.model import (
     Topic,
     ZkControlState,
 )
-from migrator.zk import codec
+from migrator.zk import codec, config_codec
 from migrator.zk import paths as P
 from migrator.zk.layout import LayoutProblem, broker_znodes, image_from_tree, znodes_from_image
 from migrator.zk.tree import ZkTree, ZNode
@@ -413,7 +413,7 @@ def test_partitions_are_real_models() -> None:
 
 
 def test_quota_entity_names_and_defaults() -> None:
-    config = codec.encode_config
+    config = config_codec.encode_config
     tree = tree_of(
         {
             "/config": b"",
@@ -488,10 +488,10 @@ def test_strict_raises_the_first_problem_and_lenient_collects_them() -> None:
         "/brokers/topics/empty": b'{"version":3,"partitions":{"0":[]}}',
         "/config": b"",
         "/config/users": b"",
-        "/config/users/alice": codec.encode_config({"SCRAM-SHA-256": "salt=nope"}),
-        "/config/users/bad%zz": codec.encode_config({"producer_byte_rate": "1"}),
+        "/config/users/alice": config_codec.encode_config({"SCRAM-SHA-256": "salt=nope"}),
+        "/config/users/bad%zz": config_codec.encode_config({"producer_byte_rate": "1"}),
         "/config/clients": b"",
-        "/config/clients/c": codec.encode_config({"producer_byte_rate": "lots"}),
+        "/config/clients/c": config_codec.encode_config({"producer_byte_rate": "lots"}),
         "/config/topics": b"",
         "/config/topics/t": b"not json",
         "/latest_producer_id_block": b"",

@@ -18,7 +18,7 @@ from migrator.kraft.records import MetadataRecord, kafka_to_uuid, record
 from migrator.migration.zk_diff import Repair, notification_for, same
 from migrator.migration.zk_sync import ZkSyncer
 from migrator.model import ClusterImage, MigrationZnode
-from migrator.zk import codec, layout
+from migrator.zk import acl_codec, admin_codec, codec, config_codec, credential_codec, layout
 from migrator.zk import paths as P
 from migrator.zk.fenced_writer import FencedZkWriter, ZkOp
 from migrator.zk.leadership import Claim, claim_controller, read_migration, write_migration_unconditionally
@@ -129,7 +129,7 @@ def _log_image(log: MetadataLog) -> ClusterImage:
 
 def _changes(zk: KazooClient) -> list[str]:
     return [
-        codec.decode_config_change(c, zk.get(f"{P.CONFIG_CHANGES}/{c}")[0])
+        admin_codec.decode_config_change(c, zk.get(f"{P.CONFIG_CHANGES}/{c}")[0])
         for c in sorted(zk.get_children(P.CONFIG_CHANGES))
     ]
 
@@ -292,7 +292,7 @@ def test_reconcile_repairs_every_kind_of_drift(migrated: Migrated) -> None:
     # changed topic config
     config_topic = next(name for (rt, name) in image.configs if rt == "TOPIC" and name != gone)
     cpath = P.config_entity_path("topics", config_topic)
-    zk.set(cpath, codec.encode_config({"retention.ms": "1"}))
+    zk.set(cpath, config_codec.encode_config({"retention.ms": "1"}))
     # removed ACL
     acl = image.acls[0]
     apath = P.acl_resource_path(acl.pattern_type, acl.resource_type, acl.resource_name)
@@ -300,20 +300,20 @@ def test_reconcile_repairs_every_kind_of_drift(migrated: Migrated) -> None:
     # changed quota
     quota = next(q for q in image.client_quotas if set(q.entity) == {"client-id"} and q.entity["client-id"])
     qpath = P.quota_entity_path(quota.entity)
-    zk.set(qpath, codec.encode_config({"producer_byte_rate": "1.0"}))
+    zk.set(qpath, config_codec.encode_config({"producer_byte_rate": "1.0"}))
     # stale SCRAM
     cred = next(iter(image.scram_credentials.values()))
     upath = P.config_entity_path("users", P.sanitize(cred.user))
-    config = codec.decode_config(upath, zk.get(upath)[0])
+    config = config_codec.decode_config(upath, zk.get(upath)[0])
     stale = cred.model_copy(update={"iterations": cred.iterations + 1})
-    config[cred.mechanism] = codec.encode_scram(stale)
-    zk.set(upath, codec.encode_config(config))
+    config[cred.mechanism] = credential_codec.encode_scram(stale)
+    zk.set(upath, config_codec.encode_config(config))
     # stale token
     token = next(iter(image.delegation_tokens.values()))
     tpath = P.token_path(token.token_id)
-    zk.set(tpath, codec.encode_delegation_token(token.model_copy(update={"expiry_timestamp": 1})))
+    zk.set(tpath, credential_codec.encode_delegation_token(token.model_copy(update={"expiry_timestamp": 1})))
     extra_token = token.model_copy(update={"token_id": "stale-token"})
-    zk.create(P.token_path("stale-token"), codec.encode_delegation_token(extra_token))
+    zk.create(P.token_path("stale-token"), credential_codec.encode_delegation_token(extra_token))
     # producer id block
     assert image.producer_id_block is not None
     block = image.producer_id_block.model_copy(update={"block_start": 0, "block_end": 999})
@@ -338,7 +338,7 @@ def test_reconcile_repairs_every_kind_of_drift(migrated: Migrated) -> None:
     assert whole.znodes == 2 + 2 * SPEC.partitions  # topic, partitions, each partition and state
     # No secret in any repair line (invariant 6).
     text = "\n".join(map(str, repairs))
-    assert cred.salt.hex() not in text and codec.encode_scram(cred) not in text
+    assert cred.salt.hex() not in text and credential_codec.encode_scram(cred) not in text
     # The config, quota, user changes are announced to ZK-mode brokers.
     announced = _changes(zk)[len(changes_before) :]
     assert f"topics/{config_topic}" in announced
@@ -452,7 +452,7 @@ def test_sync_writes_every_record_type_in_kafkas_layout(migrated: Migrated) -> N
         1: [1, 2],
     }
     assert zk.exists(P.partition_state_path("fresh", 1)) is not None
-    assert codec.decode_config("", zk.get(P.config_entity_path("topics", "fresh"))[0]) == {
+    assert config_codec.decode_config("", zk.get(P.config_entity_path("topics", "fresh"))[0]) == {
         "retention.ms": "99"
     }
     # a PartitionChangeRecord updates the state znode: leader, leader epoch (+1 per leader change), isr
@@ -472,15 +472,17 @@ def test_sync_writes_every_record_type_in_kafkas_layout(migrated: Migrated) -> N
     assignment = codec.decode_topic(P.topic_path(t1), zk.get(P.topic_path(t1))[0])
     assert assignment.partitions[1] == [1, 2, 3, 4] and assignment.adding_replicas == {1: [4]}
     # broker default config, quota + SCRAM of a new user with a client
-    assert codec.decode_config("", zk.get("/config/brokers/<default>")[0])["log.retention.ms"] == "1234"
+    assert (
+        config_codec.decode_config("", zk.get("/config/brokers/<default>")[0])["log.retention.ms"] == "1234"
+    )
     upath = P.config_entity_path("users", P.sanitize(scram_user))
-    assert "SCRAM-SHA-256" in codec.decode_config(upath, zk.get(upath)[0])
+    assert "SCRAM-SHA-256" in config_codec.decode_config(upath, zk.get(upath)[0])
     qpath = P.user_client_config_path(P.sanitize(scram_user), P.sanitize("app 1"))
-    quota = codec.decode_config(qpath, zk.get(qpath)[0])
+    quota = config_codec.decode_config(qpath, zk.get(qpath)[0])
     assert list(quota) == ["producer_byte_rate"]
-    assert codec.decode_quota_value(qpath, "producer_byte_rate", quota["producer_byte_rate"]) == 2048.0
+    assert config_codec.decode_quota_value(qpath, "producer_byte_rate", quota["producer_byte_rate"]) == 2048.0
     # ACLs: added, removed; each change announced with a change node
-    fresh_acls = codec.decode_acls("", zk.get("/kafka-acl/Topic/fresh")[0], "TOPIC", "fresh", "LITERAL")
+    fresh_acls = acl_codec.decode_acls("", zk.get("/kafka-acl/Topic/fresh")[0], "TOPIC", "fresh", "LITERAL")
     assert [(a.principal, a.operation) for a in fresh_acls] == [("User:alice", "READ")]
     removed_path = P.acl_resource_path(
         removed_acl.pattern_type, removed_acl.resource_type, removed_acl.resource_name
@@ -493,7 +495,7 @@ def test_sync_writes_every_record_type_in_kafkas_layout(migrated: Migrated) -> N
     ]
     if remaining:
         assert len(
-            codec.decode_acls(
+            acl_codec.decode_acls(
                 "",
                 zk.get(removed_path)[0],
                 removed_acl.resource_type,
@@ -535,7 +537,7 @@ def test_config_with_null_value_removes_the_key_and_notifies(migrated: Migrated)
     migrated.append(record("ConfigRecord", ResourceType=2, ResourceName=name, Name=key, Value=None))
     migrated.syncer.sync()
     path = P.config_entity_path("topics", name)
-    assert key not in codec.decode_config(path, zk.get(path)[0])
+    assert key not in config_codec.decode_config(path, zk.get(path)[0])
     assert _changes(zk)[before:] == [f"topics/{name}"]
 
 
@@ -674,22 +676,22 @@ def test_semantic_comparison_and_notifications() -> None:
     cfg = "/config/users/alice"
     assert same(
         cfg,
-        codec.encode_config({"producer_byte_rate": "1024"}),
-        codec.encode_config({"producer_byte_rate": "1024.0"}),
+        config_codec.encode_config({"producer_byte_rate": "1024"}),
+        config_codec.encode_config({"producer_byte_rate": "1024.0"}),
     )
     assert same(cfg, b'{"version":1,"config":{}}', b"")
-    assert not same(cfg, b"not json", codec.encode_config({}))
+    assert not same(cfg, b"not json", config_codec.encode_config({}))
     assert same("/brokers/topics/t/partitions", None, b"")
     note = notification_for("/config/users/a%40b/clients/c")
     assert (
         note is not None
         and note.sequential
-        and codec.decode_config_change("", note.data) == "users/a%40b/clients/c"
+        and admin_codec.decode_config_change("", note.data) == "users/a%40b/clients/c"
     )
     assert notification_for("/config/users/a/clients") is None
     acl_note = notification_for("/kafka-acl-extended/prefixed/Group/app-")
     assert acl_note is not None and acl_note.path == "/kafka-acl-extended-changes/acl_changes_"
-    assert codec.decode_acl_change(acl_note.path, acl_note.data) == codec.ResourcePattern(
+    assert acl_codec.decode_acl_change(acl_note.path, acl_note.data) == acl_codec.ResourcePattern(
         "GROUP", "app-", "PREFIXED"
     )
 
@@ -771,7 +773,7 @@ def test_zookeeper_restart_during_sync_loses_nothing_and_doubles_nothing(tmp_pat
         # had landed would double it, a multi skipped after the restart would lose it.
         announced = _changes(client)[notes_before:]
         assert len(generated) > 20
-        assert sorted(announced) == sorted(codec.decode_config_change("", n.data) for n in generated)
+        assert sorted(announced) == sorted(admin_codec.decode_config_change("", n.data) for n in generated)
         assert set(announced) == {f"topics/{n}" for n in topics}
     finally:
         if log is not None:
@@ -821,18 +823,20 @@ def test_sync_removals_of_scram_quotas_and_prefixed_acls(migrated: Migrated) -> 
         ),
     )
     syncer.sync()
-    left = codec.decode_config(upath, zk.get(upath)[0]) if zk.exists(upath) else {}
+    left = config_codec.decode_config(upath, zk.get(upath)[0]) if zk.exists(upath) else {}
     assert cred.mechanism not in left
     assert zk.exists(qpath) is None  # no quota left: the entity's znode goes, as the layout has it
-    acls = codec.decode_acls(
+    acls = acl_codec.decode_acls(
         "", zk.get("/kafka-acl-extended/prefixed/Group/dw-prefix-")[0], "GROUP", "dw-prefix-", "PREFIXED"
     )
     assert [a.principal for a in acls] == ["User:svc"]
     changes = sorted(zk.get_children(P.EXTENDED_ACL_CHANGES))[extended_before:]
     assert [
-        codec.decode_acl_change(P.EXTENDED_ACL_CHANGES + "/" + c, zk.get(f"{P.EXTENDED_ACL_CHANGES}/{c}")[0])
+        acl_codec.decode_acl_change(
+            P.EXTENDED_ACL_CHANGES + "/" + c, zk.get(f"{P.EXTENDED_ACL_CHANGES}/{c}")[0]
+        )
         for c in changes
-    ] == [codec.ResourcePattern("GROUP", "dw-prefix-", "PREFIXED")]
+    ] == [acl_codec.ResourcePattern("GROUP", "dw-prefix-", "PREFIXED")]
     announced = _changes(zk)[changes_before:]
     assert sorted(announced) == sorted([f"users/{P.sanitize(cred.user)}", qpath[len("/config/") :]])
     assert _normal(_zk_image(zk)) == _normal(_log_image(migrated.log))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -442,8 +443,6 @@ def isr_full(bootstrap: str, topic: str, timeout: float = 120.0) -> None:
 
 
 def wait_listening(port: int, proc: subprocess.Popen[str] | None, timeout: float = 60.0) -> None:
-    import socket
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:

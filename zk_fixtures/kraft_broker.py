@@ -34,7 +34,8 @@ from migrator.controller import messages as M
 from migrator.controller.client_security import ClientSecurity, sasl_authenticate
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
-from migrator.kraft.batch import decode_batch_records, iter_batches
+from migrator.kraft.batch import iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.image import ImageBuilder, ReplayResult
 from migrator.kraft.records import MetadataRecord, OpaqueRecord
 from migrator.model import ClusterImage

@@ -15,10 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from migrator.errors import BadInputError
-from migrator.kraft.batch import decode_batch_records
+from migrator.kraft import handover
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.control import decode_control_record
 from migrator.kraft.image import MIGRATION_STATES, ImageBuilder, ReplayResult
-from migrator.kraft.log import LoadedImage, MetadataLog, verify_log
+from migrator.kraft.log import MetadataLog
+from migrator.kraft.log_image import LoadedImage
+from migrator.kraft.log_verify import verify_log
 from migrator.kraft.records import MetadataRecord, OpaqueRecord, uuid_to_kafka
 from migrator.kraft.snapshot import read_snapshot, snapshot_name, write_snapshot
 from migrator.results import LogHandoverResult, LogImageResult, LogSnapshotResult, LogVerifyResult
@@ -158,8 +161,6 @@ def _record_entry(offset: int, epoch: int, rec: MetadataRecord | OpaqueRecord) -
 
 def log_verify_kafka(target: Target) -> LogHandoverResult:
     """What Kafka 3.9's own controller would refuse or rebuild in this directory (after finalize)."""
-    from migrator.kraft import handover
-
     report = handover.check(_resolve(target.log_dir))
     return LogHandoverResult.model_validate(
         {**handover.report_dict(report), "lines": handover.report_lines(report)}

@@ -120,7 +120,7 @@ def _voters_out(voters: tuple[Voter, ...], version: int) -> list[dict[str, Any]]
 
 
 def encode_control_record(msg: ControlMessage) -> tuple[int, bytes]:
-    """(control type, value) ready for batch.encode_control_batch."""
+    """(control type, value) ready for batch_encode.encode_control_batch."""
     if isinstance(msg, SnapshotHeader):
         fields: dict[str, Any] = {
             "Version": msg.version,

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.kraft import dirfiles
-from migrator.kraft.log import MetadataLog, verify_log
+from migrator.kraft.log import MetadataLog
+from migrator.kraft.log_verify import verify_log
 from migrator.kraft.offset_index import LogIndex, read_index_file, read_time_index_file, write_index_files
 from migrator.kraft.retention import purge_aborted, snapshot_now, start_at_snapshot
 from migrator.kraft.snapshot import list_snapshots, parse_snapshot_name

@@ -17,11 +17,14 @@ import fcntl
 import json
 import os
 import socket
+import struct
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import click
 
 from migrator.errors import FencedError, UnreachableError
 
@@ -42,14 +45,9 @@ class LockHolder:
 
 def _command_name() -> str:
     """`zk2kraft migrate`: the program and its subcommands, without any option or argument."""
-    try:
-        import click
-
-        ctx = click.get_current_context(silent=True)
-        if ctx is not None:
-            return ctx.command_path
-    except ImportError:  # pragma: no cover - click is a dependency
-        pass
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        return ctx.command_path
     return name_only(" ".join(sys.argv)) or "python"
 
 
@@ -174,8 +172,6 @@ def kafka_lock_holder(log_dir: Path) -> int | None:
     directory Kafka's own controller runs in must never hold its lock, even for an instant. None when
     no process holds it (or there is no lock file); a holder on another host (NFS) is not seen.
     """
-    import struct
-
     try:
         fd = os.open(Path(log_dir) / KAFKA_LOCK_FILE, os.O_RDONLY)
     except OSError:

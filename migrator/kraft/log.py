@@ -8,39 +8,38 @@ it is never skipped: it raises CorruptLogError naming the file and byte offset.
 
 from __future__ import annotations
 
-import mmap
 import os
-import re
-import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from migrator.bulk import without_gc
 from migrator.errors import BadInputError, FencedError, UnreachableError
 from migrator.kraft import dirfiles
-from migrator.kraft.batch import (
-    CorruptLogError,
-    RecordBatch,
-    decode_batch_records,
-    encode_control_batch,
-    encode_record_batches,
-    iter_batches,
-    with_base_offset,
-)
-from migrator.kraft.control import LeaderChange, Voter, decode_control_record, encode_control_record
+from migrator.kraft.batch import CorruptLogError, RecordBatch, iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
+from migrator.kraft.batch_encode import encode_control_batch, encode_record_batches, with_base_offset
+from migrator.kraft.control import LeaderChange, Voter, encode_control_record
 from migrator.kraft.dirfiles import MetaProperties
-from migrator.kraft.image import ImageBuilder, ReplayResult, Uncommitted
 from migrator.kraft.lock import WriterLock
-from migrator.kraft.records import CorruptRecordError, MetadataRecord, OpaqueRecord
+from migrator.kraft.log_image import ImageCache, LoadedImage
+from migrator.kraft.records import MetadataRecord, OpaqueRecord
 from migrator.kraft.retention import RetentionConfig, SnapshotPolicy, default_config
+from migrator.kraft.segments import (
+    SEGMENT_RE,
+    OffsetOrderError,
+    Segment,
+    delete_file,
+    list_segments,
+    load_segment,
+    remove_deleted_files,
+    scan_segment,
+    segment_name,
+)
 from migrator.kraft.snapshot import (
     SnapshotId,
     list_snapshots,
-    parse_snapshot_name,
-    read_snapshot,
     remove_partial_snapshots,
 )
 
@@ -49,16 +48,12 @@ __all__ = [
     "DEFAULT_SEGMENT_BYTES",
     "MAX_BATCH_BYTES",
     "METADATA_PARTITION",
-    "Damage",
-    "FileCheck",
     "LoadedImage",
     "MetadataLog",
     "OffsetOrderError",
     "OffsetOutOfRangeError",
     "OpenReport",
     "Segment",
-    "VerifyReport",
-    "verify_log",
 ]
 
 METADATA_TOPIC = "__cluster_metadata"
@@ -69,12 +64,6 @@ DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_MAX_BATCH_RECORDS = 10_000
 #: KafkaRaftClient.MAX_BATCH_SIZE_BYTES.
 MAX_BATCH_BYTES = 8 << 20
-#: Segments up to this size are read into memory; larger ones are mapped.
-_READ_LIMIT = 64 << 20
-_PREFIX = struct.Struct(">qi")
-_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
-_BATCH_OVERHEAD = 61
-
 
 # `log truncate-unsynced` in progress: the offset the log is being cut back to.
 TRUNCATE_INTENT = "zk2kraft-truncate-to"
@@ -86,16 +75,6 @@ class OffsetOutOfRangeError(BadInputError):
 
 class SplitBatchError(ValueError):
     """Records that were to be one batch need more (over the records or bytes limit of a batch)."""
-
-
-class OffsetOrderError(CorruptLogError):
-    """CRC-valid batches whose offsets go backwards: damage, never a torn tail."""
-
-
-@dataclass
-class Segment:
-    base_offset: int
-    path: Path
 
 
 @dataclass
@@ -112,122 +91,6 @@ class OpenReport:
     truncated_at: int | None = None  # byte position of the torn tail in truncated_file
 
 
-@dataclass
-class _Scan:
-    valid_end: int
-    next_offset: int
-    last_epoch: int | None
-    last_timestamp: int | None
-    torn_at: int | None
-    torn_bytes: int
-    torn_reason: str | None
-
-
-def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}.log"
-
-
-#: Kafka's suffix for a file scheduled for deletion (LogFileUtils.DELETED_FILE_SUFFIX).
-DELETED_SUFFIX = ".deleted"
-
-
-def _delete_file(path: Path) -> None:
-    """Rename to `.deleted` first, as Kafka does, so a crash never leaves half a segment under its name."""
-    gone = path.with_name(path.name + DELETED_SUFFIX)
-    try:
-        os.replace(path, gone)
-    except FileNotFoundError:
-        return
-    gone.unlink(missing_ok=True)
-
-
-def remove_deleted_files(partition_dir: Path) -> None:
-    """Files a crash left renamed for deletion (Kafka removes them when it loads the log)."""
-    for name in os.listdir(partition_dir):
-        if name.endswith(DELETED_SUFFIX):
-            (partition_dir / name).unlink(missing_ok=True)
-
-
-def _load(path: Path) -> bytes | mmap.mmap:
-    """A segment's bytes: read when small, mapped read-only when large (file positions stay exact)."""
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            if size == 0:
-                return b""
-            if size <= _READ_LIMIT:
-                return f.read()
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except FileNotFoundError:
-        raise UnreachableError(f"{path}: segment disappeared while reading (log cleaned up?)") from None
-    except PermissionError as e:
-        raise UnreachableError(f"cannot read {path}: {e.strerror}") from None
-
-
-def _valid_batch_after(buf: bytes | mmap.mmap, start: int, file: str, min_offset: int = 0) -> int | None:
-    """Position of the first CRC-valid batch at or after `start`, or None: decides torn tail vs damage.
-
-    Only positions with magic 2 at byte 16, a sane length and a base offset not below `min_offset`
-    are checksummed, so scanning garbage stays linear in practice.
-    """
-    total = len(buf)
-    pos = start
-    while True:
-        hit = buf.find(b"\x02", pos + 16)
-        if hit < 0:
-            return None
-        cand = hit - 16
-        if cand + _BATCH_OVERHEAD <= total:
-            base, length = _PREFIX.unpack_from(buf, cand)
-            if base >= min_offset and _BATCH_OVERHEAD - 12 <= length and cand + 12 + length <= total:
-                try:
-                    batch = next(iter_batches(buf, file, cand), None)
-                except CorruptLogError:
-                    batch = None
-                if batch is not None and batch.records_count > 0:
-                    return cand
-        pos = cand + 1
-
-
-def scan_segment(
-    path: Path, buf: bytes | mmap.mmap, base_offset: int, expect_offset: int | None, last: bool
-) -> _Scan:
-    """Check every batch of a segment (CRC, framing, increasing offsets) and find its valid end.
-
-    In the last segment, damage with no valid batch after it is a torn tail; anywhere else it raises.
-    """
-    file = str(path)
-    pos = 0
-    next_offset = base_offset if expect_offset is None else max(base_offset, expect_offset)
-    last_epoch = None
-    last_ts = None
-    try:
-        for batch in iter_batches(buf, file):
-            if batch.base_offset < next_offset:
-                raise OffsetOrderError(
-                    file,
-                    batch.position,
-                    f"batch base offset {batch.base_offset} is below the expected offset {next_offset} "
-                    "(offsets must increase)",
-                )
-            next_offset = batch.next_offset
-            last_epoch = batch.partition_leader_epoch
-            last_ts = batch.max_timestamp
-            pos = batch.end_position
-    except OffsetOrderError:
-        raise
-    except CorruptLogError as e:
-        # Truncated or not: if a valid batch follows (say a flipped bit in a length field), it is damage.
-        after = _valid_batch_after(buf, pos + 1, file, next_offset)
-        if not last or after is not None:
-            where = (
-                f"; a valid batch follows at byte {after}" if after is not None else " (not the last segment)"
-            )
-            raise CorruptLogError(file, e.offset, f"{e.reason}{where}") from None
-        return _Scan(pos, next_offset, last_epoch, last_ts, e.offset, len(buf) - e.offset, e.reason)
-    return _Scan(pos, next_offset, last_epoch, last_ts, None, 0, None)
-
-
 class MetadataLog:
     """A `__cluster_metadata-0` partition directory: append (writer), read and recover."""
 
@@ -240,7 +103,7 @@ class MetadataLog:
         self.segments: list[Segment] = []
         self.report: OpenReport
         self._end_offset = 0
-        self._image_cache: LoadedImage | None = None  # load_image's last answer
+        self._images = ImageCache(self)  # load_image's last answer and how it goes on
         self._active_end = 0  # valid bytes in the last segment
         self._epochs: list[tuple[int, int]] = []
         self._last_timestamp: int | None = None
@@ -313,7 +176,7 @@ class MetadataLog:
     def _open(self, single: Path | None, cluster_id: str | None, node_id: int | None) -> None:
         created = False
         if single is not None:
-            match = _SEGMENT_RE.match(single.name)
+            match = SEGMENT_RE.match(single.name)
             if not match:
                 raise BadInputError(f"{single}: not a segment file name (expected %020d.log)")
             self.segments = [Segment(int(match.group(1)), single)]
@@ -346,7 +209,7 @@ class MetadataLog:
         )
         if self.segments:
             last = self.segments[-1]
-            buf = _load(last.path)
+            buf = load_segment(last.path)
             scan = scan_segment(last.path, buf, last.base_offset, None, last=True)
             del buf
             self._end_offset = max(scan.next_offset, last.base_offset)
@@ -417,19 +280,7 @@ class MetadataLog:
         return created
 
     def _list_segments(self) -> list[Segment]:
-        try:
-            names = os.listdir(self.partition_dir)
-        except FileNotFoundError:
-            return []
-        except PermissionError as e:
-            raise UnreachableError(f"cannot list {self.partition_dir}: {e.strerror}") from None
-        segs = []
-        for name in names:
-            m = _SEGMENT_RE.match(name)
-            if m:
-                segs.append(Segment(int(m.group(1)), self.partition_dir / name))
-        segs.sort(key=lambda s: s.base_offset)
-        return segs
+        return list_segments(self.partition_dir)
 
     def _truncate(self, path: Path, size: int) -> None:
         with open(path, "r+b") as f:
@@ -460,7 +311,7 @@ class MetadataLog:
         for i, seg in enumerate(self.segments):
             if i == len(self.segments) - 1 and self._active_end == 0:
                 break
-            buf = _load(seg.path)
+            buf = load_segment(seg.path)
             try:
                 for batch in iter_batches(buf, str(seg.path), verify_crc=False):
                     return batch.base_offset
@@ -571,7 +422,7 @@ class MetadataLog:
             if i + 1 < len(segs) and segs[i + 1].base_offset <= from_offset:
                 continue
             last = i == len(segs) - 1
-            buf = _load(seg.path)
+            buf = load_segment(seg.path)
             limit = self._active_end if last else len(buf)
             if last and limit < len(buf):
                 buf = buf[:limit]
@@ -617,119 +468,25 @@ class MetadataLog:
         if self.writable:
             raise BadInputError(f"{self.log_dir}: only a read-only log can be read as Kafka opens it")
         self._start_floor = 0
-        self._image_cache = None
+        self._images.forget()
 
     def forget_image(self) -> None:
         """Drop `load_image`'s kept answer: its caller takes that image over to change it (the first
         sync's syncer, instead of copying a whole cluster), so it must not be handed out again."""
-        self._image_cache = None
+        self._images.forget()
 
     def snapshot_written(self, loaded: LoadedImage, path: Path, counts: dict[str, int]) -> None:
-        """`loaded` (the image at the log's end) was just snapshotted at `path`, its records counted by
-        name in `counts`: keep it as `load_image`'s answer, as a replay of that snapshot would give it,
-        instead of replaying the whole cluster from the new snapshot (the copy's commit: 6 s and a
-        second image at once at 1M partitions). tests/test_kraft_retention.py holds it equal to a
-        fresh load of the directory."""
-        end = loaded.end_offset
-        if end != self._end_offset or loaded.result.open_transaction is not None:
-            return
-        result = loaded.result.model_copy()  # shares the image: load_image's answers are read-only
-        at = end - 1 if counts else -1  # a snapshot's records stand at its last contained offset
-        result.last_offset = at
-        result.migration_state_offset = at if result.migration_state is not None else None
-        result.counts = dict(counts)
-        result.unknown_records = counts.get("UnknownRecord", 0)
-        result.committed_transactions = result.aborted_transactions = 0
-        self._image_cache = LoadedImage(
-            result=result, snapshot=str(path), snapshot_end_offset=end, end_offset=end
-        )
+        """`loaded` (the image at the log's end) was just snapshotted at `path`: see ImageCache."""
+        self._images.snapshot_written(loaded, path, counts)
 
     def load_image(self) -> LoadedImage:
-        """The image at the end of the log: the newest snapshot, then the records after it.
+        """The image at the end of the log: the newest snapshot, then the records after it (kept: see
+        `log_image.ImageCache`)."""
+        return self._images.load()
 
-        The last image is kept. Asked again with nothing appended, the same result comes back (callers
-        treat it as read-only; ImageBuilder copies before it replays); after appends, a copy of it goes
-        on with the new records. `migrate` asks after every phase, and replaying 200,000 partitions
-        from offset 0 each time was a third of the command.
-        """
-        with without_gc():  # see migrator.bulk: most of a large replay was the collector's
-            cached = self._image_cache
-            if cached is not None and self._newest_snapshot_end() != cached.snapshot_end_offset:
-                cached = None  # a newer snapshot: load from it, as any reader of the directory would
-            if cached is not None and cached.end_offset == self._end_offset:
-                return cached
-            if (
-                cached is not None
-                and self.log_start_offset <= cached.end_offset < self._end_offset
-                and cached.result.open_transaction is None
-            ):
-                loaded = self._continue_image(cached)
-            else:
-                loaded = self._load_image()
-            self._image_cache = loaded
-            return loaded
-
-    def _newest_snapshot_end(self) -> int | None:
-        if self._single:
-            return None
-        snaps = list_snapshots(self.partition_dir)
-        return snaps[-1].end_offset if snaps else None
-
-    def _continue_image(self, previous: LoadedImage) -> LoadedImage:
-        try:  # betting that what was appended commits (ImageBuilder(committed=True)), else buffered
-            result = self._continue_result(previous, committed=True)
-        except Uncommitted:
-            result = self._continue_result(previous, committed=False)
-        return LoadedImage(
-            result=result,
-            snapshot=previous.snapshot,
-            snapshot_end_offset=previous.snapshot_end_offset,
-            end_offset=self._end_offset,
-        )
-
-    def _continue_result(self, previous: LoadedImage, committed: bool) -> ReplayResult:
-        # a copy: what was handed out stays as it was
-        builder = ImageBuilder(previous.result, committed=committed)
-        for offset, _epoch, rec in self.read(previous.end_offset):
-            builder.replay(offset, rec)
-        return builder.finish()
-
-    def _load_image(self) -> LoadedImage:
-        try:  # betting that every transaction commits (ImageBuilder(committed=True)), else buffered
-            return self._load_image_as(committed=True)
-        except Uncommitted:
-            return self._load_image_as(committed=False)
-
-    def _load_image_as(self, committed: bool) -> LoadedImage:
-        snaps = [] if self._single else list_snapshots(self.partition_dir)
-        snap = snaps[-1] if snaps else None
-        start = 0
-        builder = ImageBuilder(committed=committed)
-        if snap is not None:
-            # A snapshot's records stand for the state at its last contained offset.
-            at = snap.end_offset - 1
-            for _offset, rec in read_snapshot(snap.path).records:
-                builder.replay(at, rec)
-            if builder.finish().open_transaction is not None:
-                raise BadInputError(f"{snap.path}: snapshot ends inside a metadata transaction")
-            start = snap.end_offset
-        if self.log_start_offset > start and self._end_offset > start:
-            raise BadInputError(
-                f"{self.partition_dir}: the log starts at offset {self.log_start_offset} but "
-                + (f"the newest snapshot ends at {start}" if snap else "there is no snapshot")
-                + f"; offsets {start}..{self.log_start_offset - 1} are missing"
-            )
-        for offset, _epoch, rec in self.read(start):
-            builder.replay(offset, rec)
-        result = builder.finish()
-        if self.meta is not None:
-            result.image.cluster_id = self.meta.cluster_id
-        return LoadedImage(
-            result=result,
-            snapshot=str(snap.path) if snap else None,
-            snapshot_end_offset=snap.end_offset if snap else None,
-            end_offset=self._end_offset,
-        )
+    def snapshot_ids(self) -> list[SnapshotId]:
+        """The snapshots of the partition directory, oldest first ([] for a single segment file)."""
+        return [] if self._single else list_snapshots(self.partition_dir)
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -852,7 +609,7 @@ class MetadataLog:
         while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
             seg = self.segments.pop(0)
             for p in (seg.path, seg.path.with_suffix(".index"), seg.path.with_suffix(".timeindex")):
-                _delete_file(p)
+                delete_file(p)
             deleted += 1
         if deleted:
             dirfiles.fsync_dir(self.partition_dir)
@@ -893,7 +650,7 @@ class MetadataLog:
         except OSError:
             self._active_file = None  # the next append fails loudly; a reopen recovers the tail
         self._active_end, self._end_offset, self._epochs = active_end, end_offset, epochs
-        self._image_cache = None
+        self._images.forget()
 
     def truncate_to(self, offset: int, step: Callable[[], None] | None = None) -> None:
         """Drop every batch from `offset` on (a batch boundary), newest first, each step fsynced.
@@ -943,7 +700,7 @@ class MetadataLog:
         self._truncate(self.segments[-1].path, cut[1])
         self._active_end = cut[1]
         self._end_offset = offset
-        self._image_cache = None
+        self._images.forget()
         self._epochs = [(e, o) for e, o in self._epochs if o < offset]
         dirfiles.write_leader_epochs(self.partition_dir / dirfiles.LEADER_EPOCH_CHECKPOINT, self._epochs)
         self._active_file = open(self.segments[-1].path, "ab")  # noqa: SIM115 - held until close()
@@ -981,208 +738,3 @@ class MetadataLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@dataclass
-class LoadedImage:
-    """The replayed image of a log plus where it came from."""
-
-    result: ReplayResult
-    snapshot: str | None
-    snapshot_end_offset: int | None
-    end_offset: int
-
-
-# ---------------------------------------------------------------------------------------------------
-# verification (`zk2kraft log verify`)
-
-
-@dataclass
-class Damage:
-    """One damaged place: the file, the byte offset and why."""
-
-    file: str
-    position: int
-    reason: str
-    kind: str  # "batch", "record", "offset", "torn-tail", "snapshot", "file"
-
-
-@dataclass
-class FileCheck:
-    file: str
-    kind: str  # "segment" | "snapshot"
-    size: int
-    batches: int = 0
-    records: int = 0
-    first_offset: int | None = None
-    last_offset: int | None = None
-    ok: bool = True
-
-
-@dataclass
-class VerifyReport:
-    path: str
-    files: list[FileCheck]
-    damage: list[Damage]
-
-    @property
-    def ok(self) -> bool:
-        return not self.damage
-
-
-def _verify_batch_records(batch: RecordBatch, check: FileCheck, damage: list[Damage]) -> None:
-    try:
-        if batch.is_control:
-            for ctype, value in batch.control_records():
-                decode_control_record(ctype, value, f"{batch.file}: control batch at byte {batch.position}")
-            check.records += batch.records_count
-        else:
-            check.records += len(decode_batch_records(batch))
-    except CorruptRecordError as e:
-        damage.append(Damage(batch.file, batch.position, str(e), "record"))
-    except CorruptLogError as e:
-        damage.append(Damage(e.file, e.offset, e.reason, "record"))
-
-
-def _verify_segment(
-    seg: Segment, last: bool, expect: int | None, damage: list[Damage]
-) -> tuple[FileCheck, int | None]:
-    file = str(seg.path)
-    buf = _load(seg.path)
-    check = FileCheck(file, "segment", len(buf))
-    pos = 0
-    next_offset = expect
-    epoch = -1
-    before = len(damage)
-    gap_from_damage = False
-    while pos < len(buf):
-        try:
-            for batch in iter_batches(buf, file, pos):
-                if next_offset is not None and batch.base_offset > next_offset and not gap_from_damage:
-                    damage.append(
-                        Damage(
-                            file,
-                            batch.position,
-                            f"offsets {next_offset}-{batch.base_offset - 1} are missing: the batch before ends "
-                            f"at {next_offset - 1} and this one starts at {batch.base_offset} (a truncated or "
-                            "emptied segment?)",
-                            "offset",
-                        )
-                    )
-                if batch.base_offset < max(seg.base_offset, next_offset or 0):
-                    damage.append(
-                        Damage(
-                            file,
-                            batch.position,
-                            f"batch base offset {batch.base_offset} is below the expected offset "
-                            f"{max(seg.base_offset, next_offset or 0)}",
-                            "offset",
-                        )
-                    )
-                if batch.partition_leader_epoch < epoch:
-                    damage.append(
-                        Damage(
-                            file,
-                            batch.position,
-                            f"leader epoch {batch.partition_leader_epoch} goes back from {epoch}",
-                            "offset",
-                        )
-                    )
-                epoch = max(epoch, batch.partition_leader_epoch)
-                next_offset = batch.next_offset
-                gap_from_damage = False  # the offsets a damaged batch held are reported with it
-                check.batches += 1
-                check.first_offset = batch.base_offset if check.first_offset is None else check.first_offset
-                check.last_offset = batch.last_offset
-                _verify_batch_records(batch, check, damage)
-                pos = batch.end_position
-            break
-        except CorruptLogError as e:
-            after = _valid_batch_after(buf, e.offset + 1, file, next_offset or 0)
-            if after is None:
-                kind = "torn-tail" if last else "batch"
-                tail = f"{len(buf) - e.offset} bytes to the end of the file"
-                note = "; a writable open truncates this torn tail" if last else ""
-                damage.append(Damage(file, e.offset, f"{e.reason} ({tail}){note}", kind))
-                break
-            damage.append(Damage(file, e.offset, f"{e.reason}; next valid batch at byte {after}", "batch"))
-            pos = after
-            gap_from_damage = True
-    check.ok = len(damage) == before
-    if not check.ok:
-        return check, None  # where this segment's data really ended is unknown: already reported
-    if check.batches == 0 and next_offset is None:
-        next_offset = seg.base_offset  # an empty segment: the next one must start where this one does
-    return check, next_offset
-
-
-def verify_log(path: str | os.PathLike[str]) -> VerifyReport:
-    """Check CRC, framing and record decoding of every batch of every segment and snapshot.
-
-    Unlike a read, verification goes on past damage (resynchronising on the next valid batch) so
-    that every damaged place is reported. It never modifies anything.
-    """
-    p = Path(path)
-    damage: list[Damage] = []
-    files: list[FileCheck] = []
-    if p.suffix == ".checkpoint" or p.name.endswith(".checkpoint"):
-        files.append(_verify_snapshot(p, damage))
-        return VerifyReport(str(p), files, damage)
-    if p.suffix == ".log":
-        if not p.is_file():
-            raise UnreachableError(f"{p}: no such segment file")
-        m = _SEGMENT_RE.match(p.name)
-        if not m:
-            raise BadInputError(f"{p}: not a segment file name (expected %020d.log)")
-        check, _ = _verify_segment(Segment(int(m.group(1)), p), True, None, damage)
-        files.append(check)
-        return VerifyReport(str(p), files, damage)
-    log = MetadataLog()
-    if p.name == METADATA_PARTITION or (p / dirfiles.PARTITION_METADATA).exists():
-        log.partition_dir, log.log_dir = p, p.parent
-    else:
-        log.log_dir, log.partition_dir = p, p / METADATA_PARTITION
-    if not p.exists():
-        raise UnreachableError(f"log directory {p} does not exist")
-    if not log.partition_dir.is_dir():
-        raise BadInputError(f"{p} is not a KRaft metadata log directory (no {METADATA_PARTITION}/ in it)")
-    meta = log.log_dir / dirfiles.META_PROPERTIES
-    if meta.exists():
-        try:
-            dirfiles.read_meta_properties(meta)
-        except BadInputError as e:
-            damage.append(Damage(str(meta), 0, str(e), "file"))
-    lec = log.partition_dir / dirfiles.LEADER_EPOCH_CHECKPOINT
-    if lec.exists():
-        try:
-            dirfiles.read_leader_epochs(lec)
-        except BadInputError as e:
-            damage.append(Damage(str(lec), 0, str(e), "file"))
-    segments = log._list_segments()
-    expect: int | None = None
-    for i, seg in enumerate(segments):
-        check, expect = _verify_segment(seg, i == len(segments) - 1, expect, damage)
-        files.append(check)
-    for name in sorted(os.listdir(log.partition_dir)):
-        if parse_snapshot_name(name):
-            files.append(_verify_snapshot(log.partition_dir / name, damage))
-    return VerifyReport(str(p), files, damage)
-
-
-def _verify_snapshot(path: Path, damage: list[Damage]) -> FileCheck:
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise UnreachableError(f"{path}: no such snapshot") from None
-    check = FileCheck(str(path), "snapshot", size)
-    try:
-        snap = read_snapshot(path)
-        check.batches = snap.batches
-        check.records = len(snap.records)
-    except CorruptLogError as e:
-        damage.append(Damage(e.file, e.offset, e.reason, "snapshot"))
-        check.ok = False
-    except CorruptRecordError as e:
-        damage.append(Damage(str(path), 0, str(e), "snapshot"))
-        check.ok = False
-    return check

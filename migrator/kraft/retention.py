@@ -24,7 +24,8 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from migrator.errors import BadInputError, ZkKraftError
-from migrator.kraft.batch import LOG_OVERHEAD, decode_batch_records
+from migrator.kraft.batch import LOG_OVERHEAD
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.image import snapshot_records
 from migrator.kraft.records import MetadataRecord
 from migrator.kraft.snapshot import list_snapshots, read_snapshot_timestamp, write_snapshot

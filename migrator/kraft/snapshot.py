@@ -21,14 +21,9 @@ from typing import TYPE_CHECKING
 
 from migrator.errors import BadInputError, UnreachableError
 from migrator.kraft import dirfiles
-from migrator.kraft.batch import (
-    CorruptLogError,
-    decode_batch_records,
-    encode_control_batch,
-    encode_record_batches,
-    iter_batches,
-    with_base_offset,
-)
+from migrator.kraft.batch import CorruptLogError, iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
+from migrator.kraft.batch_encode import encode_control_batch, encode_record_batches, with_base_offset
 from migrator.kraft.control import (
     ControlMessage,
     SnapshotFooter,

@@ -28,7 +28,7 @@ from migrator import stop
 from migrator.bulk import without_gc
 from migrator.errors import BadInputError
 from migrator.kraft import dirfiles
-from migrator.kraft.batch import encode_batch, encode_control_batch
+from migrator.kraft.batch_encode import encode_batch, encode_control_batch
 from migrator.kraft.control import LeaderChange, Voter, encode_control_record
 from migrator.kraft.image import OpenTransaction, records_from_image
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog

@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from migrator.kraft.batch import RecordBatch, decode_batch_records, iter_batches
+from migrator.kraft.batch import RecordBatch, iter_batches
+from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import MetadataRecord, OpaqueRecord
 

@@ -22,7 +22,15 @@ from typing import Any
 
 from migrator.errors import BadInputError
 from migrator.zk import paths as P
-from migrator.zk.migration_client import ZkOp, ZkTree, codec
+from migrator.zk.migration_client import (
+    ZkOp,
+    ZkTree,
+    acl_codec,
+    admin_codec,
+    codec,
+    config_codec,
+    credential_codec,
+)
 
 __all__ = [
     "Repair",
@@ -118,18 +126,18 @@ def acl_resource_of(path: str) -> tuple[str, str, str] | None:
 # Comparing by meaning
 # --------------------------------------------------------------------------------------------------
 def _canonical_config(path: str, data: bytes | None) -> dict[str, Any]:
-    config = codec.decode_config(path, data)
+    config = config_codec.decode_config(path, data)
     parts = path.split("/")
     if len(parts) < 4 or parts[2] not in _CLIENT_TYPES:
         return dict(config)
     out: dict[str, Any] = {}
     for key, value in config.items():
-        if key in codec.SCRAM_MECHANISMS:
-            c = codec.decode_scram(path, "", key, value)
+        if key in credential_codec.SCRAM_MECHANISMS:
+            c = credential_codec.decode_scram(path, "", key, value)
             out[key] = (c.salt, c.stored_key, c.server_key, c.iterations)
         else:
             try:
-                out[key] = codec.decode_quota_value(path, key, value)
+                out[key] = config_codec.decode_quota_value(path, key, value)
             except BadInputError:
                 out[key] = value
     return out
@@ -190,12 +198,16 @@ def same(path: str, actual: bytes | None, desired: bytes | None) -> bool:
             resource = acl_resource_of(path)
             assert resource is not None
             pattern, rtype, name = resource
-            a_acls = {x.key() for x in codec.decode_acls(path, actual, rtype, name, pattern)}
-            d_acls = {x.key() for x in codec.decode_acls(path, desired, rtype, name, pattern)}
+            a_acls = {x.key() for x in acl_codec.decode_acls(path, actual, rtype, name, pattern)}
+            d_acls = {x.key() for x in acl_codec.decode_acls(path, desired, rtype, name, pattern)}
             return a_acls == d_acls
         if kind == "token":
-            a_tok = codec.decode_delegation_token(path, actual).model_dump(exclude={"json_version"})
-            d_tok = codec.decode_delegation_token(path, desired).model_dump(exclude={"json_version"})
+            a_tok = credential_codec.decode_delegation_token(path, actual).model_dump(
+                exclude={"json_version"}
+            )
+            d_tok = credential_codec.decode_delegation_token(path, desired).model_dump(
+                exclude={"json_version"}
+            )
             return a_tok == d_tok
         if kind == "pid":
             return codec.decode_producer_id_block(path, actual) == codec.decode_producer_id_block(
@@ -401,17 +413,19 @@ def notification_for(path: str) -> ZkOp | None:
             if parts[2] in _CONFIG_ENTITY_TYPES:
                 entity = path[len(P.CONFIG) + 1 :]
                 return ZkOp.create(
-                    P.CONFIG_CHANGE_PREFIX, codec.encode_config_change(entity), sequential=True
+                    P.CONFIG_CHANGE_PREFIX, admin_codec.encode_config_change(entity), sequential=True
                 )
         return None
     if path.startswith(P.TOKENS + "/"):
         token_id = path[len(P.TOKENS) + 1 :]
-        return ZkOp.create(P.TOKEN_CHANGE_PREFIX, codec.encode_token_change(token_id), sequential=True)
+        return ZkOp.create(
+            P.TOKEN_CHANGE_PREFIX, credential_codec.encode_token_change(token_id), sequential=True
+        )
     resource = acl_resource_of(path)
     if resource is not None:
         pattern, rtype, name = resource
         root = P.acl_change_store(pattern)
-        data = codec.encode_acl_change(codec.ResourcePattern(rtype, name, pattern))
+        data = acl_codec.encode_acl_change(acl_codec.ResourcePattern(rtype, name, pattern))
         return ZkOp.create(f"{root}/{P.ACL_CHANGE_PREFIX}", data, sequential=True)
     return None
 

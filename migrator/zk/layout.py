@@ -26,10 +26,10 @@ from migrator.model import (
     Topic,
     ZkControlState,
 )
-from migrator.zk import codec
+from migrator.zk import acl_codec, admin_codec, codec, config_codec, credential_codec
 from migrator.zk import paths as P
-from migrator.zk.codec import ZnodeError
 from migrator.zk.tree import ZkTree
+from migrator.zk.znode_json import ZnodeError
 
 __all__ = [
     "LayoutProblem",
@@ -257,7 +257,7 @@ class _Reader:
                 node = self.nodes.get(path)
                 if node is None:
                     continue
-                configs = self._try(codec.decode_config, path, node.data)
+                configs = self._try(config_codec.decode_config, path, node.data)
                 if not configs:  # every topic has an empty config znode; it carries nothing
                     continue
                 name = "" if resource_type == "BROKER" and znode == P.DEFAULT_ENTITY else znode
@@ -300,22 +300,22 @@ class _Reader:
         node = self.nodes.get(path)
         if node is None:
             return
-        configs = self._try(codec.decode_config, path, node.data)
+        configs = self._try(config_codec.decode_config, path, node.data)
         if not configs:
             return
         configs = dict(configs)
         credentials: list[ScramCredential] = []
         if scram_user is not None:
-            for mechanism in codec.SCRAM_MECHANISMS:
+            for mechanism in credential_codec.SCRAM_MECHANISMS:
                 if mechanism in configs:
                     value = configs.pop(mechanism)
-                    cred = self._try(codec.decode_scram, path, scram_user, mechanism, value)
+                    cred = self._try(credential_codec.decode_scram, path, scram_user, mechanism, value)
                     if cred is None:
                         return
                     credentials.append(cred)
         values: dict[str, float] = {}
         for key, value in configs.items():
-            number = self._try(codec.decode_quota_value, path, key, value)
+            number = self._try(config_codec.decode_quota_value, path, key, value)
             if number is None:
                 return
             values[key] = number
@@ -343,7 +343,9 @@ class _Reader:
                     node = self.nodes.get(path)
                     if node is None:
                         continue
-                    acls = self._try(codec.decode_acls, path, node.data, resource_type, name, pattern_type)
+                    acls = self._try(
+                        acl_codec.decode_acls, path, node.data, resource_type, name, pattern_type
+                    )
                     if acls:
                         self.image.acls.extend(acls)
 
@@ -353,7 +355,7 @@ class _Reader:
             node = self.nodes.get(path)
             if node is None:
                 continue
-            token = self._try(codec.decode_delegation_token, path, node.data)
+            token = self._try(credential_codec.decode_delegation_token, path, node.data)
             if token is not None:
                 self.image.delegation_tokens[token.token_id] = token
 
@@ -366,7 +368,7 @@ class _Reader:
         self.image.pending_deletions = self._children(P.DELETE_TOPICS)
         node = self.nodes.get(P.REASSIGN_PARTITIONS)
         if node is not None and node.data is not None:
-            self.image.reassignments = self._try(codec.decode_reassignments, node.path, node.data) or []
+            self.image.reassignments = self._try(admin_codec.decode_reassignments, node.path, node.data) or []
 
     def _control(self) -> None:
         control = self.control
@@ -442,11 +444,11 @@ def znodes_from_image(image: ClusterImage, control: ZkControlState | None = None
         z.put(P.TOKEN_CHANGES)
         z.put(P.TOKENS)
         for token in image.delegation_tokens.values():
-            z.put(P.token_path(token.token_id), codec.encode_delegation_token(token))
+            z.put(P.token_path(token.token_id), credential_codec.encode_delegation_token(token))
     for topic in image.pending_deletions:
         z.put(P.delete_topic_path(topic))
     if image.reassignments:
-        z.put(P.REASSIGN_PARTITIONS, codec.encode_reassignments(image.reassignments))
+        z.put(P.REASSIGN_PARTITIONS, admin_codec.encode_reassignments(image.reassignments))
     return z.out
 
 
@@ -480,7 +482,7 @@ def _topic_znodes(z: _Znodes, image: ClusterImage, state_epoch: int) -> None:
         entity = image.configs.get(("TOPIC", topic.name))
         z.put(
             P.config_entity_path(P.CONFIG_TYPE_TOPICS, topic.name),
-            codec.encode_config(entity.configs if entity else {}),
+            config_codec.encode_config(entity.configs if entity else {}),
         )
         ppath = f"{tpath}/partitions"
         out[ppath] = b""
@@ -496,10 +498,14 @@ def _topic_znodes(z: _Znodes, image: ClusterImage, state_epoch: int) -> None:
 def _config_znodes(z: _Znodes, image: ClusterImage) -> None:
     for (resource_type, name), entity in image.configs.items():
         if resource_type == "TOPIC" and name not in image.topics:  # configs left by a deleted topic
-            z.put(P.config_entity_path(P.CONFIG_TYPE_TOPICS, name), codec.encode_config(entity.configs))
+            z.put(
+                P.config_entity_path(P.CONFIG_TYPE_TOPICS, name), config_codec.encode_config(entity.configs)
+            )
         elif resource_type == "BROKER":
             znode = P.DEFAULT_ENTITY if name == "" else name
-            z.put(P.config_entity_path(P.CONFIG_TYPE_BROKERS, znode), codec.encode_config(entity.configs))
+            z.put(
+                P.config_entity_path(P.CONFIG_TYPE_BROKERS, znode), config_codec.encode_config(entity.configs)
+            )
         # Other resource types (client-metrics) have no ZooKeeper form; Kafka skips them too.
     # Quotas and SCRAM credentials of a user share its znode (ZkConfigMigrationClient.writeClientQuotas).
     by_path: dict[str, dict[str, str]] = {}
@@ -510,10 +516,10 @@ def _config_znodes(z: _Znodes, image: ClusterImage) -> None:
             raise BadInputError(f"client quota {quota.entity}: {e}") from None
         config = by_path.setdefault(path, {})
         for key, value in quota.values.items():
-            config[key] = codec.encode_quota_value(value)
+            config[key] = config_codec.encode_quota_value(value)
     for cred in image.scram_credentials.values():
         path = P.config_entity_path(P.CONFIG_TYPE_USERS, P.sanitize(cred.user))
-        by_path.setdefault(path, {})[cred.mechanism] = codec.encode_scram(cred)
+        by_path.setdefault(path, {})[cred.mechanism] = credential_codec.encode_scram(cred)
     users = P.config_type_path(P.CONFIG_TYPE_USERS) + "/"
 
     def group(path: str) -> int:
@@ -522,7 +528,7 @@ def _config_znodes(z: _Znodes, image: ClusterImage) -> None:
         return 1 if path.startswith(P.config_type_path(P.CONFIG_TYPE_CLIENTS)) else 3
 
     for path in sorted((p for p in by_path if by_path[p]), key=group):
-        z.put(path, codec.encode_config(by_path[path]))
+        z.put(path, config_codec.encode_config(by_path[path]))
 
 
 def _acl_znodes(z: _Znodes, acls: list[Acl]) -> None:
@@ -534,7 +540,10 @@ def _acl_znodes(z: _Znodes, acls: list[Acl]) -> None:
             raise BadInputError(
                 f"ACL on {acl.resource_type} {acl.resource_name!r} ({acl.pattern_type}) has no ZooKeeper form"
             )
-        if acl.operation not in codec.ACL_OPERATIONS or acl.permission_type not in codec.ACL_PERMISSION_TYPES:
+        if (
+            acl.operation not in acl_codec.ACL_OPERATIONS
+            or acl.permission_type not in acl_codec.ACL_PERMISSION_TYPES
+        ):
             raise BadInputError(
                 f"ACL on {acl.resource_type} {acl.resource_name!r}: unknown operation or permission "
                 f"{acl.operation}/{acl.permission_type}"
@@ -547,7 +556,7 @@ def _acl_znodes(z: _Znodes, acls: list[Acl]) -> None:
     z.put(P.LITERAL_ACL_CHANGES)
     z.put(P.EXTENDED_ACL_CHANGES)
     for (pattern_type, resource_type, name), group in resources.items():
-        z.put(P.acl_resource_path(pattern_type, resource_type, name), codec.encode_acls(group))
+        z.put(P.acl_resource_path(pattern_type, resource_type, name), acl_codec.encode_acls(group))
 
 
 # =====================================================================================================
@@ -654,7 +663,7 @@ def acl_znode(
 
 def token_znode(image: ClusterImage, token_id: str) -> tuple[str, bytes | None]:
     token = image.delegation_tokens.get(token_id)
-    return P.token_path(token_id), None if token is None else codec.encode_delegation_token(token)
+    return P.token_path(token_id), None if token is None else credential_codec.encode_delegation_token(token)
 
 
 def producer_id_block_znode(image: ClusterImage) -> tuple[str, bytes | None]:

@@ -7,7 +7,7 @@ turns a missing permission into the one-line error; the codecs and kazoo stay be
 
 The migration's other modules (facts, copy, the dual-write syncer and its diff, log binding, drift,
 estimates) read and write ZooKeeper through what this module exports too: the bulk reader, the layout
-codec (znodes <-> image), the fenced writer and its ops, the claim and the retry policy. So
+codecs (znodes <-> image), the fenced writer and its ops, the claim and the retry policy. So
 `migrator.migration` imports nothing of `migrator.zk` but this door and `paths`
 (tests/test_architecture.py), and the migration's whole use of ZooKeeper is listed in one place.
 """
@@ -22,7 +22,7 @@ from kazoo.exceptions import BadVersionError, NoAuthError, NoNodeError
 
 from migrator.errors import FencedError
 from migrator.model import MigrationZnode
-from migrator.zk import codec, layout
+from migrator.zk import acl_codec, admin_codec, codec, config_codec, credential_codec, layout
 from migrator.zk import paths as P
 from migrator.zk.connection import ZkSecurity, close, connect, permission_denied
 from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, OversizedWriteError, ZkOp
@@ -53,7 +53,11 @@ __all__ = [
     "OpGroup",
     "OversizedWriteError",
     "ZkOp",
+    "acl_codec",
+    "admin_codec",
     "codec",
+    "config_codec",
+    "credential_codec",
     "image_from_tree",
     "layout",
     "permission_denied",
