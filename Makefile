@@ -15,8 +15,10 @@ demo: system-deps $(STAMP)
 
 # Besides the whole suite on Debian's ZooKeeper, the core migration tests (marked zk_matrix) run against
 # each ZooKeeper release from 3.5 to 3.9 (README "ZooKeeper versions"); ZK2KRAFT_ZK_MATRIX narrows it.
+# Two pytest-xdist workers take whole files (a file's module fixtures, e.g. one real Kafka cluster, stay
+# in one process; each worker starts its own session ZooKeeper); ZK2KRAFT_TEST_WORKERS=0 runs serially.
 test: deps zookeeper-jars
-	ZK2KRAFT_ZK_MATRIX=$${ZK2KRAFT_ZK_MATRIX-all} $(VENV)/bin/pytest
+	ZK2KRAFT_ZK_MATRIX=$${ZK2KRAFT_ZK_MATRIX-all} $(VENV)/bin/pytest -n $${ZK2KRAFT_TEST_WORKERS-2} --dist loadfile
 
 lint: deps
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
