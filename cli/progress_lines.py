@@ -25,6 +25,10 @@ FIRST_LINE = 5.0
 # Not a phase that ends: a following controller is not "still" anything every ten seconds; its own
 # heartbeat line ("serving N brokers, write-behind lag L, …") says what it does instead.
 _STEADY = ("following as the controller",)
+# Not phases either: the controller's broker lifecycle events (migrator/controller/core.py's notes),
+# said as they happen during any phase. As phases they became "still unfenced broker 3 (72s)" while
+# the copy ran, and hid the phase that was really lasting.
+_EVENTS = ("registered broker ", "unfenced broker ", "fenced broker ")
 
 
 def stamp_line(text: str) -> None:
@@ -60,7 +64,9 @@ class PhaseLines:
         with self._lock:
             # Once following, a note is an event (an admin change, a broker), not a phase: it is
             # printed once and never repeated as "still …"; the follower says what it does itself.
-            if self._phase is None or not self._phase.startswith(_STEADY):
+            if text.startswith(_EVENTS) and self._phase is not None:
+                pass  # an event: the phase goes on (and is still named once it lasts)
+            elif self._phase is None or not self._phase.startswith(_STEADY):
                 self._phase, self._since = text, time.monotonic()
                 self._last = self._since
                 self._shown = self.announce

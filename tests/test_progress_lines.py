@@ -41,3 +41,23 @@ def test_an_unannounced_phase_is_named_once_it_lasts_then_repeated_as_still() ->
     lines.tick()
     assert out[-1].startswith("still copying into the log (")
     assert not any("checking eligibility" in line for line in out)
+
+
+def test_broker_events_during_a_phase_are_said_once_and_the_phase_goes_on():
+    """The controller's broker events while the copy runs (seen with real Kafka: "still unfenced
+    broker 3 (72s)" for two minutes of copying) are printed as they come; the phase stays the one
+    that lasts."""
+    out: list[str] = []
+    lines = PhaseLines(0.05, echo=out.append)
+    lines.say("copying into the log")
+    lines.say("unfenced broker 3")
+    lines.say("fenced broker 1: no heartbeat within the session")
+    time.sleep(0.06)
+    lines.tick()
+    assert out[:3] == [
+        "copying into the log",
+        "unfenced broker 3",
+        "fenced broker 1: no heartbeat within the session",
+    ]
+    assert out[-1].startswith("still copying into the log (")
+    assert not any(line.startswith(("still unfenced", "still fenced")) for line in out)
