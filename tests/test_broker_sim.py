@@ -109,50 +109,56 @@ def settle(running: commands.RunningController) -> None:
 
 def test_kip_903_stale_alter_partition_after_an_empty_disk_reboot(zk, zk_connect, tmp_path):
     with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
-        sim.pause()  # drive the rounds by hand from here: the race needs exact timing
-        # The view comes from ZooKeeper, written behind the log: wait until it covers every record (a
-        # change right after activation, not yet in ZooKeeper, made step 1 stale: FENCED_LEADER_EPOCH).
-        settle(running)
-        view = next(v for v in sim.refresh().values() if len(v.replicas) >= 2 and v.leader == v.replicas[0])
-        a, b = sim.brokers[view.leader], sim.brokers[view.replicas[1]]
-        for sim_broker in sim.brokers.values():
-            sim_broker.heartbeat()
-        # 1. A leads with ISR {A}.
-        resp = a.send_alter_partition(a.isr_request(view, [a.broker_id]))
-        assert resp is not None and resp.topics[0].partitions[0].error_code == E.NONE
-        part = resp.topics[0].partitions[0]
-        view.isr, view.leader_epoch, view.partition_epoch = part.isr, part.leader_epoch, part.partition_epoch
-        assert view.isr == [a.broker_id]
-        # 2. B catches up: its fetch carries its epoch.
-        a.produce(view.key, 10)
-        old_epoch = b.epoch
-        assert b.fetch_from(a, view.key) and a.caught_up(view.key, b.broker_id)
-        a.produce(view.key, 1)
-        assert not a.caught_up(view.key, b.broker_id)  # behind again until its next fetch
-        assert b.fetch_from(a, view.key) and a.caught_up(view.key, b.broker_id)
-        # 3. A's AlterPartition adding B is delayed (built now, sent later).
-        stale = a.isr_request(view, [a.broker_id, b.broker_id])
-        assert [m.broker_epoch for m in stale.topics[0].partitions[0].new_isr_with_epochs] == [
-            a.epoch,
-            old_epoch,
-        ]
-        # 4. B fails hard and comes back with an empty disk: a new incarnation, a new broker epoch.
-        assert b.reboot(empty_disk=True) == E.NONE
-        assert b.epoch > old_epoch and b.log_end == {}
-        assert b.heartbeat() is not None
-        # 5. The stale request arrives: B is not in sync with anything; the controller refuses it.
-        resp = a.send_alter_partition(stale)
-        assert resp is not None
-        assert resp.topics[0].partitions[0].error_code == E.INELIGIBLE_REPLICA
-        settle(running)
-        assert zk_state(zk, view)["isr"] == [a.broker_id]
-        # 6. B catches up again under its new epoch: the same change is accepted.
-        assert a.heartbeat() is not None and b.heartbeat() is not None  # the rounds are driven by hand
-        assert b.fetch_from(a, view.key) and a.caught_up(view.key, b.broker_id)
-        resp = a.send_alter_partition(a.isr_request(view, [a.broker_id, b.broker_id]))
-        assert resp is not None and resp.topics[0].partitions[0].error_code == E.NONE
-        settle(running)
-        assert zk_state(zk, view)["isr"] == [a.broker_id, b.broker_id]
+        with sim.rounds_held():  # rounds driven by hand (the race needs exact timing); heartbeats go on
+            # The view comes from ZooKeeper, written behind the log: wait until it covers every record (a
+            # change right after activation, not yet in ZooKeeper, made step 1 stale: FENCED_LEADER_EPOCH).
+            settle(running)
+            view = next(
+                v for v in sim.refresh().values() if len(v.replicas) >= 2 and v.leader == v.replicas[0]
+            )
+            a, b = sim.brokers[view.leader], sim.brokers[view.replicas[1]]
+            for sim_broker in sim.brokers.values():
+                sim_broker.heartbeat()
+            # 1. A leads with ISR {A}.
+            resp = a.send_alter_partition(a.isr_request(view, [a.broker_id]))
+            assert resp is not None and resp.topics[0].partitions[0].error_code == E.NONE
+            part = resp.topics[0].partitions[0]
+            view.isr, view.leader_epoch, view.partition_epoch = (
+                part.isr,
+                part.leader_epoch,
+                part.partition_epoch,
+            )
+            assert view.isr == [a.broker_id]
+            # 2. B catches up: its fetch carries its epoch.
+            a.produce(view.key, 10)
+            old_epoch = b.epoch
+            assert b.fetch_from(a, view.key) and a.caught_up(view.key, b.broker_id)
+            a.produce(view.key, 1)
+            assert not a.caught_up(view.key, b.broker_id)  # behind again until its next fetch
+            assert b.fetch_from(a, view.key) and a.caught_up(view.key, b.broker_id)
+            # 3. A's AlterPartition adding B is delayed (built now, sent later).
+            stale = a.isr_request(view, [a.broker_id, b.broker_id])
+            assert [m.broker_epoch for m in stale.topics[0].partitions[0].new_isr_with_epochs] == [
+                a.epoch,
+                old_epoch,
+            ]
+            # 4. B fails hard and comes back with an empty disk: a new incarnation, a new broker epoch.
+            assert b.reboot(empty_disk=True) == E.NONE
+            assert b.epoch > old_epoch and b.log_end == {}
+            assert b.heartbeat() is not None
+            # 5. The stale request arrives: B is not in sync with anything; the controller refuses it.
+            resp = a.send_alter_partition(stale)
+            assert resp is not None
+            assert resp.topics[0].partitions[0].error_code == E.INELIGIBLE_REPLICA
+            settle(running)
+            assert zk_state(zk, view)["isr"] == [a.broker_id]
+            # 6. B catches up again under its new epoch: the same change is accepted.
+            assert a.heartbeat() is not None and b.heartbeat() is not None  # the rounds are driven by hand
+            assert b.fetch_from(a, view.key) and a.caught_up(view.key, b.broker_id)
+            resp = a.send_alter_partition(a.isr_request(view, [a.broker_id, b.broker_id]))
+            assert resp is not None and resp.topics[0].partitions[0].error_code == E.NONE
+            settle(running)
+            assert zk_state(zk, view)["isr"] == [a.broker_id, b.broker_id]
 
 
 def test_isrs_grow_back_through_rounds(zk, zk_connect, tmp_path):
