@@ -264,39 +264,43 @@ def test_kip_497_two_in_flight_alter_partitions_on_one_epoch_over_tcp(zk, zk_con
     from migrator.controller.client import ControllerClient
 
     with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
-        sim.pause()
-        view = next(v for v in sim.refresh().values() if len(v.isr) >= 3)
-        leader = sim.brokers[view.leader]
-        others = [r for r in view.isr if r != leader.broker_id]
-        for b in sim.brokers.values():
-            b.heartbeat()
-        # the leader alone in the ISR (a shrink bumps the leader epoch during a migration, as Kafka's does)
-        resp = leader.send_alter_partition(leader.isr_request(view, [leader.broker_id]))
-        assert resp is not None
-        part = resp.topics[0].partitions[0]
-        assert part.error_code == E.NONE
-        view.isr, view.leader_epoch, view.partition_epoch = part.isr, part.leader_epoch, part.partition_epoch
-        for r in others:  # both followers caught up: either expansion is legitimate on its own
-            assert sim.brokers[r].fetch_from(leader, view.key)
-        first = leader.isr_request(view, [leader.broker_id, others[0]])
-        second = leader.isr_request(view, [leader.broker_id, others[1]])
-        answers: list[int] = []
-        barrier = threading.Barrier(2)
+        with sim.rounds_held():  # no round expands the ISR meanwhile; heartbeats go on (3 s sessions)
+            view = next(v for v in sim.refresh().values() if len(v.isr) >= 3)
+            leader = sim.brokers[view.leader]
+            others = [r for r in view.isr if r != leader.broker_id]
+            for b in sim.brokers.values():
+                b.heartbeat()
+            # the leader alone in the ISR (a shrink bumps the leader epoch during a migration, as Kafka's does)
+            resp = leader.send_alter_partition(leader.isr_request(view, [leader.broker_id]))
+            assert resp is not None
+            part = resp.topics[0].partitions[0]
+            assert part.error_code == E.NONE
+            view.isr, view.leader_epoch, view.partition_epoch = (
+                part.isr,
+                part.leader_epoch,
+                part.partition_epoch,
+            )
+            for r in others:  # both followers caught up: either expansion is legitimate on its own
+                assert sim.brokers[r].fetch_from(leader, view.key)
+            first = leader.isr_request(view, [leader.broker_id, others[0]])
+            second = leader.isr_request(view, [leader.broker_id, others[1]])
+            answers: list[int] = []
+            barrier = threading.Barrier(2)
 
-        def send(req):
-            with ControllerClient(*running.address, client_id=f"broker-{leader.broker_id}") as c:
-                barrier.wait()
-                answers.append(c.alter_partition(req, version=3).topics[0].partitions[0].error_code)
+            def send(req):
+                with ControllerClient(*running.address, client_id=f"broker-{leader.broker_id}") as c:
+                    barrier.wait()
+                    answers.append(c.alter_partition(req, version=3).topics[0].partitions[0].error_code)
 
-        threads = [threading.Thread(target=send, args=(r,)) for r in (first, second)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
-        assert sorted(answers) == [E.NONE, E.INVALID_UPDATE_VERSION]
-        settle(running)
-        isr = zk_state(zk, view)["isr"]
-        assert len(isr) == 2 and leader.broker_id in isr and isr[1] in others
+            threads = [threading.Thread(target=send, args=(r,)) for r in (first, second)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(30)
+            assert sorted(answers) == [E.NONE, E.INVALID_UPDATE_VERSION]
+            settle(running)
+            isr = zk_state(zk, view)["isr"]
+            assert len(isr) == 2 and leader.broker_id in isr and isr[1] in others
 
 
 def test_a_reboot_registers_its_incarnation_once_beside_the_heartbeat_round(zk, zk_connect, tmp_path):
