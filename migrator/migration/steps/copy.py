@@ -112,7 +112,8 @@ def claim_and_copy(run: Run) -> None:
     )
     del layout, decoded  # the rest of the decoded image (copy_zk_data dropped its partitions)
     run.tree = picture
-    run.regather()
+    with run.timed("replay"):  # the log's image after the commit: the first sync reconciles it
+        run.regather()
     run.copied = True
 
 
