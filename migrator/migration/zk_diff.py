@@ -387,20 +387,21 @@ def write_ops(
 ) -> None:
     """`plan`'s creates and sets for `want` (in its order) after the deletes of `gone`, appended to
     `ops` and `changes`; `created` (added to): containers created by earlier calls of one plan."""
+    cached = cache.data  # the dict itself: a method call per znode was a tenth of the loop
     for path, data in want:
         if data is None:
             continue
-        if path in cache and path not in gone:
+        if path in cached and path not in gone:
             if structural(path):
                 continue
-            old = cache.get(path)
+            old = cached[path]
             if old != data and not same(path, old, data):
                 ops.append(ZkOp.set(path, data))
                 changes.append((path, "update"))
             continue
         missing = []
         parent = P.parent(path)
-        while parent != "/" and (parent not in cache or parent in gone) and parent not in created:
+        while parent != "/" and (parent not in cached or parent in gone) and parent not in created:
             missing.append(parent)
             parent = P.parent(parent)
         for p in reversed(missing):

@@ -46,15 +46,22 @@ def plan_chunks(chunks: Iterable[Chunk], cache: ZkCache) -> tuple[list[ZkOp], li
     written: list[tuple[str, str]] = []
     created: set[str] = set()
     for name, chunk in chunks:
-        items = [(p, d) for p, d in chunk.items() if owned(p) or structural(p)]
         gone: set[str] = set()
         if name is None:
+            items: Iterable[tuple[str, bytes]] = [
+                (p, d) for p, d in chunk.items() if owned(p) or structural(p)
+            ]
             others.update(p for p, _d in items)
         else:
+            items = chunk.items()  # a topic's znodes and its config: all owned (or /config/topics)
             root = P.topic_path(name)
             topics.add(root)
             below = root + "/"
-            others.update(p for p, _d in items if p != root and not p.startswith(below))
+            for path in chunk:  # the topic, then its config, then what is below the topic
+                if path != root:
+                    if path.startswith(below):
+                        break
+                    others.add(path)
             _unwanted_below(chunk, root, cache, unwanted)
             if root in chunk and recreated_topics({root: chunk[root]}, cache):
                 recreated.append(root)

@@ -412,21 +412,24 @@ class _Znodes:
 
     def __init__(self) -> None:
         self.out: dict[str, bytes] = {}
-        self.before: set[str] = set()  # what earlier chunks held, the topics' subtrees excepted
+        self.before: set[str] = set()  # what `put` was given, the topics' subtrees excepted
 
     def put(self, path: str, data: bytes = b"") -> None:
-        if not data and path in self.before:
-            return
+        if not data and path in self.before and path not in self.out:
+            return  # an empty container an earlier chunk holds already
         parent = P.parent(path)
         if parent != "/" and parent not in self.out and parent not in self.before:
             self.put(parent)
         self.out[path] = data
+        if not path.startswith(_BELOW_TOPICS):
+            self.before.add(path)
 
     def chunk(self) -> dict[str, bytes]:
         out, self.out = self.out, {}
-        below = P.TOPICS + "/"
-        self.before.update(p for p in out if not p.startswith(below))
         return out
+
+
+_BELOW_TOPICS = P.TOPICS + "/"
 
 
 def znodes_from_image(image: ClusterImage, control: ZkControlState | None = None) -> dict[str, bytes]:
