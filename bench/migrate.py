@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/migrate.py                        # 200,000 partitions (2,000 topics x 100)
     .venv/bin/python bench/migrate.py --partitions 20000     # quick
+    .venv/bin/python bench/migrate.py --against /tmp/main    # baseline: another checkout's code
 
 Starts its own ZooKeeper (zk_fixtures.server.ZkServer) in a temporary directory, writes a Kafka cluster
 with zk_fixtures.generator.load_cluster and registers its brokers (live sessions), then runs
@@ -73,12 +74,18 @@ VARIANTS = [("one read", None), ("re-read (baseline)", REREAD)]
 ZK_TIMEOUT = ["--zk-timeout", "40"]
 
 
-def migrate_in_process(zk: str, log_dir: Path, patch: str | None) -> tuple[results.MigrateResult, float]:
-    """`zk2kraft migrate --json` in a process of its own; (its result, its peak RSS in GB)."""
+def migrate_in_process(
+    zk: str, log_dir: Path, patch: str | None, tree: Path = ROOT
+) -> tuple[results.MigrateResult, float]:
+    """`zk2kraft migrate --json` in a process of its own, run from the checkout `tree`; (its result,
+    its peak RSS in GB)."""
     code = (patch + "; " if patch else "") + "from cli.main import entry; entry()"
     args = ["migrate", "--yes", "--brokers-from-zk", "-z", zk, "-l", str(log_dir), "--json", *ZK_TIMEOUT]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=out, stderr=err, cwd=ROOT)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args], stdout=out, stderr=err, cwd=tree, env=env
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -112,11 +119,14 @@ def phases(result: results.MigrateResult) -> list[tuple[str, float]]:
         ("copy: read again, or reuse check; decode", m.read_seconds),
         ("copy: build records", m.build_seconds),
         ("copy: append (thread, overlaps build)", m.append_seconds),
+        ("copy: the log's image after the commit", t.get("replay", 0.0)),
         ("first sync: reconcile", t.get("reconcile", 0.0)),
         ("first sync: records", t.get("sync", 0.0)),
+        ("after the window: the commit's snapshot", t.get("snapshot", 0.0)),
     ]
     # the append runs on its own thread while records are built: the copy's wall time counts once
     accounted = sum(v for n, v in rows if not n.startswith("copy:")) + t.get("copy", m.duration_seconds)
+    accounted += t.get("replay", 0.0)
     return [*rows, ("other", t["total"] - accounted)]
 
 
@@ -151,7 +161,16 @@ def main() -> None:
         action="store_true",
         help="run the baseline first (the first run after loading meets a busier ZooKeeper: swap to see it)",
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="a checkout to run as the baseline instead of the re-read (e.g. an extract of main with "
+        "its built extension): the same command, its code, the same ZooKeeper",
+    )
     args = parser.parse_args()
+    variants: list[tuple[str, str | None, Path]] = [(n, p, ROOT) for n, p in VARIANTS]
+    if args.against is not None:
+        variants = [(VARIANTS[0][0], None, ROOT), (f"baseline {args.against.name}", None, args.against)]
 
     with tempfile.TemporaryDirectory(prefix="zk2kraft-bench-") as tmp:
         server = ZkServer(Path(tmp) / "zk", jvm_opts=["-Xmx2g"]).start()
@@ -180,19 +199,20 @@ def main() -> None:
                 # (this process also holds the generator's image of the cluster). Then the baseline in
                 # the same run: the same command with the pre-flight read never reused (the copy reads
                 # ZooKeeper again after the claim), after a rollback gives ZooKeeper back.
-                variants = VARIANTS[::-1] if args.baseline_first else VARIANTS
-                for i, (name, patch) in enumerate(variants):
+                order = variants[::-1] if args.baseline_first else variants
+                for i, (name, patch, tree) in enumerate(order):
                     log_dir = Path(tmp) / f"meta-{i}"
-                    result, rss_gb = migrate_in_process(server.connect_string, log_dir, patch)
+                    load_before = os.getloadavg()[0]
+                    result, rss_gb = migrate_in_process(server.connect_string, log_dir, patch, tree)
                     runs.append((name, result, rss_gb))
                     print(
                         f"{name}: whole {result.timings['total']:.2f}s, dark window "
                         f"{result.timings['dark_window']:.2f}s, peak RSS {rss_gb:.2f} GB; load average "
-                        f"{os.getloadavg()[0]:.1f}",
+                        f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after",
                         flush=True,
                     )
                     print_phases(runs[-1:])
-                    if i < len(variants) - 1 and not rollback(server.connect_string, log_dir):
+                    if i < len(order) - 1 and not rollback(server.connect_string, log_dir):
                         break
             finally:
                 sessions.close()

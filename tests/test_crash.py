@@ -125,6 +125,7 @@ FIRST_RUN = [
     "dualwrite.after-multi:1",
     "sync.after-reconcile",
     "sync.after-sync",
+    "sync.before-snapshot",
 ]
 # The state the facts derive right after the crash (MigratingZkData for the others).
 _STATE_AFTER = {
@@ -136,6 +137,7 @@ _STATE_AFTER = {
     "dualwrite.after-multi": "DualWriteMetadata",
     "sync.after-reconcile": "DualWriteMetadata",
     "sync.after-sync": "DualWriteMetadata",
+    "sync.before-snapshot": "DualWriteMetadata",
 }
 # Points where the copy transaction is open when the process dies: the rerun aborts it.
 _COPY_OPEN = {"copy.after-begin", "copy.batch:1", "copy.before-end"}

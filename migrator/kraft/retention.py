@@ -20,15 +20,21 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.kraft.batch import LOG_OVERHEAD
 from migrator.kraft.batch_decode import decode_batch_records
-from migrator.kraft.image import snapshot_records
+from migrator.kraft.image import ReplayResult, snapshot_records
 from migrator.kraft.records import MetadataRecord
-from migrator.kraft.snapshot import list_snapshots, read_snapshot_timestamp, write_snapshot
+from migrator.kraft.snapshot import (
+    list_snapshots,
+    read_snapshot_timestamp,
+    write_snapshot,
+    write_snapshot_file,
+)
 
 if TYPE_CHECKING:
     from migrator.kraft.log import MetadataLog
@@ -40,7 +46,10 @@ __all__ = [
     "SnapshotPolicy",
     "clean",
     "default_config",
+    "hold_snapshots",
     "purge_aborted",
+    "release_snapshots",
+    "release_snapshots_beside",
     "set_default_config",
     "snapshot_now",
     "start_at_snapshot",
@@ -124,16 +133,23 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def snapshot_now(log: MetadataLog) -> int | None:
+def snapshot_now(log: MetadataLog, at_end: ReplayResult | None = None) -> int | None:
     """Snapshot the log at its end offset; returns that offset, or None inside an open transaction.
 
     The image comes from the directory itself (newest snapshot + records), so it is exactly what any
-    reader of the directory would load. An existing snapshot at that offset is kept as it is.
+    reader of the directory would load; or it is `at_end`, the caller's replay of this log to its end
+    (the first sync's syncer holds one: a second replay of 1M partitions was ~8 s), which the log
+    does not keep (its owner goes on changing it). An existing snapshot at that offset is kept.
     """
     end = log.end_offset
     snaps = list_snapshots(log.partition_dir)
     if snaps and snaps[-1].end_offset >= end:
         return snaps[-1].end_offset if snaps[-1].end_offset == end else None
+    if at_end is not None:
+        if at_end.open_transaction is not None:
+            return None
+        write_snapshot(log, snapshot_records(at_end), end_offset=end)
+        return end
     loaded = log.load_image()
     if loaded.result.open_transaction is not None:
         return None
@@ -248,6 +264,84 @@ def purge_aborted(log: MetadataLog) -> int | None:
     return end
 
 
+def hold_snapshots(log: MetadataLog) -> None:
+    """Defer the snapshots that come due (the copy's commit makes one due at 1M partitions: ~4.6 s
+    of writing and a replay inside the dark window) until `release_snapshots`. The log is the truth
+    and the snapshot an optimisation: a crash before the release leaves a log that loads in full."""
+    policy = getattr(log.after_append, "__self__", None)
+    if isinstance(policy, SnapshotPolicy):
+        policy.held = True
+
+
+def release_snapshots(
+    log: MetadataLog, at_end: ReplayResult | None = None, *, now: bool = True
+) -> int | None:
+    """End `hold_snapshots`; a snapshot that came due meanwhile is written now (from `at_end`, the
+    caller's replay of the log to its end, if given: see `snapshot_now`), or, with `now=False`, at
+    the next append (where another thread appends: the controller service's). Returns the offset
+    of the snapshot written, else None. Atomic as every snapshot (`.part`, fsync, rename)."""
+    policy = getattr(log.after_append, "__self__", None)
+    if not isinstance(policy, SnapshotPolicy) or not policy.held:
+        return None
+    policy.held = False
+    clock = policy.clock_ms()
+    if policy.in_transaction is True or not policy._due(clock):
+        return None
+    if not now:
+        policy.snapshot_at_next_commit = True
+        return None
+    try:
+        end = snapshot_now(log, at_end)
+        if end is not None:
+            policy.written(log, clock)
+        return end
+    except (ZkKraftError, OSError) as e:  # retried at the next append, as the policy's own
+        policy.last_error = str(e)
+        policy.snapshot_at_next_commit = True
+        return None
+
+
+def release_snapshots_beside(
+    log: MetadataLog,
+    image: ReplayResult,
+    end: int,
+    exclusive: Callable[[], AbstractContextManager[object]],
+) -> int | None:
+    """`release_snapshots` where another thread appends (the activated controller service): the
+    due snapshot is written at `end` from `image` (the log's replay to `end`, which nobody changes)
+    without holding up that thread's appends; `exclusive()` holds them only to read the log's
+    epochs and to apply retention after. Snapshots stay held (no second writer) until it is done."""
+    policy = getattr(log.after_append, "__self__", None)
+    if not isinstance(policy, SnapshotPolicy) or not policy.held:
+        return None
+    with exclusive():
+        clock = policy.clock_ms()
+        snaps = list_snapshots(log.partition_dir)
+        if (
+            policy.in_transaction is True
+            or image.open_transaction is not None
+            or not policy._due(clock)
+            or (snaps and snaps[-1].end_offset >= end)
+            or not 0 < end <= log.end_offset
+        ):
+            policy.held = False
+            return None
+        epoch = max(log.epoch_for_offset(end - 1), 0)
+        ts = log.timestamp_of(end - 1) or int(time.time() * 1000)
+    try:
+        write_snapshot_file(log.partition_dir, snapshot_records(image), end, epoch, ts)
+    except (ZkKraftError, OSError) as e:
+        with exclusive():
+            policy.held = False
+            policy.last_error = str(e)
+            policy.snapshot_at_next_commit = True  # retried at the next append, as the policy's own
+        return None
+    with exclusive():
+        policy.held = False
+        policy.written(log, clock)
+    return end
+
+
 def start_at_snapshot(log: MetadataLog, end: int) -> None:
     """Make the snapshot at `end` (on disk already) the log start for every reader, Kafka's too: a new
     segment at `end`, every segment below it deleted (Kafka derives its log start from the first
@@ -289,6 +383,7 @@ class SnapshotPolicy:
         self.snapshots_written = 0
         self.last_error: str | None = None
         self.snapshot_at_next_commit = False  # set by purge_aborted: snapshot the redone copy's commit
+        self.held = False  # hold_snapshots: nothing written (nor cleaned) until release_snapshots
 
     def attach(self, log: MetadataLog) -> SnapshotPolicy:
         log.after_append = self.after_append
@@ -308,24 +403,30 @@ class SnapshotPolicy:
                     self.in_transaction = False
                     break
         self.bytes_since += size
+        if self.held:
+            return
         now = self.clock_ms()
         try:
             if self.in_transaction is not True and self._due(now):
                 if snapshot_now(log) is None:
                     self.in_transaction = True  # found open: wait for its marker
                     return
-                self.in_transaction = False
-                self.snapshot_at_next_commit = False
-                self.bytes_since = 0
-                self.last_snapshot_ms = now
-                self.snapshots_written += 1
-                self.last_clean_ms = now
-                clean(log, self.config, now)
+                self.written(log, now)
             elif now - self.last_clean_ms >= _CLEAN_EVERY_MS:
                 self.last_clean_ms = now
                 clean(log, self.config, now)
         except (ZkKraftError, OSError) as e:
             self.last_error = str(e)
+
+    def written(self, log: MetadataLog, now: int) -> None:
+        """A snapshot at the log's end was just written: count afresh, then apply retention."""
+        self.in_transaction = False
+        self.snapshot_at_next_commit = False
+        self.bytes_since = 0
+        self.last_snapshot_ms = now
+        self.snapshots_written += 1
+        self.last_clean_ms = now
+        clean(log, self.config, now)
 
     def _due(self, now: int) -> bool:
         c = self.config

@@ -32,8 +32,10 @@ from migrator.controller import core as ctl_core
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.log import MetadataLog
+from migrator.kraft.retention import release_snapshots, release_snapshots_beside
 from migrator.migration import advice, health, log_binding
 from migrator.migration.facts import Facts, gather
+from migrator.migration.faults import crash_point
 from migrator.migration.steps import claim as claim_step
 from migrator.migration.steps.admin import admin, admin_many
 from migrator.migration.steps.claim import ZK_MIGRATION_STATE_KEY, GuardedSyncer
@@ -252,6 +254,7 @@ def _serve_and_follow(run: Run, started: float) -> None:
     facts = run.regather(run.syncer.replay_at_log_end() if one_shot and run.syncer is not None else None)
     if run.migrate.listen is not None:
         serve(run)
+    _snapshot_after_activation(run, one_shot)
     result.state_after = public(facts.derived.state)
     result.kafka_code_after = kafka_name(facts.log.migration_code)
     if opts.metrics is not None:
@@ -275,6 +278,25 @@ def _serve_and_follow(run: Run, started: float) -> None:
             follow(run)
             facts = run.regather()
         _record(run, facts)
+
+
+def _snapshot_after_activation(run: Run, one_shot: bool) -> None:
+    """The snapshot the copy's commit made due (`steps.copy` held it), written now that the dark
+    window is over: from the first sync's image in a one-shot `migrate` (no second replay); beside
+    the activated service (whose threads append meanwhile) from the image it was activated with."""
+    if run.log is None or not run.copied:
+        return
+    crash_point("sync.before-snapshot")
+    with run.timed("snapshot"):
+        if run.runtime is not None:
+            lf = run.facts.log
+            if lf.replay is not None:
+                release_snapshots_beside(run.log, lf.replay, lf.end_offset, run.runtime.service.exclusive)
+            else:  # no image at hand: the service's next append writes it
+                release_snapshots(run.log, now=False)
+            return
+        at_end = run.syncer.replay_at_log_end() if one_shot and run.syncer is not None else None
+        release_snapshots(run.log, at_end)
 
 
 # --- kept for callers that reach the claim and syncer directly (tests) --------------------------------

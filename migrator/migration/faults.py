@@ -48,6 +48,8 @@ POINTS: dict[str, str] = {
     # first sync and dual-write
     "sync.after-reconcile": "the full reconciliation of ZooKeeper against the log is done; no sync yet",
     "sync.after-sync": "the first sync is done (/migration covers the log); the command has not returned",
+    "sync.before-snapshot": "the first sync is done; the snapshot the copy's commit made due is not "
+    "written (the log alone holds the copy)",
     "dualwrite.before-multi": "the nth fenced multi of this process is about to be sent",
     "dualwrite.after-multi": "the nth fenced multi landed in ZooKeeper; the writer has not recorded it",
     "admin.appended": "an admin change is durable in the log; ZooKeeper has not received it",

@@ -41,15 +41,13 @@ from migrator.migration.zk_diff import (
     Repair,
     ZkCache,
     ZkPicture,
-    deletable,
     is_state_path,
     notification_for,
-    owned,
     plan,
     repairs_of,
-    structural,
 )
 from migrator.migration.zk_fit import Key, entity_key
+from migrator.migration.zk_stream import plan_chunks
 from migrator.model import ClusterImage, ControllerZnode, MigrationZnode, ZkControlState
 from migrator.zk import paths as P
 from migrator.zk.migration_client import (
@@ -548,13 +546,8 @@ class ZkSyncer:
                 if not ours:  # the caller's picture stays as it was
                     actual, versions = dict(actual), dict(versions)
                 cache = ZkCache.adopt(actual)  # the picture's dict itself, not a copy of it
-                want: dict[str, bytes | None] = layout.znodes_from_image(self._builder.image, self.control)  # type: ignore[assignment]
-                for p in [p for p in want if not (owned(p) or structural(p))]:
-                    del want[p]  # a few control znodes: filtered in place, not into a second dict
-                for path in actual:
-                    if path not in want and deletable(path):
-                        want[path] = None
-                ops, changes = plan(want, cache)
+                # the desired znodes a topic at a time, never all of them (2M at 1M partitions)
+                ops, changes = plan_chunks(layout.znode_chunks(self._builder.image, self.control), cache)
                 cache.apply(ops)
                 self._cache = cache
                 self._state_versions = versions

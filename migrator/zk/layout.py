@@ -10,7 +10,7 @@ for every znode's bytes; this module only knows where things live and how they c
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -45,6 +45,7 @@ __all__ = [
     "token_znode",
     "topic_znodes",
     "with_control_from",
+    "znode_chunks",
     "znodes_from_image",
 ]
 
@@ -404,16 +405,31 @@ def with_control_from(layout: LayoutResult, tree: ZkTree, strict: bool = True) -
 # model → ZooKeeper
 # =====================================================================================================
 class _Znodes:
-    """Znodes in creation order: a missing parent is added (empty) just before its first child."""
+    """Znodes in creation order: a missing parent is added (empty) just before its first child.
+
+    Cut into chunks (`chunk`): the paths outside the topics' subtrees stay known (a few per topic),
+    so that a later chunk neither adds their parents again nor repeats an empty container."""
 
     def __init__(self) -> None:
         self.out: dict[str, bytes] = {}
+        self.before: set[str] = set()  # what `put` was given, the topics' subtrees excepted
 
     def put(self, path: str, data: bytes = b"") -> None:
+        if not data and path in self.before and path not in self.out:
+            return  # an empty container an earlier chunk holds already
         parent = P.parent(path)
-        if parent != "/" and parent not in self.out:
+        if parent != "/" and parent not in self.out and parent not in self.before:
             self.put(parent)
         self.out[path] = data
+        if not path.startswith(_BELOW_TOPICS):
+            self.before.add(path)
+
+    def chunk(self) -> dict[str, bytes]:
+        out, self.out = self.out, {}
+        return out
+
+
+_BELOW_TOPICS = P.TOPICS + "/"
 
 
 def znodes_from_image(image: ClusterImage, control: ZkControlState | None = None) -> dict[str, bytes]:
@@ -425,6 +441,19 @@ def znodes_from_image(image: ClusterImage, control: ZkControlState | None = None
     controller epoch get the KRaft controller's epoch from `control` (what a KRaft controller
     writes), else its ZooKeeper controller epoch, else 0.
     """
+    out: dict[str, bytes] = {}
+    for _topic, chunk in znode_chunks(image, control):
+        out.update(chunk)
+    return out
+
+
+def znode_chunks(
+    image: ClusterImage, control: ZkControlState | None = None
+) -> Iterator[tuple[str | None, dict[str, bytes]]]:
+    """`znodes_from_image` a topic at a time, in its order: (None, the znodes before the topics),
+    (name, one topic's znodes: the topic, its config, its partitions and states) per topic, then
+    (None, the rest). Merged they are `znodes_from_image`; the first sync's reconcile diffs them
+    one by one instead of building all of them (2M znodes at 1M partitions) first."""
     z = _Znodes()
     for path in P.PERSISTENT_PATHS:
         if path == P.LATEST_PRODUCER_ID_BLOCK:
@@ -437,7 +466,10 @@ def znodes_from_image(image: ClusterImage, control: ZkControlState | None = None
     if image.features is not None:
         z.put(P.FEATURE, codec.encode_feature(image.features))
     state_epoch = _control_znodes(z, control)
-    _topic_znodes(z, image, state_epoch)
+    yield None, z.chunk()
+    for topic in image.topics.values():
+        _topic_znodes(z, image, topic, state_epoch)
+        yield topic.name, z.chunk()
     _config_znodes(z, image)
     _acl_znodes(z, image.acls)
     if image.delegation_tokens:
@@ -449,7 +481,7 @@ def znodes_from_image(image: ClusterImage, control: ZkControlState | None = None
         z.put(P.delete_topic_path(topic))
     if image.reassignments:
         z.put(P.REASSIGN_PARTITIONS, admin_codec.encode_reassignments(image.reassignments))
-    return z.out
+    yield None, z.chunk()
 
 
 def broker_znodes(image: ClusterImage) -> dict[str, bytes]:
@@ -472,27 +504,26 @@ def _control_znodes(z: _Znodes, control: ZkControlState | None) -> int:
     return control.controller_epoch if control.controller_epoch is not None else 0
 
 
-def _topic_znodes(z: _Znodes, image: ClusterImage, state_epoch: int) -> None:
+def _topic_znodes(z: _Znodes, image: ClusterImage, topic: Topic, state_epoch: int) -> None:
     """KafkaZkClient topic creation: the topic, its config, `partitions`, each partition and state."""
     encode_state = codec.encode_partition_state
     out = z.out
-    for topic in image.topics.values():
-        tpath = P.topic_path(topic.name)
-        z.put(tpath, codec.encode_topic(topic))
-        entity = image.configs.get(("TOPIC", topic.name))
-        z.put(
-            P.config_entity_path(P.CONFIG_TYPE_TOPICS, topic.name),
-            config_codec.encode_config(entity.configs if entity else {}),
-        )
-        ppath = f"{tpath}/partitions"
-        out[ppath] = b""
-        for p in topic.partitions.values():
-            out[f"{ppath}/{p.partition}"] = b""
-            if p.has_state:
-                epoch = p.controller_epoch if p.controller_epoch is not None else state_epoch
-                out[f"{ppath}/{p.partition}/state"] = encode_state(
-                    p.leader, p.leader_epoch, p.isr, epoch, p.leader_recovery_state
-                )
+    tpath = P.topic_path(topic.name)
+    z.put(tpath, codec.encode_topic(topic))
+    entity = image.configs.get(("TOPIC", topic.name))
+    z.put(
+        P.config_entity_path(P.CONFIG_TYPE_TOPICS, topic.name),
+        config_codec.encode_config(entity.configs if entity else {}),
+    )
+    ppath = f"{tpath}/partitions"
+    out[ppath] = b""
+    for p in topic.partitions.values():
+        out[f"{ppath}/{p.partition}"] = b""
+        if p.has_state:
+            epoch = p.controller_epoch if p.controller_epoch is not None else state_epoch
+            out[f"{ppath}/{p.partition}/state"] = encode_state(
+                p.leader, p.leader_epoch, p.isr, epoch, p.leader_recovery_state
+            )
 
 
 def _config_znodes(z: _Znodes, image: ClusterImage) -> None:
@@ -597,7 +628,7 @@ def topic_znodes(image: ClusterImage, name: str, state_epoch: int) -> dict[str, 
     configs = {("TOPIC", name): entity} if entity is not None else {}
     topic = image.topics.get(name)
     if topic is not None:
-        _topic_znodes(z, _image_of(topics={name: topic}, configs=configs), state_epoch)
+        _topic_znodes(z, _image_of(topics={name: topic}, configs=configs), topic, state_epoch)
     elif entity is not None:
         _config_znodes(z, _image_of(configs=configs))
     tpath = P.topic_path(name)

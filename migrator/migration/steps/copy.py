@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from migrator import stop as stopping
+from migrator.kraft.retention import hold_snapshots
 from migrator.lock_rule import DARK_WINDOW, allowed
 from migrator.migration import copy as copy_mod
 from migrator.migration.faults import crash_point
@@ -90,6 +91,9 @@ def claim_and_copy(run: Run) -> None:
     picture = ZkPicture.of(tree, take=True) if consistent else None
     del tree, reused
     run.note("copying into the log")
+    # The commit's snapshot (due at 1M partitions: a replay and ~4.6 s of writing) waits until the
+    # dark window is over (driver: `release_snapshots`); until then the log alone is the truth.
+    hold_snapshots(log)
     manifest = copy_mod.copy_zk_data(
         log,
         claim.kraft_epoch,
@@ -108,7 +112,8 @@ def claim_and_copy(run: Run) -> None:
     )
     del layout, decoded  # the rest of the decoded image (copy_zk_data dropped its partitions)
     run.tree = picture
-    run.regather()
+    with run.timed("replay"):  # the log's image after the commit: the first sync reconciles it
+        run.regather()
     run.copied = True
 
 
