@@ -4,18 +4,13 @@ by `kraft.dirfiles` and the voter's store, and checked against Kafka's own class
 
 from __future__ import annotations
 
-import hashlib
-import subprocess
-from pathlib import Path
-
 import pytest
+from kafka_java import run_checker
 
 from migrator.controller.raft.election import ElectionState
 from migrator.controller.raft.quorum_store import FileElectionStore
 from migrator.errors import BadInputError
 from migrator.kraft import dirfiles
-from zk_fixtures.kafka import java
-from zk_fixtures.kafka_dist import classpath, kafka_libs
 
 #: What Kafka 3.9.2's FileQuorumStateStore wrote (QuorumStateFile.java): kraft.version 0, then 1.
 KAFKA_V0_LEADER = (
@@ -90,28 +85,9 @@ def test_only_the_first_line_counts_as_in_kafka(tmp_path):
 
 # --- against Kafka's own FileQuorumStateStore --------------------------------------------------------
 
-_SOURCE = Path(__file__).with_name("kafka_checkers") / "QuorumStateFile.java"
-
 
 def _kafka(*args: str) -> str:
-    libs = kafka_libs()
-    out = libs.parent / "checkers" / hashlib.sha256(_SOURCE.read_bytes()).hexdigest()[:16]
-    if not (out / "QuorumStateFile.class").exists():
-        out.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["javac", "-d", str(out), "-cp", classpath(libs), str(_SOURCE)],
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-    done = subprocess.run(
-        [java(), "-Xmx64m", "-XX:+UseSerialGC", "-cp", f"{classpath(libs)}:{out}", "QuorumStateFile", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-1500:]
-    return done.stdout.strip()
+    return run_checker("QuorumStateFile", *args)
 
 
 @pytest.mark.slow

@@ -117,3 +117,4 @@ class FetchResponse:
     leader_epoch: int = -1
     high_watermark: int = -1
     leader_endpoint: Endpoint | None = None
+    records: bytes = b""  # the batches, for the log; the state machine never reads them
