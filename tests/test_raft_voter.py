@@ -20,7 +20,7 @@ from migrator.controller.raft.election import (
     Voted,
     strict_exponential_backoff_ms,
 )
-from migrator.controller.raft.leader_progress import LeaderProgress, majority_high_watermark
+from migrator.controller.raft.leader_progress import LeaderProgress, describe, majority_high_watermark
 from migrator.controller.raft.quorum_config import QuorumConfig, parse_voters
 from migrator.controller.raft.voter import RaftVoter
 from migrator.controller.raft.voter_messages import (
@@ -508,3 +508,24 @@ def test_illegal_transitions_are_refused():
         v.quorum.to_unattached(0)
     with pytest.raises(TransitionError):
         v.quorum.to_resigned([])
+
+
+def test_describe_quorum_lists_every_voter_and_observer_as_kafka_does():
+    c = Cluster(seed=6)
+    c.start()
+    c.run(3000)
+    (leader,) = c.leaders()
+    st = c.nodes[leader].voter.state
+    st.progress.update_replica(7, "AAAAAAAAAAAAAAAAAAAAAQ", 1, c.clock.ms)  # a KRaft broker: an observer
+    voters, observers = describe(st.progress, c.clock.ms)
+    assert [v.replica_id for v in voters] == [1, 2, 3]
+    me = next(v for v in voters if v.replica_id == leader)
+    assert me.last_fetch_ms == me.last_caught_up_ms == c.clock.ms and me.log_end_offset == len(
+        c.nodes[leader].log
+    )
+    assert all(v.last_fetch_ms > 0 and v.log_end_offset >= 0 for v in voters)
+    assert [(o.replica_id, o.directory_id, o.log_end_offset) for o in observers] == [
+        (7, "AAAAAAAAAAAAAAAAAAAAAQ", 1)
+    ]
+    c.clock.ms += 300_000  # Kafka forgets an observer silent for 5 minutes
+    assert describe(st.progress, c.clock.ms)[1] == []

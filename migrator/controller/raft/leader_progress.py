@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["LeaderProgress", "ReplicaProgress", "majority_high_watermark"]
+__all__ = ["LeaderProgress", "ReplicaProgress", "ReplicaView", "describe", "majority_high_watermark"]
 
 #: LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR: the fetch timeout plus room for the network and the disk.
 CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
@@ -161,3 +161,31 @@ class LeaderProgress:
         ]:
             del self.observers[key]
         return list(self.observers.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaView:
+    """One row of DescribeQuorum's CurrentVoters or Observers (DescribeQuorumResponseData.ReplicaState)."""
+
+    replica_id: int
+    directory_id: str | None
+    log_end_offset: int
+    last_fetch_ms: int
+    last_caught_up_ms: int
+
+
+def describe(progress: LeaderProgress, now_ms: int) -> tuple[list[ReplicaView], list[ReplicaView]]:
+    """(voters, observers) as RaftUtil.singletonDescribeQuorumResponse lists them: an unknown end offset
+    is -1, and the leader's own fetch and caught-up times are now."""
+
+    def view(s: ReplicaProgress) -> ReplicaView:
+        mine = s.replica_id == progress.local_id
+        return ReplicaView(
+            s.replica_id,
+            s.directory_id,
+            -1 if s.end_offset is None else s.end_offset,
+            now_ms if mine else s.last_fetch_ms,
+            now_ms if mine else s.last_caught_up_ms,
+        )
+
+    return [view(s) for s in progress.voters.values()], [view(s) for s in progress.active_observers(now_ms)]
