@@ -4,11 +4,13 @@ Kafka's KafkaRaftClientDriver and KafkaNetworkChannel in small: the `RaftVoter` 
 every call into it holds the driver's lock; the poll thread sleeps until the voter's next deadline or
 until an answer or a request wakes it. A peer gets one request at a time on its own connection (as
 Kafka's RequestManager allows one in flight), sent at the highest version Kafka 3.9 speaks (Vote,
-BeginQuorumEpoch, EndQuorumEpoch v1, Fetch v17). A leader holds a voter's Fetch that has nothing new
+BeginQuorumEpoch, EndQuorumEpoch v1, Fetch v17); it answers ApiVersions, which Kafka's NetworkClient asks
+before anything else, with those ranges. A leader holds a voter's Fetch that has nothing new
 for up to its MaxWaitMs, as Kafka's fetch purgatory does, so idle followers do not spin.
 
-Plaintext only, and the log is the caller's: ``read_log`` decides whether a Fetch's (offset, epoch) is
-valid and which record batches go back; without it the voter has no log (elections only).
+Plaintext only, and the log is the caller's: as leader, ``read_log`` decides whether a Fetch's (offset,
+epoch) is valid and which record batches go back; as follower, ``append_records`` takes the batches a
+Fetch answer brought. Without them the voter has no log (elections only).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from migrator.controller import messages as M
+from migrator.controller import wire
 from migrator.controller.raft import voter_wire as W
 from migrator.controller.raft.quorum_config import VoterEndpoint
 from migrator.controller.raft.voter import Outbound, RaftVoter
@@ -39,9 +43,11 @@ __all__ = ["VoterDriver"]
 log = logging.getLogger("zk2kraft.controller.raft.driver")
 
 _SIZE = struct.Struct(">i")
+_KEY = struct.Struct(">h")
 #: the version each request goes out at (the highest of Kafka 3.9's raft client)
 _SEND_VERSION = {W.VOTE: 1, W.BEGIN_QUORUM_EPOCH: 1, W.END_QUORUM_EPOCH: 1, W.FETCH: 17}
 _MAX_SLEEP_S = 0.1
+UNSUPPORTED_VERSION = 35
 
 
 def _recv(sock: socket.socket, n: int) -> bytes:
@@ -69,12 +75,14 @@ class VoterDriver:
         peers: Mapping[int, VoterEndpoint],
         read_log: Callable[[FetchRequest], tuple[bool, bytes]] | None = None,
         on_event: Callable[[tuple[Any, ...]], None] | None = None,
+        append_records: Callable[[bytes], None] | None = None,
     ) -> None:
         self.voter = voter
         self.listener = listener
         self.peers = {i: p for i, p in peers.items() if i != voter.node_id}
         self.read_log = read_log or (lambda _req: (True, b""))
         self.on_event = on_event
+        self.append_records = append_records  # a follower's log: the batches a Fetch answer brought
         self.lock = threading.RLock()
         self.changed = threading.Condition(self.lock)
         self._closing = threading.Event()
@@ -170,6 +178,11 @@ class VoterDriver:
                     self.changed.notify_all()
                 continue
             with self.changed:
+                if isinstance(resp, FetchResponse) and resp.records and self.append_records is not None:
+                    if resp.partition_error == NONE and resp.leader_epoch == self.voter.epoch:
+                        self.append_records(
+                            resp.records
+                        )  # before the answer: the next Fetch starts past them
                 self.voter.handle_response(peer, cid, resp)
                 self.changed.notify_all()
         if sock is not None:
@@ -190,13 +203,31 @@ class VoterDriver:
     def _serve(self, conn: socket.socket) -> None:
         try:
             while not self._closing.is_set():
-                api, version, cid, req = W.decode_request(_read_frame(conn))
+                frame = _read_frame(conn)
+                if _KEY.unpack_from(frame, 0)[0] == M.API_VERSIONS:
+                    conn.sendall(self._api_versions(frame))
+                    continue
+                api, version, cid, req = W.decode_request(frame)
                 conn.sendall(W.encode_response(self._answer(req), version, cid))
         except (OSError, EOFError, WireError) as e:
             log.debug("voter %d: closing a connection: %s", self.voter.node_id, e)
         finally:
             self._sockets.discard(conn)
             conn.close()
+
+    @staticmethod
+    def _api_versions(frame: bytes) -> bytes:
+        """Kafka's NetworkClient asks ApiVersions first (discoverBrokerVersions): the voter APIs' ranges.
+        A version this side does not read (Kafka 3.9.2's client asks v4) is answered as v0 with
+        UNSUPPORTED_VERSION and the ranges, and the client asks again at the highest one (KIP-511)."""
+        header, _pos = wire.decode_request_header(frame)
+        lo, hi = wire.SUPPORTED[M.API_VERSIONS]
+        ranges = wire.supported_ranges({M.API_VERSIONS: (lo, hi), **W.VOTER_VERSIONS})
+        if not lo <= header.api_version <= hi:
+            header.api_version = 0
+            return wire.encode_response(header, M.ApiVersionsResponse(UNSUPPORTED_VERSION, ranges))
+        header, _req = wire.decode_request(frame)
+        return wire.encode_response(header, M.ApiVersionsResponse(NONE, ranges))
 
     def _answer(self, req: Any) -> Any:
         with self.changed:
