@@ -529,3 +529,34 @@ def test_describe_quorum_lists_every_voter_and_observer_as_kafka_does():
     ]
     c.clock.ms += 300_000  # Kafka forgets an observer silent for 5 minutes
     assert describe(st.progress, c.clock.ms)[1] == []
+
+
+def test_a_leader_that_shuts_down_hands_over_at_once():
+    c = Cluster(seed=9)
+    c.start()
+    c.run(3000)
+    (leader,) = c.leaders()
+    lv = c.nodes[leader].voter
+    epoch = lv.epoch
+    lv.shutdown(5000)
+    assert not lv.shutdown_complete()
+    start = c.clock.ms
+    while not lv.shutdown_complete():
+        c.step()
+        c.clock.ms += 10
+    # its first successor stood at once (EndQuorumEpoch), far sooner than a fetch timeout (2000 ms)
+    assert c.clock.ms - start < 500
+    (new,) = c.leaders()
+    assert new != leader and c.nodes[new].voter.epoch == epoch + 1
+    assert isinstance(lv.state, Follower) and lv.state.leader == new
+    # a shutting-down voter still votes, so one other voter is enough for a successor; with none up,
+    # the shutdown's timeout ends it
+    lv2 = c.nodes[new].voter
+    for i in c.nodes:
+        c.nodes[i].up = i == new
+    lv2.shutdown(1000)
+    begun = c.clock.ms
+    while not lv2.shutdown_complete():
+        c.step()
+        c.clock.ms += 10
+    assert 1000 <= c.clock.ms - begun <= 1020 and not isinstance(lv2.state, Leader)

@@ -99,3 +99,21 @@ def test_three_voters_over_tcp_elect_one_leader_and_reelect_when_it_stops(tmp_pa
         assert not any(isinstance(d.voter.state, Leader) for i, d in q.drivers.items() if i != new)
     finally:
         q.stop()
+
+
+def test_a_leader_stopped_gracefully_hands_over_before_it_goes(tmp_path):
+    q = Quorum(tmp_path)
+    try:
+        leader = q.wait_for_one_leader({1, 2, 3})
+        epoch = q.drivers[leader].voter.epoch
+        began = time.monotonic()
+        q.drivers[leader].stop(graceful_ms=5000)
+        took = time.monotonic() - began
+        v = q.drivers[leader].voter
+        # it returned because another voter leads the next epoch (not because its 5 s ran out)
+        assert v.shutdown_complete() and v.leader_id not in (-1, leader) and v.epoch > epoch, took
+        assert took < 5.0
+        new = q.wait_for_one_leader({1, 2, 3} - {leader})
+        assert new == v.leader_id
+    finally:
+        q.stop()

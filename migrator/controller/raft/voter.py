@@ -106,6 +106,7 @@ class RaftVoter:
         self.requests = RequestManager(config.retry_backoff_ms, config.request_timeout_ms)
         self._ids = itertools.count(1)
         self.shutting_down = False
+        self._shutdown_deadline = NEVER
         #: ("leader" | "follower" | "candidate" | "unattached" | "voted" | "resigned", epoch, ...)
         self.events: list[tuple[Any, ...]] = []
 
@@ -184,6 +185,22 @@ class RaftVoter:
         self.quorum.to_resigned(successors)
         self._event()
         self.requests.reset_all()
+
+    def shutdown(self, timeout_ms: int) -> None:
+        """KafkaRaftClient.shutdown: a leader resigns and tells the others (EndQuorumEpoch) so that its
+        first successor stands at once; nobody stands for election any more."""
+        if not self.shutting_down:
+            self.shutting_down = True
+            self._shutdown_deadline = self.clock() + timeout_ms
+
+    def shutdown_complete(self) -> bool:
+        """KafkaRaftClient.maybeCompleteShutdown: another leader took over, or nobody needs this voter
+        to hand over (not a voter, the only voter), or the timeout passed."""
+        if not self.shutting_down:
+            return False
+        if self.clock() >= self._shutdown_deadline or not self.quorum.is_voter or self.quorum.is_only_voter():
+            return True
+        return 0 <= self.leader_id != self.node_id
 
     def resign(self) -> None:
         """RaftClient.resign for the current epoch: a leader steps down at its next poll."""
@@ -559,7 +576,7 @@ class RaftVoter:
 
     def _poll_follower(self, st: Follower, now: int, out: list[Outbound]) -> int:
         if self.shutting_down:
-            return 0
+            return max(0, self._shutdown_deadline - now)  # a follower has nothing to hand over
         if now >= st.fetch_deadline:
             log.info(
                 "epoch %d: no answer from leader %d within the fetch timeout: standing", st.epoch, st.leader

@@ -106,8 +106,14 @@ class VoterDriver:
         t.start()
         self._threads.append(t)
 
-    def stop(self) -> None:
-        """Stop at once, as a crash would (no resignation): sockets closed, threads joined."""
+    def stop(self, graceful_ms: int = 0) -> None:
+        """Stop: with ``graceful_ms``, first hand over as Kafka's controlled shutdown does (a leader
+        resigns and waits for the next leader, up to that long); without, at once, as a crash would."""
+        if graceful_ms > 0 and not self._closing.is_set():
+            with self.changed:
+                self.voter.shutdown(graceful_ms)
+                self.changed.notify_all()
+                self.changed.wait_for(self.voter.shutdown_complete, timeout=graceful_ms / 1000 + 1)
         self._closing.set()
         for q in self._queues.values():
             q.put(None)
