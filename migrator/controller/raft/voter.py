@@ -32,6 +32,13 @@ from migrator.controller.raft.election import (
 from migrator.controller.raft.leader_progress import NEVER
 from migrator.controller.raft.quorum_config import QuorumConfig
 from migrator.controller.raft.request_manager import RequestManager
+from migrator.controller.raft.validation import (
+    cluster_ok,
+    leader_endpoints,
+    leader_only_error,
+    valid_voter_key,
+    voter_only_error,
+)
 from migrator.controller.raft.voter_messages import (
     BROKER_NOT_AVAILABLE,
     FENCED_LEADER_EPOCH,
@@ -210,44 +217,6 @@ class RaftVoter:
 
     # -- shared checks ----------------------------------------------------------------------------------
 
-    def _cluster_ok(self, cluster_id: str | None) -> bool:
-        return cluster_id is None or self.cluster_id is None or cluster_id == self.cluster_id
-
-    def _voter_only_error(self, remote_id: int, epoch: int) -> int:
-        """KafkaRaftClient.validateVoterOnlyRequest."""
-        if epoch < self.epoch:
-            return FENCED_LEADER_EPOCH
-        if remote_id < 0:
-            return INVALID_REQUEST
-        return NONE
-
-    def _valid_voter_key(self, voter_id: int, voter_dir: str | None) -> bool:
-        """The request was meant for this node (v1's VoterId and VoterDirectoryId, when given)."""
-        if voter_id < 0:
-            return True
-        if voter_id != self.node_id:
-            return False
-        return voter_dir is None or voter_dir == self.directory_id
-
-    def _endpoints(
-        self, leader: int, given: tuple[tuple[str, str, int], ...] | Endpoint | None
-    ) -> tuple[Endpoint, ...]:
-        """The leader's endpoint from the message when it carries one, else from the voter set."""
-        if (
-            isinstance(given, tuple)
-            and len(given) == 2
-            and isinstance(given[0], str)
-            and isinstance(given[1], int)
-        ):
-            return ((given[0], given[1]),)
-        if given:
-            own = self.config.voters.get(leader)
-            listed = [(h, p) for _name, h, p in given]  # type: ignore[misc]
-            if own is not None and (own.host, own.port) in listed:
-                return ((own.host, own.port),)
-            return (listed[0],)
-        return self.quorum.endpoints_of(leader)
-
     def _has_consistent_leader(self, epoch: int, leader: int) -> bool:
         if leader >= 0 and leader == self.node_id:
             return isinstance(self.state, Leader)
@@ -279,16 +248,16 @@ class RaftVoter:
     def handle_vote(self, req: VoteRequest) -> VoteResponse:
         """KafkaRaftClient.handleVoteRequest: the vote is granted at most once per epoch, to a candidate
         whose last (epoch, offset) is at least this log's, and written before the answer goes out."""
-        if not self._cluster_ok(req.cluster_id):
+        if not cluster_ok(req.cluster_id, self.cluster_id):
             return VoteResponse(INCONSISTENT_CLUSTER_ID)
         if req.last_offset < 0 or req.last_offset_epoch < 0 or req.last_offset_epoch >= req.candidate_epoch:
             return self._vote_answer(INVALID_REQUEST, False)
-        error = self._voter_only_error(req.candidate_id, req.candidate_epoch)
+        error = voter_only_error(req.candidate_id, req.candidate_epoch, self.epoch)
         if error:
             return self._vote_answer(error, False)
         if req.candidate_epoch > self.epoch:
             self._to_unattached(req.candidate_epoch)
-        if not self._valid_voter_key(req.voter_id, req.voter_directory_id):
+        if not valid_voter_key(req.voter_id, req.voter_directory_id, self.node_id, self.directory_id):
             return self._vote_answer(INVALID_VOTER_KEY, False)
         end_offset, end_epoch = self.log_end()
         up_to_date = (req.last_offset_epoch, req.last_offset) >= (end_epoch, end_offset)
@@ -311,15 +280,17 @@ class RaftVoter:
 
     def handle_begin_quorum_epoch(self, req: BeginQuorumEpochRequest) -> BeginQuorumEpochResponse:
         """A leader announcing its epoch: follow it (KafkaRaftClient.handleBeginQuorumEpochRequest)."""
-        if not self._cluster_ok(req.cluster_id):
+        if not cluster_ok(req.cluster_id, self.cluster_id):
             return BeginQuorumEpochResponse(INCONSISTENT_CLUSTER_ID)
-        error = self._voter_only_error(req.leader_id, req.leader_epoch)
+        error = voter_only_error(req.leader_id, req.leader_epoch, self.epoch)
         if error:
             return self._bqe_answer(error)
         self._maybe_transition(
-            req.leader_id, req.leader_epoch, self._endpoints(req.leader_id, req.leader_endpoints)
+            req.leader_id,
+            req.leader_epoch,
+            leader_endpoints(req.leader_endpoints, self.config.voters.get(req.leader_id)),
         )
-        if not self._valid_voter_key(req.voter_id, req.voter_directory_id):
+        if not valid_voter_key(req.voter_id, req.voter_directory_id, self.node_id, self.directory_id):
             return self._bqe_answer(INVALID_VOTER_KEY)
         return self._bqe_answer(NONE)
 
@@ -331,13 +302,15 @@ class RaftVoter:
     def handle_end_quorum_epoch(self, req: EndQuorumEpochRequest) -> EndQuorumEpochResponse:
         """The leader resigned: its followers stand for election after a backoff that is shorter the
         earlier they are in its preferred successors (KafkaRaftClient.handleEndQuorumEpochRequest)."""
-        if not self._cluster_ok(req.cluster_id):
+        if not cluster_ok(req.cluster_id, self.cluster_id):
             return EndQuorumEpochResponse(INCONSISTENT_CLUSTER_ID)
-        error = self._voter_only_error(req.leader_id, req.leader_epoch)
+        error = voter_only_error(req.leader_id, req.leader_epoch, self.epoch)
         if error:
             return self._eqe_answer(error)
         self._maybe_transition(
-            req.leader_id, req.leader_epoch, self._endpoints(req.leader_id, req.leader_endpoints)
+            req.leader_id,
+            req.leader_epoch,
+            leader_endpoints(req.leader_endpoints, self.config.voters.get(req.leader_id)),
         )
         st = self.state
         if isinstance(st, Follower) and st.leader == req.leader_id:
@@ -358,7 +331,7 @@ class RaftVoter:
         """A Fetch as the leader's state machine sees it (KafkaRaftClient.handleFetchRequest and
         tryCompleteFetchRequest): the epoch checked, and a voter's offset counted towards the high
         watermark and check-quorum when the log found (offset, last epoch) valid (``offset_valid``)."""
-        if not self._cluster_ok(req.cluster_id):
+        if not cluster_ok(req.cluster_id, self.cluster_id):
             return FetchResponse(INCONSISTENT_CLUSTER_ID)
         if (
             req.max_wait_ms < 0
@@ -367,7 +340,9 @@ class RaftVoter:
             or req.last_fetched_epoch > req.current_leader_epoch
         ):
             return self._fetch_answer(INVALID_REQUEST)
-        error = self._leader_only_error(req.current_leader_epoch)
+        error = leader_only_error(
+            req.current_leader_epoch, self.epoch, isinstance(self.state, Leader), self.shutting_down
+        )
         if error:
             return self._fetch_answer(error)
         st = self.state
@@ -377,18 +352,6 @@ class RaftVoter:
                 req.replica_id, req.replica_directory_id, req.fetch_offset, self.clock()
             )
         return self._fetch_answer(NONE)
-
-    def _leader_only_error(self, epoch: int) -> int:
-        """KafkaRaftClient.validateLeaderOnlyRequest."""
-        if epoch < self.epoch:
-            return FENCED_LEADER_EPOCH
-        if epoch > self.epoch:
-            return UNKNOWN_LEADER_EPOCH
-        if not isinstance(self.state, Leader):
-            return NOT_LEADER_OR_FOLLOWER
-        if self.shutting_down:
-            return BROKER_NOT_AVAILABLE
-        return NONE
 
     def _fetch_answer(self, error: int) -> FetchResponse:
         hw = self.high_watermark
@@ -426,7 +389,9 @@ class RaftVoter:
                 )
             return False
         endpoints = (
-            self._endpoints(response.leader_id, response.leader_endpoint) if response.leader_id >= 0 else ()
+            leader_endpoints(response.leader_endpoint, self.config.voters.get(response.leader_id))
+            if response.leader_id >= 0
+            else ()
         )
         handled = self._common_response(
             response.partition_error, response.leader_id, response.leader_epoch, endpoints
