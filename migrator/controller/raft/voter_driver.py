@@ -135,7 +135,11 @@ class VoterDriver:
         while not self._closing.is_set():
             with self.lock:
                 epoch = self.voter.epoch
-                out, wait_ms = self.voter.poll()
+                try:
+                    out, wait_ms = self.voter.poll()
+                except Exception as e:  # Kafka's raft thread would die here; keep going, loudly
+                    log.error("voter %d: poll failed: %s: %s", self.voter.node_id, type(e).__name__, e)
+                    out, wait_ms = [], 100
                 events = list(self.voter.events)
                 self.voter.events.clear()
                 if self.voter.epoch != epoch:
@@ -184,12 +188,14 @@ class VoterDriver:
                     self.changed.notify_all()
                 continue
             with self.changed:
-                if isinstance(resp, FetchResponse) and resp.records and self.append_records is not None:
-                    if resp.partition_error == NONE and resp.leader_epoch == self.voter.epoch:
-                        self.append_records(
-                            resp.records
-                        )  # before the answer: the next Fetch starts past them
-                self.voter.handle_response(peer, cid, resp)
+                try:
+                    if isinstance(resp, FetchResponse) and resp.records and self.append_records is not None:
+                        if resp.partition_error == NONE and resp.leader_epoch == self.voter.epoch:
+                            self.append_records(resp.records)  # first: the next Fetch starts past them
+                    self.voter.handle_response(peer, cid, resp)
+                except Exception as e:  # an answer the state machine refuses (TransitionError): unused
+                    log.error("voter %d: answer from %d refused: %s", self.voter.node_id, peer, e)
+                    self.voter.on_request_failed(peer, o.correlation_id)
                 self.changed.notify_all()
         if sock is not None:
             sock.close()
@@ -217,6 +223,8 @@ class VoterDriver:
                 conn.sendall(W.encode_response(self._answer(req), version, cid))
         except (OSError, EOFError, WireError) as e:
             log.debug("voter %d: closing a connection: %s", self.voter.node_id, e)
+        except Exception as e:  # a request the state machine refuses (TransitionError): close, as Kafka would
+            log.error("voter %d: closing a connection: %s: %s", self.voter.node_id, type(e).__name__, e)
         finally:
             self._sockets.discard(conn)
             conn.close()
