@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from migrator.controller.raft.describe import describe_quorum
 from migrator.controller.raft.election import (
     Candidate,
     ElectionState,
@@ -29,6 +30,7 @@ from migrator.controller.raft.voter_messages import (
     INVALID_VOTER_KEY,
     NONE,
     BeginQuorumEpochRequest,
+    DescribeQuorumRequest,
     EndQuorumEpochRequest,
     FetchRequest,
     FetchResponse,
@@ -560,3 +562,24 @@ def test_a_leader_that_shuts_down_hands_over_at_once():
         c.step()
         c.clock.ms += 10
     assert 1000 <= c.clock.ms - begun <= 1020 and not isinstance(lv2.state, Leader)
+
+
+def test_describe_quorum_answers_as_kafkas_leader_and_refuses_elsewhere():
+    c = Cluster(seed=6, props={"controller.listener.names": "CTRL,OTHER"})
+    c.start()
+    c.run(3000)
+    (leader,) = c.leaders()
+    follower = next(i for i in c.nodes if i != leader)
+    req = DescribeQuorumRequest((("__cluster_metadata", 0),))
+    got = describe_quorum(c.nodes[leader].voter.state, c.config, req, c.clock.ms)
+    assert (got.partition_error, got.leader_id, got.leader_epoch) == (0, leader, c.nodes[leader].voter.epoch)
+    assert got.high_watermark == c.nodes[leader].voter.high_watermark and [
+        v.replica_id for v in got.voters
+    ] == [1, 2, 3]
+    assert got.nodes == tuple((i, "CTRL", "localhost", 9100 + i) for i in (1, 2, 3))
+    refused = describe_quorum(c.nodes[follower].voter.state, c.config, req, c.clock.ms)
+    assert refused.partition_error == 6 and refused.voters == ()  # NOT_LEADER_OR_FOLLOWER
+    other = describe_quorum(
+        c.nodes[leader].voter.state, c.config, DescribeQuorumRequest((("t", 0),)), c.clock.ms
+    )
+    assert other.partition_error == 3 and other.partitions == (("t", 0),)  # UNKNOWN_TOPIC_OR_PARTITION

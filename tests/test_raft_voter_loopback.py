@@ -5,14 +5,17 @@ when it comes back."""
 from __future__ import annotations
 
 import socket
+import struct
 import time
 from pathlib import Path
 
+from migrator.controller.raft import voter_wire as W
 from migrator.controller.raft.election import Follower, Leader
 from migrator.controller.raft.quorum_config import QuorumConfig
 from migrator.controller.raft.quorum_store import FileElectionStore
 from migrator.controller.raft.voter import RaftVoter
 from migrator.controller.raft.voter_driver import VoterDriver
+from migrator.controller.raft.voter_messages import DescribeQuorumRequest, DescribeQuorumResponse
 
 PROPS = {
     "controller.quorum.election.timeout.ms": "300",
@@ -28,6 +31,16 @@ def _listener(port: int = 0) -> socket.socket:
     s.bind(("127.0.0.1", port))
     s.listen()
     return s
+
+
+def _describe(port: int) -> DescribeQuorumResponse:
+    """kafka-metadata-quorum's DescribeQuorum v2, sent to one voter."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(W.encode_request(DescribeQuorumRequest((("__cluster_metadata", 0),)), 2, 77))
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        cid, resp = W.decode_response(W.DESCRIBE_QUORUM, 2, s.recv(size, socket.MSG_WAITALL))
+    assert cid == 77
+    return resp
 
 
 class Quorum:
@@ -83,6 +96,15 @@ def test_three_voters_over_tcp_elect_one_leader_and_reelect_when_it_stops(tmp_pa
         assert q.wait_for_one_leader({1, 2, 3}, 1.0) == leader and q.drivers[leader].voter.epoch == epoch
         for i in (1, 2, 3):
             assert FileElectionStore(tmp_path / str(i)).read().leader_id == leader  # type: ignore[union-attr]
+        # DescribeQuorum over the wire: the leader lists every voter, a follower refuses
+        got = _describe(q.config.voters[leader].port)
+        assert (got.partition_error, got.leader_id, got.leader_epoch) == (0, leader, epoch)
+        assert [v.replica_id for v in got.voters] == [1, 2, 3] and all(
+            v.last_fetch_ms > 0 for v in got.voters
+        )
+        assert [n[0] for n in got.nodes] == [1, 2, 3]
+        follower = next(i for i in (1, 2, 3) if i != leader)
+        assert _describe(q.config.voters[follower].port).partition_error == 6  # NOT_LEADER_OR_FOLLOWER
 
         port = q.listeners[leader].getsockname()[1]
         q.drivers[leader].stop()

@@ -16,9 +16,12 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.serial import entity_reader
 
 from migrator.controller.raft import voter_wire as W
+from migrator.controller.raft.leader_progress import ReplicaView
 from migrator.controller.raft.voter_messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     FetchRequest,
@@ -150,6 +153,38 @@ def test_responses_round_trip_and_read_as_kio_reads_them(msg, versions):
             assert [(e.node_id, e.host, e.port) for e in resp.node_endpoints] == [(2, "h2", 9102)]
 
 
+DQ = DescribeQuorumResponse(
+    (("__cluster_metadata", 0),), 0, 2, 7, 118,
+    (ReplicaView(1, None, 118, 1700, 1690), ReplicaView(2, None, 120, 1800, 1800), ReplicaView(3, None, -1, -1, -1)),
+    (ReplicaView(9, DIR, 100, 1750, 1700),),
+    ((1, "CONTROLLER", "h1", 9101), (2, "CONTROLLER", "h2", 9102), (3, "CONTROLLER", "h3", 9103)),
+)  # fmt: skip
+
+
+def _dq_at(version: int) -> DescribeQuorumResponse:
+    """What DescribeQuorum ``version`` carries of DQ: v0 no fetch times, v0-1 no directories or nodes."""
+
+    def at(r: ReplicaView) -> ReplicaView:
+        return ReplicaView(r.replica_id, r.directory_id if version >= 2 else None, r.log_end_offset,
+                           r.last_fetch_ms if version >= 1 else -1, r.last_caught_up_ms if version >= 1 else -1)  # fmt: skip
+
+    return DescribeQuorumResponse(DQ.partitions, 0, 2, 7, 118, tuple(at(r) for r in DQ.voters),
+                                  tuple(at(r) for r in DQ.observers), DQ.nodes if version >= 2 else ())  # fmt: skip
+
+
+def test_describe_quorum_round_trips_at_every_version():
+    req = DescribeQuorumRequest((("__cluster_metadata", 0),))
+    for version in (0, 1, 2):
+        assert W.decode_request(W.encode_request(req, version, 3)[4:]) == (W.DESCRIBE_QUORUM, version, 3, req)
+        assert W.decode_response(W.DESCRIBE_QUORUM, version, W.encode_response(DQ, version, 4)[4:]) == (
+            4,
+            _dq_at(version),
+        )
+    refused = DescribeQuorumResponse((("__cluster_metadata", 0),), 6)
+    cid, got = W.decode_response(W.DESCRIBE_QUORUM, 2, W.encode_response(refused, 2, 5)[4:])
+    assert got == refused
+
+
 def test_a_top_level_error_comes_back_without_topics():
     cid, got = W.decode_response(W.VOTE, 1, W.encode_response(VoteResponse(104), 1, 5)[4:])
     assert cid == 5 and got == VoteResponse(104)
@@ -187,17 +222,25 @@ def test_kafka_reads_the_voter_frames_zk2kraft_writes(tmp_path):
         (W.encode_request(REQUESTS[2][0], 0, 42), "preferredSuccessors=[3, 1]"),
         (W.encode_request(REQUESTS[2][0], 1, 42), "preferredCandidates=[ReplicaInfo(candidateId=3, candidateDirectoryId=AAAAAAAAAAAAAAAAAAAAAA), ReplicaInfo(candidateId=1"),
         (W.encode_request(REQUESTS[3][0], 17, 42), "replicaState=ReplicaState(replicaId=3, replicaEpoch=-1), maxWaitMs=500"),
+        (W.encode_request(DescribeQuorumRequest((("__cluster_metadata", 0),)), 2, 42), "DescribeQuorumRequestData(topics=[TopicData(topicName='__cluster_metadata', partitions=[PartitionData(partitionIndex=0)])])"),
     ]  # fmt: skip
     for frame, expected in cases:
         (tmp_path / "frame").write_bytes(frame[4:])
         out = run_checker("RaftWire", "request", str(tmp_path / "frame"))
-        assert out.startswith("42 ") and "clusterId='c1'" in out and expected in out, out
+        assert (
+            out.startswith("42 ") and ("clusterId='c1'" in out or "DescribeQuorum" in out) and expected in out
+        ), out
     for msg, version, expected in [
         (RESPONSES[0][0], 1, "leaderId=2, leaderEpoch=7, voteGranted=true)])], nodeEndpoints=[NodeEndpoint(nodeId=2, host='h2', port=9102)]"),
         (RESPONSES[0][0], 0, "leaderEpoch=7, voteGranted=true)])], nodeEndpoints=[])"),
         (RESPONSES[1][0], 0, "partitions=[PartitionData(partitionIndex=0, errorCode=0, leaderId=2, leaderEpoch=7)])]"),
         (RESPONSES[2][0], 1, "errorCode=74, leaderId=2, leaderEpoch=8"),
         (RESPONSES[3][0], 17, "highWatermark=118"),
+        (DQ, 2, "leaderId=2, leaderEpoch=7, highWatermark=118, currentVoters=[ReplicaState(replicaId=1, replicaDirectoryId=AAAAAAAAAAAAAAAAAAAAAA, logEndOffset=118, lastFetchTimestamp=1700, lastCaughtUpTimestamp=1690)"),
+        (DQ, 2, "observers=[ReplicaState(replicaId=9, replicaDirectoryId=AAAAAAAAAAAAAAAAAAAAAQ, logEndOffset=100"),
+        (DQ, 2, "nodes=[Node(nodeId=1, listeners=[Listener(name='CONTROLLER', host='h1', port=9101)]), Node(nodeId=2"),
+        (DQ, 0, "currentVoters=[ReplicaState(replicaId=1, replicaDirectoryId=AAAAAAAAAAAAAAAAAAAAAA, logEndOffset=118, lastFetchTimestamp=-1"),
+        (DescribeQuorumResponse((("__cluster_metadata", 0),), 6), 2, "errorCode=6, errorMessage='For requests intended only for the leader"),
     ]:  # fmt: skip
         api = W._API_OF[type(msg)]
         (tmp_path / "frame").write_bytes(W.encode_response(msg, version, 9)[4:])

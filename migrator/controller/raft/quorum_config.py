@@ -21,6 +21,7 @@ ELECTION_BACKOFF_MAX = "controller.quorum.election.backoff.max.ms"
 REQUEST_TIMEOUT = "controller.quorum.request.timeout.ms"
 RETRY_BACKOFF = "controller.quorum.retry.backoff.ms"
 APPEND_LINGER = "controller.quorum.append.linger.ms"
+LISTENER_NAMES = "controller.listener.names"
 
 #: QuorumConfig.DEFAULT_*: property -> default (ms)
 DEFAULTS: dict[str, int] = {
@@ -101,6 +102,8 @@ class QuorumConfig:
     request_timeout_ms: int = DEFAULTS[REQUEST_TIMEOUT]
     retry_backoff_ms: int = DEFAULTS[RETRY_BACKOFF]
     append_linger_ms: int = DEFAULTS[APPEND_LINGER]
+    #: the first of `controller.listener.names`: the listener the voters reach each other on
+    listener_name: str = "CONTROLLER"
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> QuorumConfig:
@@ -116,6 +119,7 @@ class QuorumConfig:
             request_timeout_ms=_int(props, REQUEST_TIMEOUT),
             retry_backoff_ms=_int(props, RETRY_BACKOFF),
             append_linger_ms=_int(props, APPEND_LINGER),
+            listener_name=(props.get(LISTENER_NAMES, "").split(",")[0].strip() or "CONTROLLER"),
         )
 
     @property

@@ -499,7 +499,7 @@ class RaftVoter:
             until_bqe = NEVER
             for peer in self._others():
                 until_bqe = min(until_bqe, self._send(out, peer, now, lambda p: BeginQuorumEpochRequest(
-                    self.cluster_id, self.node_id, st.epoch, p, None, (("CONTROLLER", ep.host, ep.port),))))  # fmt: skip
+                    self.cluster_id, self.node_id, st.epoch, p, None, ((self.config.listener_name, ep.host, ep.port),))))  # fmt: skip
             st.progress.begin_quorum_epoch_deadline = now + st.progress.begin_quorum_epoch_timeout_ms
         return min(until_bqe, check)
 
@@ -554,7 +554,7 @@ class RaftVoter:
     def _poll_resigned(self, st: Resigned, now: int, out: list[Outbound]) -> int:
         wait = NEVER
         ep = self.config.voters.get(self.node_id)
-        endpoints = (("CONTROLLER", ep.host, ep.port),) if ep is not None else ()
+        endpoints = ((self.config.listener_name, ep.host, ep.port),) if ep is not None else ()
         for peer in sorted(st.unacked):
             wait = min(wait, self._send(out, peer, now, lambda _p: EndQuorumEpochRequest(
                 self.cluster_id, self.node_id, st.epoch, st.preferred_successors, endpoints)))  # fmt: skip

@@ -26,11 +26,13 @@ from typing import Any
 from migrator.controller import messages as M
 from migrator.controller import wire
 from migrator.controller.raft import voter_wire as W
+from migrator.controller.raft.describe import describe_quorum
 from migrator.controller.raft.quorum_config import VoterEndpoint
 from migrator.controller.raft.voter import Outbound, RaftVoter
 from migrator.controller.raft.voter_messages import (
     NONE,
     BeginQuorumEpochRequest,
+    DescribeQuorumRequest,
     EndQuorumEpochRequest,
     FetchRequest,
     FetchResponse,
@@ -252,6 +254,8 @@ class VoterDriver:
                 resp = v.handle_begin_quorum_epoch(req)
             elif isinstance(req, EndQuorumEpochRequest):
                 resp = v.handle_end_quorum_epoch(req)
+            elif isinstance(req, DescribeQuorumRequest):
+                return describe_quorum(v.state, v.config, req, v.clock())
             else:
                 resp = self._fetch(req)
             self.changed.notify_all()  # the poll loop looks at the new state at once

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from migrator.controller.raft.leader_progress import ReplicaView
+
 __all__ = [
+    "DescribeQuorumRequest",
+    "DescribeQuorumResponse",
     "BeginQuorumEpochRequest",
     "BeginQuorumEpochResponse",
     "EndQuorumEpochRequest",
@@ -30,6 +34,14 @@ FENCED_LEADER_EPOCH = 74
 UNKNOWN_LEADER_EPOCH = 75
 INCONSISTENT_CLUSTER_ID = 104
 INVALID_VOTER_KEY = 125
+UNKNOWN_TOPIC_OR_PARTITION = 3
+#: Errors.message(): what Kafka's DescribeQuorum error answers carry as ErrorMessage (v2)
+MESSAGES = {
+    NOT_LEADER_OR_FOLLOWER: "For requests intended only for the leader, this error indicates that the broker is "
+    "not the current leader. For requests intended for any replica, this error indicates that the broker is not "
+    "a replica of the topic partition.",
+    UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+}
 
 #: (host, port) of a voter's controller listener
 Endpoint = tuple[str, int]
@@ -118,3 +130,25 @@ class FetchResponse:
     high_watermark: int = -1
     leader_endpoint: Endpoint | None = None
     records: bytes = b""  # the batches, for the log; the state machine never reads them
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumRequest:
+    """The (topic, partition) pairs asked about; only `__cluster_metadata` 0 has a quorum."""
+
+    partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumResponse:
+    """One partition's answer, or ``partition_error`` for each asked partition (Kafka's
+    getPartitionLevelErrorResponse / singletonErrorResponse: the other fields 0)."""
+
+    partitions: tuple[tuple[str, int], ...]
+    partition_error: int = 0
+    leader_id: int = 0
+    leader_epoch: int = 0
+    high_watermark: int = 0
+    voters: tuple[ReplicaView, ...] = ()
+    observers: tuple[ReplicaView, ...] = ()
+    nodes: tuple[tuple[int, str, str, int], ...] = ()  # v2: (node id, listener, host, port) of each voter

@@ -25,9 +25,13 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 
+from migrator.controller.raft.leader_progress import ReplicaView
 from migrator.controller.raft.voter_messages import (
+    MESSAGES,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     FetchRequest,
@@ -46,7 +50,7 @@ __all__ = [
     "negotiate",
 ]
 
-FETCH, VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH = 1, 52, 53, 54
+FETCH, VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, DESCRIBE_QUORUM = 1, 52, 53, 54, 55
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 ZERO_UUID = uuid.UUID(int=0)
@@ -57,17 +61,20 @@ VOTER_VERSIONS: dict[int, tuple[int, int]] = {
     BEGIN_QUORUM_EPOCH: (0, 1),
     END_QUORUM_EPOCH: (0, 1),
     FETCH: (13, 17),
+    DESCRIBE_QUORUM: (0, 2),
 }
 _MODULES = {
     FETCH: ("fetch", "Fetch"),
     VOTE: ("vote", "Vote"),
     BEGIN_QUORUM_EPOCH: ("begin_quorum_epoch", "BeginQuorumEpoch"),
     END_QUORUM_EPOCH: ("end_quorum_epoch", "EndQuorumEpoch"),
+    DESCRIBE_QUORUM: ("describe_quorum", "DescribeQuorum"),
 }
 _API_OF = {
     VoteRequest: VOTE, VoteResponse: VOTE, BeginQuorumEpochRequest: BEGIN_QUORUM_EPOCH,
     BeginQuorumEpochResponse: BEGIN_QUORUM_EPOCH, EndQuorumEpochRequest: END_QUORUM_EPOCH,
     EndQuorumEpochResponse: END_QUORUM_EPOCH, FetchRequest: FETCH, FetchResponse: FETCH,
+    DescribeQuorumRequest: DESCRIBE_QUORUM, DescribeQuorumResponse: DESCRIBE_QUORUM,
 }  # fmt: skip
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
@@ -165,6 +172,13 @@ def _request_entity(msg: Any, version: int) -> Any:
             kw["preferred_successors"] = tuple(msg.preferred_successors)
         topic = m.TopicData(topic_name=METADATA_TOPIC, partitions=(m.PartitionData(**kw),))
         return m.EndQuorumEpochRequest(cluster_id=msg.cluster_id, topics=(topic,), **top)
+    if isinstance(msg, DescribeQuorumRequest):
+        topics: dict[str, list[int]] = {}
+        for name, index in msg.partitions:
+            topics.setdefault(name, []).append(index)
+        return m.DescribeQuorumRequest(topics=tuple(
+            m.TopicData(topic_name=n, partitions=tuple(m.PartitionData(partition_index=i) for i in ps))
+            for n, ps in topics.items()))  # fmt: skip
     assert isinstance(msg, FetchRequest)
     part = _fields(m.FetchPartition, partition=0, current_leader_epoch=msg.current_leader_epoch,
                    fetch_offset=msg.fetch_offset, last_fetched_epoch=msg.last_fetched_epoch, log_start_offset=-1,
@@ -214,6 +228,9 @@ def decode_request(frame: bytes | memoryview) -> tuple[int, int, int, Any]:
     req, size = _read(cls, frame, pos)
     if pos + size != len(frame):
         raise WireError("bytes after the request body")
+    if api == DESCRIBE_QUORUM:
+        asked = tuple((t.topic_name, int(p.partition_index)) for t in req.topics for p in t.partitions)
+        return api, version, int(header.correlation_id), DescribeQuorumRequest(asked)
     if api == FETCH:
         p = _only_partition(req.topics, by_id=version >= 13)
         rid = int(req.replica_state.replica_id) if version >= 15 else int(req.replica_id)
@@ -243,10 +260,12 @@ def decode_request(frame: bytes | memoryview) -> tuple[int, int, int, Any]:
 # --- responses ---------------------------------------------------------------------------------------
 
 
-def _response_entity(msg: Any, version: int, leader_listener: str = "CONTROLLER") -> Any:
+def _response_entity(msg: Any, version: int) -> Any:
     api = _API_OF[type(msg)]
     m = _mod(api, version, "response")
     top: dict[str, Any] = {}
+    if api == DESCRIBE_QUORUM:
+        return _describe_quorum_entity(m, msg, version)
     if api == FETCH:
         part = m.PartitionData(partition_index=0, error_code=ErrorCode(msg.partition_error), high_watermark=msg.high_watermark,
                                log_start_offset=-1, current_leader=m.LeaderIdAndEpoch(leader_id=msg.leader_id, leader_epoch=msg.leader_epoch),
@@ -274,6 +293,30 @@ def _response_entity(msg: Any, version: int, leader_listener: str = "CONTROLLER"
     )
 
 
+def _describe_quorum_entity(m: Any, msg: DescribeQuorumResponse, version: int) -> Any:
+    """RaftUtil.singletonDescribeQuorumResponse, or the error answer for each asked partition."""
+
+    def replica(r: ReplicaView) -> Any:
+        return _fields(m.ReplicaState, replica_id=r.replica_id, replica_directory_id=_uuid(r.directory_id),
+                       log_end_offset=r.log_end_offset, last_fetch_timestamp=r.last_fetch_ms,
+                       last_caught_up_timestamp=r.last_caught_up_ms)  # fmt: skip
+
+    parts: dict[str, list[Any]] = {}
+    for name, index in msg.partitions:
+        parts.setdefault(name, []).append(_fields(
+            m.PartitionData, partition_index=index, error_code=ErrorCode(msg.partition_error),
+            error_message=MESSAGES.get(msg.partition_error), leader_id=msg.leader_id, leader_epoch=msg.leader_epoch,
+            high_watermark=msg.high_watermark, current_voters=tuple(replica(r) for r in msg.voters),
+            observers=tuple(replica(r) for r in msg.observers)))  # fmt: skip
+    nodes = tuple(
+        m.Node(node_id=n, listeners=(m.Listener(name=name, host=host, port=port),)) for n, name, host, port in msg.nodes
+    ) if version >= 2 else ()  # fmt: skip
+    topics = tuple(m.TopicData(topic_name=n, partitions=tuple(ps)) for n, ps in parts.items())
+    return _fields(
+        m.DescribeQuorumResponse, error_code=ErrorCode(0), error_message=None, topics=topics, nodes=nodes
+    )
+
+
 def encode_response(msg: Any, version: int, correlation_id: int) -> bytes:
     """A size-prefixed response frame: header v1 for flexible versions, v0 otherwise."""
     api = _API_OF[type(msg)]
@@ -294,6 +337,8 @@ def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tu
     if pos + size != len(frame):
         raise WireError("bytes after the response body")
     cid = int(header.correlation_id)
+    if api_key == DESCRIBE_QUORUM:
+        return cid, _describe_quorum_message(resp)
     endpoints = {int(e.node_id): (e.host, int(e.port)) for e in getattr(resp, "node_endpoints", ())}
     parts = resp.responses if api_key == FETCH else resp.topics
     if resp.error_code != 0 or not parts:
@@ -314,3 +359,21 @@ def decode_response(api_key: int, version: int, frame: bytes | memoryview) -> tu
         )
     out = BeginQuorumEpochResponse if api_key == BEGIN_QUORUM_EPOCH else EndQuorumEpochResponse
     return cid, out(0, int(p.error_code), leader, int(p.leader_epoch), endpoints.get(leader))
+
+
+def _describe_quorum_message(resp: Any) -> DescribeQuorumResponse:
+    def view(r: Any) -> ReplicaView:
+        return ReplicaView(int(r.replica_id), _text(getattr(r, "replica_directory_id", None)), int(r.log_end_offset),
+                           int(getattr(r, "last_fetch_timestamp", -1)), int(getattr(r, "last_caught_up_timestamp", -1)))  # fmt: skip
+
+    asked = tuple((t.topic_name, int(p.partition_index)) for t in resp.topics for p in t.partitions)
+    if not asked:
+        return DescribeQuorumResponse((), int(resp.error_code))
+    p = resp.topics[0].partitions[0]
+    nodes = tuple(
+        (int(n.node_id), lst.name, lst.host, int(lst.port))
+        for n in getattr(resp, "nodes", ())
+        for lst in n.listeners
+    )
+    return DescribeQuorumResponse(asked, int(p.error_code), int(p.leader_id), int(p.leader_epoch), int(p.high_watermark),
+                                  tuple(view(r) for r in p.current_voters), tuple(view(r) for r in p.observers), nodes)  # fmt: skip
