@@ -252,47 +252,117 @@ def write_partition_metadata(path: Path, topic_id: str = METADATA_TOPIC_ID) -> N
 # quorum-state
 
 
+#: Kafka's Uuid.ZERO_UUID as text: a version 1 `votedDirectoryId` of "no directory".
+ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"
+
+#: The fields Kafka's generated QuorumStateDataJsonConverter requires, per data_version: a file without
+#: one of them stops Kafka's controller at start ("unable to locate field ..., which is mandatory").
+_QUORUM_FIELDS = {
+    0: ("clusterId", "leaderId", "leaderEpoch", "votedId", "appliedOffset", "currentVoters"),
+    1: ("leaderId", "leaderEpoch", "votedId", "votedDirectoryId"),
+}
+
+
 @dataclass(frozen=True)
 class QuorumState:
-    """Raft election state; zk2kraft writes v0 (static voters, kraft.version 0) as a sole voter."""
+    """Raft election state as Kafka 3.9's FileQuorumStateStore keeps it (QuorumStateData).
+
+    data_version 0 goes with kraft.version 0 (static `controller.quorum.voters`): it names the voters;
+    version 1 (kraft.version 1) names the voted candidate's directory instead. `voted_directory_id` is
+    Kafka's Uuid text, None for none (Uuid.ZERO_UUID in a version 1 file).
+    """
 
     leader_id: int
     leader_epoch: int
     voted_id: int = -1
     voters: tuple[int, ...] = ()
     data_version: int = 0
+    voted_directory_id: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
 
+def _json_int(data: dict[str, Any], key: str, path: Path) -> int:
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadInputError(f"{path}: quorum-state field {key} is {value!r}, not an integer")
+    return value
+
+
 def read_quorum_state(path: Path) -> QuorumState:
+    """The first line of `quorum-state`, read as Kafka's FileQuorumStateStore reads it: data_version 0 or
+    1 and every field that version requires, or one BadInputError line naming what Kafka would refuse."""
+    line = _read_text(path).split("\n", 1)[0]
     try:
-        data = json.loads(_read_text(path))
+        data = json.loads(line)
     except json.JSONDecodeError as e:
         raise BadInputError(f"{path}: not JSON ({e.msg} at char {e.pos})") from None
     if not isinstance(data, dict) or "leaderEpoch" not in data:
         raise BadInputError(f"{path}: not a quorum-state document (no leaderEpoch)")
-    try:
-        return QuorumState(
-            leader_id=int(data.get("leaderId", -1)),
-            leader_epoch=int(data["leaderEpoch"]),
-            voted_id=int(data.get("votedId", -1)),
-            voters=tuple(int(v["voterId"]) for v in data.get("currentVoters") or []),
-            data_version=int(data.get("data_version", 0)),
-            raw=data,
+    if "data_version" not in data:
+        raise BadInputError(f"{path}: no data_version field (Kafka refuses the file)")
+    version = _json_int(data, "data_version", path)
+    if version not in _QUORUM_FIELDS:
+        raise BadInputError(f"{path}: data_version {version} (Kafka 3.9 reads 0 and 1)")
+    missing = [k for k in _QUORUM_FIELDS[version] if k not in data]
+    if missing:
+        raise BadInputError(
+            f"{path}: data_version {version} requires {', '.join(missing)} (Kafka refuses the file)"
         )
-    except (TypeError, ValueError, KeyError) as e:
-        raise BadInputError(f"{path}: malformed quorum-state field ({e})") from None
+    voted_dir: str | None = None
+    voters: tuple[int, ...] = ()
+    if version == 0:
+        raw_voters = data["currentVoters"]
+        if not isinstance(raw_voters, list):
+            raise BadInputError(
+                f"{path}: currentVoters is {raw_voters!r}, not a list (Kafka refuses the file)"
+            )
+        try:
+            voters = tuple(_json_int(v, "voterId", path) for v in raw_voters)
+        except (TypeError, KeyError):
+            raise BadInputError(f'{path}: currentVoters entries must be {{"voterId": N}}') from None
+    else:
+        text = data["votedDirectoryId"]
+        if not isinstance(text, str) or len(text) != 22:
+            raise BadInputError(f"{path}: votedDirectoryId {text!r} is not a Kafka Uuid")
+        voted_dir = None if text == ZERO_UUID_TEXT else text
+    return QuorumState(
+        leader_id=_json_int(data, "leaderId", path),
+        leader_epoch=_json_int(data, "leaderEpoch", path),
+        voted_id=_json_int(data, "votedId", path),
+        voters=voters,
+        data_version=version,
+        voted_directory_id=voted_dir,
+        raw=data,
+    )
+
+
+def quorum_state_bytes(state: QuorumState) -> bytes:
+    """The one line Kafka's FileQuorumStateStore writes: QuorumStateDataJsonConverter's fields in schema
+    order, then data_version; version 0's clusterId and appliedOffset are their defaults ("" and 0) and
+    its voters come out in ascending order, as Kafka's set of voter ids does."""
+    data: dict[str, Any]
+    if state.data_version == 0:
+        data = {
+            "clusterId": "",
+            "leaderId": state.leader_id,
+            "leaderEpoch": state.leader_epoch,
+            "votedId": state.voted_id,
+            "appliedOffset": 0,
+            "currentVoters": [{"voterId": v} for v in sorted(set(state.voters))],
+        }
+    elif state.data_version == 1:
+        data = {
+            "leaderId": state.leader_id,
+            "leaderEpoch": state.leader_epoch,
+            "votedId": state.voted_id,
+            "votedDirectoryId": state.voted_directory_id or ZERO_UUID_TEXT,
+        }
+    else:
+        raise ValueError(f"quorum-state data_version {state.data_version}: Kafka 3.9 writes 0 and 1")
+    data["data_version"] = state.data_version
+    return json.dumps(data, separators=(",", ":")).encode("utf-8")
 
 
 def write_quorum_state(path: Path, state: QuorumState) -> None:
-    """Kafka's FileQuorumStateStore: JSON to `quorum-state.tmp`, then an atomic move."""
-    data = {
-        "clusterId": "",
-        "leaderId": state.leader_id,
-        "leaderEpoch": state.leader_epoch,
-        "votedId": state.voted_id,
-        "appliedOffset": 0,
-        "currentVoters": [{"voterId": v} for v in state.voters],
-        "data_version": 0,
-    }
-    atomic_write(path, json.dumps(data, separators=(",", ":")).encode("utf-8"))
+    """Kafka's FileQuorumStateStore: JSON to `quorum-state.tmp`, fsync, then an atomic move."""
+    atomic_write(path, quorum_state_bytes(state))

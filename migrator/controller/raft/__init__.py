@@ -1,0 +1,1 @@
+"""Kafka's Raft (KRaft) parts of the controller: the quorum's leader side and its voter side."""
