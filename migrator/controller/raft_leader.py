@@ -30,6 +30,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from migrator.controller import kafka_errors as E
 from migrator.controller import wire
 from migrator.controller.raft_fetch import LogView
+from migrator.controller.raft_slices import MARKER, SlicedAnswer, split_at_marker
 from migrator.kraft.log import MetadataLog
 
 __all__ = ["METADATA_TOPIC", "METADATA_TOPIC_UUID", "RAFT_VERSIONS", "LongPoll", "RaftLeader"]
@@ -182,13 +183,17 @@ class RaftLeader:
     def serves(frame: bytes | memoryview) -> bool:
         return len(frame) >= 2 and _KEY.unpack_from(frame, 0)[0] in RAFT_VERSIONS
 
-    def answer(self, frame: bytes | memoryview, park: bool = False) -> bytes | LongPoll | None:
+    def answer(
+        self, frame: bytes | memoryview, park: bool = False, sliced: bool = False
+    ) -> bytes | SlicedAnswer | LongPoll | None:
         """The response frame to one Raft request, or None to close the connection (as Kafka does on
         an unsupported version or bytes that are not the request they claim to be).
 
         A Fetch that has to wait long-polls on this thread, unless ``park``: then it comes back as a
         `LongPoll` for the listener's `long_polls.LongPolls` to answer (`complete_framed`) when the
-        high watermark moves or its time is up, so that parked fetches hold no thread."""
+        high watermark moves or its time is up, so that parked fetches hold no thread. With ``sliced``
+        a Fetch answered at once with more than `raft_fetch.SLICE_MIN_BYTES` of records comes back as
+        a `SlicedAnswer` (sent from the segment file; the caller must send it or close it)."""
         try:
             api_key, version = struct.unpack_from(">hh", frame, 0)
             lo, hi = RAFT_VERSIONS[api_key]
@@ -218,9 +223,15 @@ class RaftLeader:
             response = handler(version, request, resp_mod)
             if isinstance(response, LongPoll):
                 response.correlation_id = header.correlation_id
-                if park:
+                first = self._complete(response, sliced)
+                if isinstance(first, SlicedAnswer):
+                    return self._framed_slice(header.correlation_id, first)
+                if first is not None:
+                    response = first
+                elif park:
                     return response
-                response = self._wait(response)
+                else:
+                    response = self._wait(response)
             body = response if isinstance(response, bytes) else wire._write(type(response), response)
         except Exception as e:  # a bug here must not take the listener down: close this connection
             log.error("Raft apiKey %d v%d failed: %s: %s", api_key, version, type(e).__name__, e)
@@ -306,12 +317,30 @@ class RaftLeader:
             replica_id,
             getattr(fp, "replica_directory_id", None),
         )
-        return self.complete(poll) or poll
+        return poll  # `answer` completes it at once if it can
+
+    @staticmethod
+    def _framed_slice(correlation_id: int, body: SlicedAnswer) -> SlicedAnswer:
+        """``body`` (a response body in parts) as a whole response frame, as `_frame` frames bytes."""
+        body.head = _FRAME_HEAD.pack(len(body) + 5, correlation_id) + b"\x00" + body.head
+        return body
 
     def complete(self, poll: LongPoll) -> bytes | None:
         """The Fetch response body for ``poll``, or None while it should go on waiting: nothing past its
         offset yet, time left, and the leader not closing (KafkaRaftClient.tryCompleteFetchRequest)."""
-        got = self.view.read(poll.offset, poll.last_epoch, poll.max_bytes)
+        body = self._complete(poll, False)
+        assert not isinstance(body, SlicedAnswer)
+        return body
+
+    def _complete(self, poll: LongPoll, sliced: bool) -> bytes | SlicedAnswer | None:
+        """`complete`; with ``sliced`` a large answer's records stay in the segment (`SlicedAnswer`)."""
+        got = self.view.read(poll.offset, poll.last_epoch, poll.max_bytes, sliced)
+        if got.slice is not None:
+            try:
+                return self._sliced_body(poll, got)
+            except BaseException:
+                got.slice.close()
+                raise
         if (
             not got.records
             and got.verdict.kind == "valid"
@@ -351,6 +380,22 @@ class RaftLeader:
                 self._bodies.clear()
             self._bodies[key] = body
         return body
+
+    def _sliced_body(self, poll: LongPoll, got: Any) -> SlicedAnswer:
+        """The response body of a valid read with records, encoded with `MARKER` standing for them and
+        cut there: the same fields `complete` writes, the records sent from the file."""
+        self._note_fetch(poll.replica_id, poll.directory_id, poll.offset, got.high_watermark)
+        mod = poll.mod
+        part = self._fetch_partition(
+            mod,
+            E.NONE,
+            high_watermark=got.high_watermark,
+            log_start_offset=got.log_start_offset,
+            records=MARKER,
+        )
+        resp = self._fetch_response(mod, E.NONE, part)
+        head, tail = split_at_marker(wire._write(type(resp), resp), got.slice.count)
+        return SlicedAnswer(head, got.slice, tail)
 
     def complete_framed(self, poll: LongPoll) -> bytes | None:
         """``complete`` as a response frame (b"" when answering failed: close the connection)."""
