@@ -179,12 +179,24 @@ def _recv(sock: socket.socket, n: int) -> memoryview:
     return view.toreadonly()  # (kio decodes read-only buffers)
 
 
+#: SO_RCVBUF of the Kafka-shaped observers (--observer-rcvbuf); 0: the system's autotuning. Kafka's
+#: observer sets `socket.receive.buffer.bytes` (102400 by default) on its Raft connection
+#: (KafkaRaftManager.buildNetworkClient passes it to its NetworkClient; the send buffer is left alone).
+OBSERVER_RCVBUF = 0
+
+
 class Observer:
     """A Fetch v17 client. ``kafka_shaped``: the request exactly as Kafka 3.9's KafkaRaftClient builds it
-    (buildFetchRequest: MaxBytes 8 MiB, PartitionMaxBytes and MinBytes left at their default 0)."""
+    (buildFetchRequest: MaxBytes 8 MiB, PartitionMaxBytes and MinBytes left at their default 0), on a
+    socket with `OBSERVER_RCVBUF`."""
 
     def __init__(self, port: int, replica: int, host: str = "127.0.0.1", kafka_shaped: bool = False) -> None:
-        self.sock = socket.create_connection((host, port))
+        if kafka_shaped and OBSERVER_RCVBUF > 0:
+            self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, OBSERVER_RCVBUF)  # before connect
+            self.sock.connect((host, port))
+        else:
+            self.sock = socket.create_connection((host, port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.replica = replica
         self.offset, self.epoch, self.cid = 0, 0, 0
@@ -583,7 +595,7 @@ def kafka_leader(d: str, end: int) -> Iterator[tuple[int, int] | None]:
 
 
 def kafka_observer(
-    d: str, end: int, with_kafka: bool = True, repeat: int = 9, warm: int = 100
+    d: str, end: int, with_kafka: bool = True, repeat: int = 41, warm: int = 100
 ) -> dict[str, Row]:
     """One observer catching up from offset 0, side by side in the same rounds: shaped as Kafka's
     KafkaRaftClient sends it and with PartitionMaxBytes 8 MiB (the other rows' observer) against a
@@ -765,6 +777,12 @@ def main() -> int:
     ap.add_argument("--kafka-observer-only", action="store_true", help="only the Kafka-shaped observer")
     ap.add_argument("--no-kafka", action="store_true", help="not beside Kafka 3.9's own leader")
     ap.add_argument(
+        "--observer-rcvbuf",
+        type=int,
+        default=0,
+        help="SO_RCVBUF of the Kafka-shaped observers (Kafka's socket.receive.buffer.bytes: 102400); 0: autotuned",
+    )
+    ap.add_argument(
         "--decompose", action="store_true", help="split each catch-up into leader / transfer / decode time"
     )
     args = ap.parse_args()
@@ -774,6 +792,8 @@ def main() -> int:
     if args.serve:
         serve(args.serve, args.mode == "index")
         return 0
+    global OBSERVER_RCVBUF
+    OBSERVER_RCVBUF = args.observer_rcvbuf
     kafka_observer_report(args.kafka_observer_records, not args.no_kafka, args.decompose)
     if args.kafka_observer_only:
         return 0
