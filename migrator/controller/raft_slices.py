@@ -1,4 +1,5 @@
-"""A Fetch answer whose records go from the segment file to the socket without passing through Python.
+"""A Fetch answer whose records go from the segment file to the socket without passing through Python,
+and the slice of a snapshot file a FetchSnapshot answer carries.
 
 A catch-up answer is up to 8 MiB of batches. Read into Python, they were copied four times before the
 first byte left (the read, the encoder's buffer, its value, the frame); Kafka's leader sends them from
@@ -13,9 +14,11 @@ from __future__ import annotations
 import io
 import os
 import socket
+import struct
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["MARKER", "SegmentSlice", "SlicedAnswer", "split_at_marker"]
+__all__ = ["MARKER", "SegmentSlice", "SlicedAnswer", "read_file_slice", "split_at_marker"]
 
 #: Stands for the records while the response is encoded: 16 random bytes, looked for in a body of a
 #: hundred or so bytes of fixed fields (no other field holds free bytes that could repeat it).
@@ -38,6 +41,20 @@ def split_at_marker(body: bytes, count: int) -> tuple[bytes, bytes]:
     if at < 1 or body.find(MARKER, at + 1) != -1 or body[at - 1] != len(MARKER) + 1:
         raise ValueError("the records' marker is not found once, after its compact length")
     return body[: at - 1] + _uvarint(count + 1), body[at + len(MARKER) :]
+
+
+def read_file_slice(path: Path, position: int, max_bytes: int) -> tuple[int, bytes] | None:
+    """(The file's size, up to ``max_bytes`` of it from ``position``, at least 1, or b"" when
+    ``position`` lies outside it), or None when the file is gone: a FetchSnapshot answer's bytes."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            if not 0 <= position < size:
+                return size, b""
+            f.seek(position)
+            return size, f.read(max(1, min(max_bytes, size)))
+    except FileNotFoundError:  # retention deleted it since it was listed
+        return None
 
 
 @dataclass(slots=True)
@@ -64,6 +81,9 @@ class SegmentSlice:
             os.close(self.fd)
             self.fd = -1
 
+    def __del__(self) -> None:  # an answer dropped by an error before it was sent or read
+        self.close()
+
 
 @dataclass(slots=True)
 class SlicedAnswer:
@@ -72,6 +92,17 @@ class SlicedAnswer:
     head: bytes
     records: SegmentSlice
     tail: bytes
+
+    @classmethod
+    def around(cls, body: bytes, records: SegmentSlice) -> SlicedAnswer:
+        """The answer of ``body``, encoded with `MARKER` as its records, with ``records`` in its place."""
+        head, tail = split_at_marker(body, records.count)
+        return cls(head, records, tail)
+
+    def framed(self, correlation_id: int) -> SlicedAnswer:
+        """As a response frame: its size and ResponseHeader v1 (correlation id, no tagged fields)."""
+        self.head = struct.pack(">ii", len(self) + 5, correlation_id) + b"\x00" + self.head
+        return self
 
     def __len__(self) -> int:
         return len(self.head) + self.records.count + len(self.tail)
