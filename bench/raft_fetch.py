@@ -22,10 +22,12 @@ one of a tenth of that, alternating round by round (what grows with the log show
 
 First of all, one Kafka-shaped observer (the Fetch exactly as Kafka 3.9's KafkaRaftClient sends it: MaxBytes
 8 MiB, PartitionMaxBytes 0) catching up a --kafka-observer-records log from offset 0: Fetch answers,
-records per answer and catch-up time, beside an observer that sets PartitionMaxBytes to 8 MiB.
+records per answer and catch-up time, beside an observer that sets PartitionMaxBytes to 8 MiB, and
+beside Kafka 3.9's own leader in the same rounds; --decompose splits each catch-up into the request, the
+leader's time to the answer's first byte, the transfer and the observer's decode.
 
 Usage: .venv/bin/python bench/raft_fetch.py [--records N] [--observers K] [--rounds R] [--long-poll-only]
-       [--kafka-observer-records N] [--kafka-observer-only]
+       [--kafka-observer-records N] [--kafka-observer-only] [--decompose] [--observer-rcvbuf BYTES]
 """
 
 from __future__ import annotations
