@@ -206,7 +206,8 @@ class Observer:
         self.loaded = 0  # records loaded from snapshots
         self.partition_max_bytes, self.min_bytes = (0, 0) if kafka_shaped else (8 << 20, 1)
         self.answers: list[tuple[int, int]] = []  # (records, bytes) of each Fetch answer with records
-        # per Fetch of `fetch`: (request, leader, transfer, decode) seconds
+        # per Fetch of `fetch` while ``timed``: (request, leader, transfer, decode) seconds
+        self.timed = False
         self.split: list[tuple[float, float, float, float]] = []
 
     def _round_trip(self, payload: bytes) -> memoryview:
@@ -298,9 +299,9 @@ class Observer:
         body = _recv(self.sock, size)
         t_last = time.perf_counter()
         got = self.apply(body)
-        self.split.append(
-            (t_sent - t_start, t_first - t_sent, t_last - t_first, time.perf_counter() - t_last)
-        )
+        if self.timed:  # (not the long-polling observers of `observe`: their list would only grow)
+            t_done = time.perf_counter()
+            self.split.append((t_sent - t_start, t_first - t_sent, t_last - t_first, t_done - t_last))
         return got
 
     def apply(self, body: bytes | bytearray) -> int:
@@ -520,7 +521,7 @@ class Row:
 
     def add(self, o: Observer, elapsed: float) -> None:
         self.answers = o.answers
-        self.fetches = len(o.split)
+        self.fetches = len(o.split)  # (``timed``: every Fetch of the run)
         self.times.append(elapsed)
         self.splits.append(tuple(sum(x) for x in zip(*o.split, strict=True)))
 
@@ -628,7 +629,7 @@ def kafka_observer(
             for _round in range(repeat):  # alternating, the median of each
                 for label, (p, epoch, shaped) in targets.items():
                     o = Observer(p, 90 if shaped else 91, kafka_shaped=shaped)
-                    o.leader_epoch = epoch
+                    o.leader_epoch, o.timed = epoch, True
                     rows[label].add(o, catch_up([o], end))
                     o.sock.close()
     finally:
