@@ -18,20 +18,13 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from migrator.kraft.varint import encode_uvarint
+
 __all__ = ["MARKER", "SegmentSlice", "SlicedAnswer", "read_file_slice", "split_at_marker"]
 
 #: Stands for the records while the response is encoded: 16 random bytes, looked for in a body of a
 #: hundred or so bytes of fixed fields (no other field holds free bytes that could repeat it).
 MARKER = bytes.fromhex("8f1c2e7a0b5d4c96a3e1f07b6d2c9e45")
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def split_at_marker(body: bytes, count: int) -> tuple[bytes, bytes]:
@@ -40,7 +33,7 @@ def split_at_marker(body: bytes, count: int) -> tuple[bytes, bytes]:
     at = body.find(MARKER)
     if at < 1 or body.find(MARKER, at + 1) != -1 or body[at - 1] != len(MARKER) + 1:
         raise ValueError("the records' marker is not found once, after its compact length")
-    return body[: at - 1] + _uvarint(count + 1), body[at + len(MARKER) :]
+    return body[: at - 1] + encode_uvarint(count + 1), body[at + len(MARKER) :]
 
 
 def read_file_slice(path: Path, position: int, max_bytes: int) -> tuple[int, bytes] | None:
