@@ -22,15 +22,18 @@ one of a tenth of that, alternating round by round (what grows with the log show
 
 First of all, one Kafka-shaped observer (the Fetch exactly as Kafka 3.9's KafkaRaftClient sends it: MaxBytes
 8 MiB, PartitionMaxBytes 0) catching up a --kafka-observer-records log from offset 0: Fetch answers,
-records per answer and catch-up time, beside an observer that sets PartitionMaxBytes to 8 MiB.
+records per answer and catch-up time, beside an observer that sets PartitionMaxBytes to 8 MiB, and
+beside Kafka 3.9's own leader in the same rounds; --decompose splits each catch-up into the request, the
+leader's time to the answer's first byte, the transfer and the observer's decode.
 
 Usage: .venv/bin/python bench/raft_fetch.py [--records N] [--observers K] [--rounds R] [--long-poll-only]
-       [--kafka-observer-records N] [--kafka-observer-only]
+       [--kafka-observer-records N] [--kafka-observer-only] [--decompose] [--observer-rcvbuf BYTES]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import io
 import os
@@ -44,6 +47,8 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -162,22 +167,38 @@ def fetch_request(
     return struct.pack(">i", len(data)) + data
 
 
-def _recv(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(min(n - len(out), 1 << 20))
-        if not chunk:
+def _recv(sock: socket.socket, n: int) -> memoryview:
+    """n bytes, read straight into one buffer of that size, as Kafka's NetworkReceive reads a response
+    (a chunk per recv joined afterwards was three copies of each answer, the observer's cost)."""
+    out = bytearray(n)
+    view = memoryview(out)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if not k:
             raise ConnectionError("closed")
-        out += chunk
-    return bytes(out)
+        got += k
+    return view.toreadonly()  # (kio decodes read-only buffers)
+
+
+#: SO_RCVBUF of the Kafka-shaped observers (--observer-rcvbuf); 0: the system's autotuning. Kafka's
+#: observer sets `socket.receive.buffer.bytes` (102400 by default) on its Raft connection
+#: (KafkaRaftManager.buildNetworkClient passes it to its NetworkClient; the send buffer is left alone).
+OBSERVER_RCVBUF = 0
 
 
 class Observer:
     """A Fetch v17 client. ``kafka_shaped``: the request exactly as Kafka 3.9's KafkaRaftClient builds it
-    (buildFetchRequest: MaxBytes 8 MiB, PartitionMaxBytes and MinBytes left at their default 0)."""
+    (buildFetchRequest: MaxBytes 8 MiB, PartitionMaxBytes and MinBytes left at their default 0), on a
+    socket with `OBSERVER_RCVBUF`."""
 
     def __init__(self, port: int, replica: int, host: str = "127.0.0.1", kafka_shaped: bool = False) -> None:
-        self.sock = socket.create_connection((host, port))
+        if kafka_shaped and OBSERVER_RCVBUF > 0:
+            self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, OBSERVER_RCVBUF)  # before connect
+            self.sock.connect((host, port))
+        else:
+            self.sock = socket.create_connection((host, port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.replica = replica
         self.offset, self.epoch, self.cid = 0, 0, 0
@@ -185,8 +206,11 @@ class Observer:
         self.loaded = 0  # records loaded from snapshots
         self.partition_max_bytes, self.min_bytes = (0, 0) if kafka_shaped else (8 << 20, 1)
         self.answers: list[tuple[int, int]] = []  # (records, bytes) of each Fetch answer with records
+        # per Fetch of `fetch` while ``timed``: (request, leader, transfer, decode) seconds
+        self.timed = False
+        self.split: list[tuple[float, float, float, float]] = []
 
-    def _round_trip(self, payload: bytes) -> bytes:
+    def _round_trip(self, payload: bytes) -> memoryview:
         self.sock.sendall(struct.pack(">i", len(payload)) + payload)
         (size,) = struct.unpack(">i", _recv(self.sock, 4))
         return _recv(self.sock, size)
@@ -253,16 +277,34 @@ class Observer:
             )
         )
 
-    def receive(self) -> bytes:
+    def receive(self) -> memoryview:
         (size,) = struct.unpack(">i", _recv(self.sock, 4))
         return _recv(self.sock, size)
 
     def fetch(self, max_wait_ms: int = 0) -> int:
-        """One fetch; returns the records it advanced over (batches walked by their headers)."""
-        self.send_fetch(max_wait_ms)
-        return self.apply(self.receive())
+        """One fetch; returns the records it advanced over (batches walked by their headers).
 
-    def apply(self, body: bytes) -> int:
+        Timed in four parts (`split`): encoding and sending the request; from its last byte sent to the
+        response's first byte in (the leader's work, plus loopback's one-way latency); from there to its
+        last byte in (the transfer, the observer's receive included); the observer's decode and walk."""
+        t_start = time.perf_counter()
+        self.send_fetch(max_wait_ms)
+        t_sent = time.perf_counter()
+        head = self.sock.recv(4)  # returns as soon as the response's first bytes are here
+        t_first = time.perf_counter()
+        if not head:
+            raise ConnectionError("closed")
+        head += bytes(_recv(self.sock, 4 - len(head))) if len(head) < 4 else b""
+        (size,) = struct.unpack(">i", head)
+        body = _recv(self.sock, size)
+        t_last = time.perf_counter()
+        got = self.apply(body)
+        if self.timed:  # (not the long-polling observers of `observe`: their list would only grow)
+            t_done = time.perf_counter()
+            self.split.append((t_sent - t_start, t_first - t_sent, t_last - t_first, t_done - t_last))
+        return got
+
+    def apply(self, body: bytes | bytearray) -> int:
         before = self.offset
         _head, pos = _READ_HEADER(body, 0)
         resp, _ = _READ_FETCH(body, pos)
@@ -467,34 +509,37 @@ def through_snapshot(d: str, observers: int) -> tuple[int, int, float]:
     return loaded, end - start, (loaded + end - start) * observers / elapsed
 
 
-def kafka_observer(d: str, end: int, repeat: int = 5) -> dict[str, tuple[list[tuple[int, int]], float]]:
-    """One observer catching up from offset 0 against a leader child, twice, side by side: shaped as
-    Kafka's KafkaRaftClient sends it, and with PartitionMaxBytes 8 MiB (the other rows' observer).
-    Returns each one's Fetch answers (records, bytes) and median catch-up seconds over ``repeat``."""
-    child, port = _leader_child(d)
-    kinds = (("Kafka-shaped", True), ("PartitionMaxBytes 8 MiB", False))
-    times: dict[str, list[float]] = {label: [] for label, _ in kinds}
-    answers: dict[str, list[tuple[int, int]]] = {}
-    try:
-        warm = Observer(port, 89)
-        catch_up([warm], end)  # the first read of the files after the open is not what is measured
-        warm.sock.close()
-        for _round in range(repeat):  # alternating, the median of each
-            for label, shaped in kinds:
-                o = Observer(port, 90 if shaped else 91, kafka_shaped=shaped)
-                times[label].append(catch_up([o], end))
-                answers[label] = o.answers
-                o.sock.close()
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(60)
-    return {label: (answers[label], statistics.median(t)) for label, t in times.items()}
+@dataclass
+class Row:
+    """One leader's catch-ups: the answers of the last run, and per run its time and its Fetches'
+    (request, leader, transfer, decode) seconds summed (`Observer.split`)."""
+
+    answers: list[tuple[int, int]] = field(default_factory=list)
+    fetches: int = 0  # of the last run, those that did not advance too
+    times: list[float] = field(default_factory=list)
+    splits: list[tuple[float, ...]] = field(default_factory=list)
+
+    def add(self, o: Observer, elapsed: float) -> None:
+        self.answers = o.answers
+        self.fetches = len(o.split)  # (``timed``: every Fetch of the run)
+        self.times.append(elapsed)
+        self.splits.append(tuple(sum(x) for x in zip(*o.split, strict=True)))
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    def split_median(self) -> list[float]:
+        """The median of each part, and of what the catch-up spent outside the Fetches (its thread)."""
+        parts = [statistics.median(x) for x in zip(*self.splits, strict=True)]
+        return [*parts, statistics.median(t - sum(x) for t, x in zip(self.times, self.splits, strict=True))]
 
 
-def kafka_leader(d: str, end: int, repeat: int = 5) -> tuple[list[tuple[int, int]], float] | None:
-    """The Kafka-shaped observer against Kafka 3.9's own KRaft controller started on a copy of the same
-    directory (its single voter, so its leader); None when Kafka's jars cannot be had."""
+@contextlib.contextmanager
+def kafka_leader(d: str, end: int) -> Iterator[tuple[int, int] | None]:
+    """Kafka 3.9's own KRaft controller started on a copy of the directory (its single voter, so its
+    leader): yields (port, leader epoch) once it answers a Fetch with records, or None when Kafka's
+    jars cannot be had or it never answers."""
     import shutil
 
     from migrator.kraft import dirfiles
@@ -527,7 +572,8 @@ def kafka_leader(d: str, end: int, repeat: int = 5) -> tuple[list[tuple[int, int
             node.start(wait_port="CONTROLLER", timeout=120)
         except (KafkaFetchError, OSError) as e:
             print(f"  (Kafka's leader not measured: {e})")
-            return None
+            yield None
+            return
         try:
             deadline = time.monotonic() + 120
             while True:  # until Kafka's controller leads its epoch and answers a Fetch with records
@@ -544,42 +590,93 @@ def kafka_leader(d: str, end: int, repeat: int = 5) -> tuple[list[tuple[int, int
                     break
             if o.offset == 0:
                 print(f"  (Kafka's leader never answered: {node.last_lines()})")
-                return None
-            warm = Observer(port, 89, kafka_shaped=True)
-            catch_up([warm], end)
-            warm.sock.close()
-            times, answers = [], []
-            for _round in range(repeat):
-                o = Observer(port, 90, kafka_shaped=True)
-                o.leader_epoch = warm.leader_epoch
-                times.append(catch_up([o], end))
-                answers = o.answers
-                o.sock.close()
-            return answers, statistics.median(times)
+                yield None
+                return
+            yield port, o.leader_epoch
         finally:
             node.stop()
 
 
-def kafka_observer_report(records: int, with_kafka: bool = True) -> None:
+def kafka_observer(
+    d: str, end: int, with_kafka: bool = True, repeat: int = 41, warm: int = 100
+) -> dict[str, Row]:
+    """One observer catching up from offset 0, side by side in the same rounds: shaped as Kafka's
+    KafkaRaftClient sends it and with PartitionMaxBytes 8 MiB (the other rows' observer) against a
+    zk2kraft leader child, and Kafka-shaped against Kafka's own leader on a copy of the directory.
+
+    Each leader first serves ``warm`` catch-ups (the page cache, and Kafka's JIT, are not what is
+    measured), then the rows take turns, ``repeat`` rounds."""
+    child, port = _leader_child(d)
+    targets: dict[str, tuple[int, int, bool]] = {  # label -> (port, leader epoch, Kafka-shaped)
+        "Kafka-shaped": (port, 1, True),
+        "PartitionMaxBytes 8 MiB": (port, 1, False),
+    }
+    try:
+        with contextlib.ExitStack() as stack:
+            if with_kafka:
+                kafka = stack.enter_context(kafka_leader(d, end))
+                if kafka is not None:
+                    targets["Kafka-shaped, Kafka leader"] = (kafka[0], kafka[1], True)
+            rows = {label: Row() for label in targets}
+            for label, (p, epoch, _shaped) in targets.items():
+                if label == "PartitionMaxBytes 8 MiB":
+                    continue  # the same leader as the first row
+                for _ in range(warm):
+                    o = Observer(p, 89, kafka_shaped=True)
+                    o.leader_epoch = epoch
+                    catch_up([o], end)
+                    o.sock.close()
+            for _round in range(repeat):  # alternating, the median of each
+                for label, (p, epoch, shaped) in targets.items():
+                    o = Observer(p, 90 if shaped else 91, kafka_shaped=shaped)
+                    o.leader_epoch, o.timed = epoch, True
+                    rows[label].add(o, catch_up([o], end))
+                    o.sock.close()
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(60)
+    return rows
+
+
+def kafka_observer_report(records: int, with_kafka: bool = True, decompose: bool = False) -> None:
     with tempfile.TemporaryDirectory() as d:
         build_log(d, records)
         ro = MetadataLog.open(d)
         end, nbytes = ro.end_offset, sum(os.path.getsize(s.path) for s in ro.segments)
         ro.close()
         print(f"one observer catching up a {end:,}-record log ({nbytes / 1e6:.1f} MB) from offset 0:")
-        print(f"  {'':26}{'answers':>8}{'records/answer':>16}{'max':>9}{'MB/answer':>11}{'catch-up':>10}")
-        rows = kafka_observer(d, end)
-        if with_kafka:
-            kafka = kafka_leader(d, end)
-            if kafka is not None:
-                rows["Kafka-shaped, Kafka leader"] = kafka
-        for label, (answers, elapsed) in rows.items():
+        print(f"  load average before {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        rows = kafka_observer(d, end, with_kafka)
+        print(
+            f"  {'':26}{'answers':>8}{'fetches':>8}{'records/answer':>16}{'max':>9}{'MB/answer':>11}"
+            f"{'catch-up':>10}"
+        )
+        for label, row in rows.items():
+            answers = row.answers
             n = len(answers)
             per = sum(a for a, _ in answers) / n
             print(
-                f"  {label:26}{n:>8}{per:>16,.0f}{max(a for a, _ in answers):>9,}"
-                f"{sum(b for _, b in answers) / n / 1e6:>11.2f}{elapsed * 1000:>8.0f}ms"
+                f"  {label:26}{n:>8}{row.fetches:>8}{per:>16,.0f}{max(a for a, _ in answers):>9,}"
+                f"{sum(b for _, b in answers) / n / 1e6:>11.2f}{row.median * 1000:>8.1f}ms"
             )
+        kafka = rows.get("Kafka-shaped, Kafka leader")
+        if kafka is not None:
+            print(
+                f"  Kafka's leader / zk2kraft's (Kafka-shaped): {kafka.median / rows['Kafka-shaped'].median:.2f}x"
+            )
+        if decompose:
+            print(
+                "  per catch-up, summed over its Fetches, median of the runs. request: encoding and sending"
+                " it; leader: from its last byte sent to the response's first byte in; transfer: to the"
+                " response's last byte in; decode: the observer's; other: the catch-up's thread, the rest"
+            )
+            heads = ("request", "leader", "transfer", "decode", "other", "catch-up")
+            print(f"  {'':26}" + "".join(f"{h:>10}" for h in heads))
+            for label, row in rows.items():
+                parts = [*row.split_median(), row.median]
+                print(f"  {label:26}" + "".join(f"{x * 1000:>8.2f}ms" for x in parts))
+        print(f"  load average after {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def observe(address: str, observers: int, max_wait_ms: int = 500, nice: int = 0) -> None:
@@ -682,6 +779,15 @@ def main() -> int:
     )
     ap.add_argument("--kafka-observer-only", action="store_true", help="only the Kafka-shaped observer")
     ap.add_argument("--no-kafka", action="store_true", help="not beside Kafka 3.9's own leader")
+    ap.add_argument(
+        "--observer-rcvbuf",
+        type=int,
+        default=0,
+        help="SO_RCVBUF of the Kafka-shaped observers (Kafka's socket.receive.buffer.bytes: 102400); 0: autotuned",
+    )
+    ap.add_argument(
+        "--decompose", action="store_true", help="split each catch-up into leader / transfer / decode time"
+    )
     args = ap.parse_args()
     if args.observe:
         observe(args.observe, args.observers, nice=args.nice)
@@ -689,7 +795,9 @@ def main() -> int:
     if args.serve:
         serve(args.serve, args.mode == "index")
         return 0
-    kafka_observer_report(args.kafka_observer_records, not args.no_kafka)
+    global OBSERVER_RCVBUF
+    OBSERVER_RCVBUF = args.observer_rcvbuf
+    kafka_observer_report(args.kafka_observer_records, not args.no_kafka, args.decompose)
     if args.kafka_observer_only:
         return 0
     with tempfile.TemporaryDirectory() as d:

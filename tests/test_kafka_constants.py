@@ -475,6 +475,7 @@ NOT_A_PEER_VALUE: dict[str, str] = {
     "controller/messages.py:ALTER_REPLICA_STATE": "KIP-589's AlterReplicaState, outside Kafka's apiKey range",
     "controller/kafka_errors.py:UNKNOWN_EVENT_TYPE": "KIP-589's error, outside Kafka's error range",
     "controller/raft_leader.py:_CACHED_BODY_BYTES": _CACHE,
+    "controller/raft_fetch.py:SLICE_MIN_BYTES": "the size above which an answer is sent from the file (sendfile)",
     "controller/scram_server.py:_State.CLIENT_FIRST": "the SCRAM exchange's own states",
     "controller/scram_server.py:_State.CLIENT_FINAL": "the SCRAM exchange's own states",
     "controller/scram_server.py:_State.COMPLETE": "the SCRAM exchange's own states",

@@ -18,11 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from migrator.controller.raft_slices import SegmentSlice
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.offset_index import LogIndex
 from migrator.kraft.snapshot import SnapshotId, list_snapshots
 
-__all__ = ["FetchRead", "LogView", "Verdict"]
+__all__ = ["SLICE_MIN_BYTES", "FetchRead", "LogView", "Verdict"]
+
+#: Reads of more than this are handed out as a `SegmentSlice` when the caller can send one: below it,
+#: a sendfile's extra system calls cost more than the copy, and the long polls' answers stay bytes
+#: (shared by every observer one append wakes).
+SLICE_MIN_BYTES = 64 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +46,7 @@ class FetchRead:
     records: bytes
     high_watermark: int
     log_start_offset: int
+    slice: SegmentSlice | None = None  # instead of ``records``: where they are (the caller closes it)
 
 
 class LogView:
@@ -200,9 +207,10 @@ class LogView:
 
     # -- reading ------------------------------------------------------------------------------------
 
-    def read(self, offset: int, last_epoch: int, max_bytes: int) -> FetchRead:
+    def read(self, offset: int, last_epoch: int, max_bytes: int, sliced: bool = False) -> FetchRead:
         """What a Fetch for (offset, last fetched epoch) gets: batches from the one holding ``offset``
-        up to the high watermark, whole batches, at least one even when it exceeds ``max_bytes``."""
+        up to the high watermark, whole batches, at least one even when it exceeds ``max_bytes``.
+        With ``sliced``, more than `SLICE_MIN_BYTES` of them come as ``slice``, not read."""
         self._ensure_hook()
         hw, reads = self._hw, self._reads
         snaps = self.snapshots()
@@ -210,19 +218,34 @@ class LogView:
         key = (offset, last_epoch, max_bytes, hw, start, len(snaps), snaps[-1].end_offset if snaps else -1)
         got = reads.get(key)
         if got is None:
-            got = self._read(offset, last_epoch, max_bytes, hw)
-            if len(reads) < 64 and len(got.records) <= 64 << 10:  # the long-poll answers, not catch-up
+            got = self._read(offset, last_epoch, max_bytes, hw, sliced)
+            if (
+                got.slice is None and len(reads) < 64 and len(got.records) <= 64 << 10
+            ):  # the long-poll answers, not catch-up
                 reads[key] = got
         return got
 
-    def _read(self, offset: int, last_epoch: int, max_bytes: int, hw: int) -> FetchRead:
+    def _read(self, offset: int, last_epoch: int, max_bytes: int, hw: int, sliced: bool = False) -> FetchRead:
         verdict = self.validate(offset, last_epoch)
         out = bytearray()
         if verdict.kind == "valid" and offset < hw and self.index is not None:
             index = self.index
             if self.log.segments and index.first_base != self.log.segments[0].base_offset:
                 index.refresh()  # retention deleted segments since the last append
-            return FetchRead(verdict, index.read(offset, max_bytes, hw), hw, self.log.log_start_offset)
+            start = self.log.log_start_offset
+            found = index.locate(offset, max_bytes, hw)
+            if found is None:
+                return FetchRead(verdict, b"", hw, start)
+            part = SegmentSlice(*found)
+            if sliced and part.count > SLICE_MIN_BYTES:
+                return FetchRead(verdict, b"", hw, start, part)
+            try:
+                data = part.read()
+            finally:
+                part.close()
+            if len(data) != part.count:
+                raise OSError(f"a segment held {len(data)} of the {part.count} bytes its index promised")
+            return FetchRead(verdict, data, hw, start)
         if verdict.kind == "valid" and offset < hw:
             for _attempt in range(3):  # a segment roll on the writer thread can cut one read short
                 out.clear()

@@ -30,6 +30,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from migrator.controller import kafka_errors as E
 from migrator.controller import wire
 from migrator.controller.raft_fetch import LogView
+from migrator.controller.raft_slices import MARKER, SlicedAnswer, read_file_slice
 from migrator.kraft.log import MetadataLog
 
 __all__ = ["METADATA_TOPIC", "METADATA_TOPIC_UUID", "RAFT_VERSIONS", "LongPoll", "RaftLeader"]
@@ -182,13 +183,16 @@ class RaftLeader:
     def serves(frame: bytes | memoryview) -> bool:
         return len(frame) >= 2 and _KEY.unpack_from(frame, 0)[0] in RAFT_VERSIONS
 
-    def answer(self, frame: bytes | memoryview, park: bool = False) -> bytes | LongPoll | None:
+    def answer(
+        self, frame: bytes | memoryview, park: bool = False, sliced: bool = False
+    ) -> bytes | SlicedAnswer | LongPoll | None:
         """The response frame to one Raft request, or None to close the connection (as Kafka does on
         an unsupported version or bytes that are not the request they claim to be).
 
         A Fetch that has to wait long-polls on this thread, unless ``park``: then it comes back as a
         `LongPoll` for the listener's `long_polls.LongPolls` to answer (`complete_framed`) when the
-        high watermark moves or its time is up, so that parked fetches hold no thread."""
+        high watermark moves or its time is up, so that parked fetches hold no thread. ``sliced``: see
+        `complete` (the caller must send the `SlicedAnswer` or close it)."""
         try:
             api_key, version = struct.unpack_from(">hh", frame, 0)
             lo, hi = RAFT_VERSIONS[api_key]
@@ -218,9 +222,12 @@ class RaftLeader:
             response = handler(version, request, resp_mod)
             if isinstance(response, LongPoll):
                 response.correlation_id = header.correlation_id
-                if park:
+                first = self.complete(response, sliced)
+                if isinstance(first, SlicedAnswer):
+                    return first.framed(header.correlation_id)
+                if first is None and park:
                     return response
-                response = self._wait(response)
+                response = first if first is not None else self._wait(response)
             body = response if isinstance(response, bytes) else wire._write(type(response), response)
         except Exception as e:  # a bug here must not take the listener down: close this connection
             log.error("Raft apiKey %d v%d failed: %s: %s", api_key, version, type(e).__name__, e)
@@ -306,14 +313,16 @@ class RaftLeader:
             replica_id,
             getattr(fp, "replica_directory_id", None),
         )
-        return self.complete(poll) or poll
+        return poll  # `answer` completes it at once if it can
 
-    def complete(self, poll: LongPoll) -> bytes | None:
+    def complete(self, poll: LongPoll, sliced: bool = False) -> bytes | SlicedAnswer | None:
         """The Fetch response body for ``poll``, or None while it should go on waiting: nothing past its
-        offset yet, time left, and the leader not closing (KafkaRaftClient.tryCompleteFetchRequest)."""
-        got = self.view.read(poll.offset, poll.last_epoch, poll.max_bytes)
+        offset yet, time left, and the leader not closing (KafkaRaftClient.tryCompleteFetchRequest).
+        Only with ``sliced``, more than `raft_fetch.SLICE_MIN_BYTES` of records left in the segment."""
+        got = self.view.read(poll.offset, poll.last_epoch, poll.max_bytes, sliced)
+        part = got.slice  # the records left in the segment: encoded as `MARKER`, never cached
         if (
-            not got.records
+            not (got.records or part)
             and got.verdict.kind == "valid"
             and time.monotonic() < poll.deadline
             and not self._closing.is_set()
@@ -334,7 +343,7 @@ class RaftLeader:
             self.epoch,
             len(got.records),
         )
-        body = self._bodies.get(key)
+        body = self._bodies.get(key) if part is None else None
         if body is not None:
             return body
         mod = poll.mod
@@ -343,9 +352,11 @@ class RaftLeader:
             kw["diverging_epoch"] = mod.EpochEndOffset(epoch=got.verdict.epoch, end_offset=got.verdict.offset)
         elif got.verdict.kind == "snapshot":
             kw["snapshot_id"] = mod.SnapshotId(end_offset=got.verdict.offset, epoch=got.verdict.epoch)
-        kw["records"] = got.records
+        kw["records"] = got.records if part is None else MARKER
         resp = self._fetch_response(mod, E.NONE, self._fetch_partition(mod, E.NONE, **kw))
         body = wire._write(type(resp), resp)
+        if part is not None:
+            return SlicedAnswer.around(body, part)
         if len(body) <= _CACHED_BODY_BYTES:  # long-poll answers; catch-up reads of 8 MiB are not kept
             if len(self._bodies) >= 64:
                 self._bodies.clear()
@@ -431,19 +442,10 @@ class RaftLeader:
         if error:
             return response(E.NONE, part(error, ps.snapshot_id))
         path = self.view.snapshot_path(int(ps.snapshot_id.end_offset), int(ps.snapshot_id.epoch))
-        data = b""
-        size = -1
-        if path is not None:
-            try:
-                with open(path, "rb") as f:
-                    size = f.seek(0, 2)
-                    if 0 <= ps.position < size:
-                        f.seek(ps.position)
-                        data = f.read(max(1, min(int(req.max_bytes), size)))
-            except FileNotFoundError:  # retention deleted it between the listing and the open
-                path = None
-        if path is None:
+        found = None if path is None else read_file_slice(path, int(ps.position), int(req.max_bytes))
+        if found is None:  # none, or retention deleted it between the listing and the open
             return response(E.NONE, part(SNAPSHOT_NOT_FOUND, ps.snapshot_id))
+        size, data = found
         if not 0 <= ps.position < size:
             return response(E.NONE, part(POSITION_OUT_OF_RANGE, ps.snapshot_id))
         return response(E.NONE, part(E.NONE, ps.snapshot_id, size, int(ps.position), data))

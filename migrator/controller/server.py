@@ -25,6 +25,7 @@ from migrator.controller import wire
 from migrator.controller.listener_security import ConnectionSecurity, ListenerSecurity
 from migrator.controller.long_polls import LongPolls
 from migrator.controller.raft_leader import LongPoll
+from migrator.controller.raft_slices import SlicedAnswer
 from migrator.controller.sasl_session import Accept
 
 __all__ = ["ControllerServer", "RequestHandler"]
@@ -218,7 +219,10 @@ class ControllerServer:
                     conn.settimeout(None)
                     self.long_polls.adopt(conn, ip, sec, answer, bytes(pending))  # (sent after it)
                     return
-                if answer is not None:
+                if isinstance(answer, SlicedAnswer):  # a catch-up answer: records sent from the file
+                    conn.settimeout(self.idle_timeout_s)
+                    answer.send(conn)
+                elif answer is not None:
                     conn.settimeout(self.idle_timeout_s)  # a reader that never reads holds up only itself
                     conn.sendall(answer)
                 if answer is None or close:
@@ -254,7 +258,9 @@ class ControllerServer:
         self.closed_for_errors += 1
         log.info("closing a controller connection: %s", why)
 
-    def _answer(self, frame_bytes: bytes, sec: ConnectionSecurity) -> tuple[bytes | LongPoll | None, bool]:
+    def _answer(
+        self, frame_bytes: bytes, sec: ConnectionSecurity
+    ) -> tuple[bytes | SlicedAnswer | LongPoll | None, bool]:
         """(The response frame for one request, a parked Fetch, or None; close the connection after it)."""
         try:
             header, pos = wire.decode_request_header(frame_bytes)
@@ -278,7 +284,7 @@ class ControllerServer:
             if sec.authorize(header.api_key):
                 self._close_for(f"apiKey {header.api_key} not authorized for {sec.principal}")
                 return None, True
-            answer = self.raft.answer(frame_bytes, park=self.long_polls is not None)
+            answer = self.raft.answer(frame_bytes, park=self.long_polls is not None, sliced=True)
             return answer, answer is None
         lo, hi = self.supported[M.API_VERSIONS]
         known_version = lo <= header.api_version <= hi  # (_request rewrites the header of a refused one)

@@ -168,6 +168,22 @@ class LogIndex:
     def read(self, offset: int, max_bytes: int, upto: int) -> bytes:
         """Whole batches from the one holding ``offset`` whose records all lie below ``upto`` (the high
         watermark), at most ``max_bytes`` of them but at least one; from one segment, as Kafka reads."""
+        found = self.locate(offset, max_bytes, upto)
+        if found is None:
+            return b""
+        fd, pos, count = found
+        try:
+            return _pread_all(fd, count, pos)
+        finally:
+            os.close(fd)
+
+    def locate(self, offset: int, max_bytes: int, upto: int) -> tuple[int, int, int] | None:
+        """Where `read`'s bytes are: (an open descriptor of the segment, now the caller's to close,
+        position, byte count), or None when there is nothing to hand out.
+
+        The cut is found from the index's entries (batch starts) and a few headers after the last
+        entry that fits, not by reading the bytes: the caller can send them with sendfile, and the
+        descriptor stays valid if retention deletes the segment meanwhile."""
         segs = self._segs
         bases = [s.base_offset for s in segs]
         i = bisect.bisect_right(bases, offset) - 1
@@ -175,42 +191,89 @@ class LogIndex:
         while i < len(segs) and 0 <= segs[i].end_offset <= offset:
             i += 1
         if i >= len(segs):
-            return b""
+            return None
         seg = segs[i]
         end = seg.end_position
         pos = seg.floor_position(offset)
         try:
             fd = os.open(seg.path, os.O_RDONLY)
         except FileNotFoundError:
-            return b""  # retention deleted it since: the fetcher asks again and is sent to the snapshot
+            return None  # retention deleted it since: the fetcher asks again and is sent to the snapshot
         try:
             while pos + _HEADER_NEEDED <= end:  # skip the batches before the one holding `offset`
-                head = os.pread(fd, 27, pos)
-                if len(head) < 27:
-                    return b""
-                base, length = _HEAD.unpack_from(head, 0)
-                (delta,) = _LAST_DELTA.unpack_from(head, 23)
-                if base + delta >= offset:
+                head = _header(fd, pos)
+                if head is None:
+                    break
+                base, length, last = head
+                if last >= offset:
                     break
                 pos += 12 + length
-            window = os.pread(fd, max(0, min(end - pos, max_bytes)), pos)
-            cut = 0
-            while cut + _HEADER_NEEDED <= len(window):
-                base, length = _HEAD.unpack_from(window, cut)
-                (delta,) = _LAST_DELTA.unpack_from(window, cut + 23)
-                if base + delta >= upto or cut + 12 + length > len(window):
-                    break
-                cut += 12 + length
-            if cut == 0 and pos + _HEADER_NEEDED <= end:  # the first batch alone exceeds max_bytes
-                head = os.pread(fd, 27, pos)
-                base, length = _HEAD.unpack_from(head, 0)
-                (delta,) = _LAST_DELTA.unpack_from(head, 23)
-                if base + delta < upto and pos + 12 + length <= end:
-                    return os.pread(fd, 12 + length, pos)
-                return b""
-            return window[:cut]
-        finally:
+            else:
+                os.close(fd)
+                return None
+            cut = self._cut(seg, fd, pos, end, min(end, pos + max(0, max_bytes)), upto)
+            if cut == pos:  # the first batch alone exceeds max_bytes (or none is below `upto`)
+                head = _header(fd, pos)
+                if head is None or head[2] >= upto or pos + 12 + head[1] > end:
+                    os.close(fd)
+                    return None
+                cut = pos + 12 + head[1]
+        except BaseException:
             os.close(fd)
+            raise
+        return fd, pos, cut - pos
+
+    @staticmethod
+    def _cut(seg: SegmentIndex, fd: int, pos: int, end: int, limit: int, upto: int) -> int:
+        """The end of the last whole batch after ``pos`` that ends by ``limit`` and lies below ``upto``.
+
+        An entry's batch starts where the batches before it end, and their records lie below the
+        entry's (the batch's last) offset: the last entry within ``limit`` whose offset is below
+        ``upto`` is a valid cut, and the headers from there to the next entry refine it. ``end`` is the
+        indexed end read before ``seg.end_offset`` is read here (the writer's `add` moves the position
+        first), so the two never pair a newer end with an older offset."""
+        if limit == end and seg.end_offset <= upto:
+            return limit  # the rest of the segment, all of it committed
+        n = len(seg.positions)
+        j = bisect.bisect_right(seg.positions, limit, 0, n) - 1
+        while j >= 0 and seg.positions[j] > pos and seg.offsets[j] >= upto:
+            j -= 1
+        q = seg.positions[j] if j >= 0 and seg.positions[j] > pos else pos
+        while q + _HEADER_NEEDED <= limit:
+            head = _header(fd, q)
+            if head is None:
+                break
+            _base, length, last = head
+            if last >= upto or q + 12 + length > limit:
+                break
+            q += 12 + length
+        return q
+
+
+def _header(fd: int, pos: int) -> tuple[int, int, int] | None:
+    """(base offset, length, last offset) of the batch at ``pos``; None if the file ends first."""
+    head = os.pread(fd, 27, pos)
+    if len(head) < 27:
+        return None
+    base, length = _HEAD.unpack_from(head, 0)
+    (delta,) = _LAST_DELTA.unpack_from(head, 23)
+    return base, length, base + delta
+
+
+def _pread_all(fd: int, count: int, pos: int) -> bytes:
+    """``count`` bytes at ``pos`` (fewer only if the file is shorter: the caller's check fails then)."""
+    data = os.pread(fd, count, pos)
+    if len(data) == count or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < count:
+        more = os.pread(fd, count - got, pos + got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
 
 
 def write_index_files(seg: SegmentIndex) -> tuple[Path, Path]:
