@@ -40,6 +40,7 @@ KAFKA: dict[str, int] = {
     "Errors.NONE": 0,
     "Errors.UNKNOWN_TOPIC_OR_PARTITION": 3,
     "Errors.NOT_LEADER_OR_FOLLOWER": 6,
+    "Errors.BROKER_NOT_AVAILABLE": 8,
     "Errors.STALE_CONTROLLER_EPOCH": 11,
     "Errors.INVALID_TOPIC_EXCEPTION": 17,
     "Errors.TOPIC_AUTHORIZATION_FAILED": 29,
@@ -67,6 +68,7 @@ KAFKA: dict[str, int] = {
     "Errors.DUPLICATE_RESOURCE": 92,
     "Errors.UNACCEPTABLE_CREDENTIAL": 93,
     "Errors.INCONSISTENT_VOTER_SET": 94,
+    "Errors.INVALID_VOTER_KEY": 125,
     "Errors.INVALID_UPDATE_VERSION": 95,
     "Errors.PRINCIPAL_DESERIALIZATION_FAILURE": 97,
     "Errors.SNAPSHOT_NOT_FOUND": 98,
@@ -191,6 +193,10 @@ KAFKA: dict[str, int] = {
     "ServerLogConfigs.LOG_INDEX_INTERVAL_BYTES_DEFAULT": 4096,
     "KafkaRaftClient.MAX_BATCH_SIZE_BYTES": 8 * 1024 * 1024,
     "KafkaRaftClient.MAX_FETCH_SIZE_BYTES": 8 * 1024 * 1024,  # = MAX_BATCH_SIZE_BYTES
+    "KafkaRaftClient.MAX_FETCH_WAIT_MS": 500,
+    "KafkaRaftClient.RETRY_BACKOFF_BASE_MS": 50,  # the unit of binaryExponentialElectionBackoffMs (3.9.2)
+    # raft/.../LeaderState.java
+    "LeaderState.OBSERVER_SESSION_TIMEOUT_MS": 300_000,
     "QuorumController.MAX_RECORDS_PER_BATCH": 10000,
 }
 
@@ -338,6 +344,16 @@ FROM_PEER: dict[str, str] = {
     "controller/messages.py:ENVELOPE": "ApiKeys.ENVELOPE",
     "controller/partition_reassignment.py:NO_LEADER": "LeaderConstants.NO_LEADER",
     "controller/raft_leader.py:FETCH": "ApiKeys.FETCH",
+    "controller/raft/election.py:RETRY_BACKOFF_BASE_MS": "KafkaRaftClient.RETRY_BACKOFF_BASE_MS",
+    "controller/raft/leader_progress.py:OBSERVER_SESSION_TIMEOUT_MS": "LeaderState.OBSERVER_SESSION_TIMEOUT_MS",
+    "controller/raft/voter.py:MAX_FETCH_WAIT_MS": "KafkaRaftClient.MAX_FETCH_WAIT_MS",
+    "controller/raft/voter_messages.py:BROKER_NOT_AVAILABLE": "Errors.BROKER_NOT_AVAILABLE",
+    "controller/raft/voter_messages.py:INVALID_VOTER_KEY": "Errors.INVALID_VOTER_KEY",
+    "controller/raft/voter_wire.py:FETCH": "ApiKeys.FETCH",
+    "controller/raft/voter_wire.py:VOTE": "ApiKeys.VOTE",
+    "controller/raft/voter_wire.py:BEGIN_QUORUM_EPOCH": "ApiKeys.BEGIN_QUORUM_EPOCH",
+    "controller/raft/voter_wire.py:END_QUORUM_EPOCH": "ApiKeys.END_QUORUM_EPOCH",
+    "controller/raft/voter_wire.py:DESCRIBE_QUORUM": "ApiKeys.DESCRIBE_QUORUM",
     "controller/raft_leader.py:MAX_FETCH_BYTES": "KafkaRaftClient.MAX_FETCH_SIZE_BYTES",
     "controller/raft_leader.py:VOTE": "ApiKeys.VOTE",
     "controller/raft_leader.py:BEGIN_QUORUM_EPOCH": "ApiKeys.BEGIN_QUORUM_EPOCH",
@@ -475,6 +491,7 @@ NOT_A_PEER_VALUE: dict[str, str] = {
     "controller/messages.py:ALTER_REPLICA_STATE": "KIP-589's AlterReplicaState, outside Kafka's apiKey range",
     "controller/kafka_errors.py:UNKNOWN_EVENT_TYPE": "KIP-589's error, outside Kafka's error range",
     "controller/raft_leader.py:_CACHED_BODY_BYTES": _CACHE,
+    "controller/raft/leader_progress.py:NEVER": "a time no clock reaches: a voter never heard from",
     "controller/raft_fetch.py:SLICE_MIN_BYTES": "the size above which an answer is sent from the file (sendfile)",
     "controller/scram_server.py:_State.CLIENT_FIRST": "the SCRAM exchange's own states",
     "controller/scram_server.py:_State.CLIENT_FINAL": "the SCRAM exchange's own states",

@@ -86,7 +86,7 @@ class MemoryElectionStore:
 
 
 #: KafkaRaftClient.RETRY_BACKOFF_BASE_MS: the unit of the randomised election backoff
-RETRY_BACKOFF_BASE_MS = 100
+RETRY_BACKOFF_BASE_MS = 50
 
 
 def binary_exponential_backoff_ms(retries: int, rng: random.Random, max_ms: int) -> int:
