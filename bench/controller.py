@@ -54,9 +54,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from migrator.controller import messages as M  # noqa: E402
 from migrator.controller.client import ControllerClient  # noqa: E402
 from migrator.controller.client_security import ClientSecurity  # noqa: E402
+from migrator.controller.protocol import messages as M  # noqa: E402
 
 SCRAM_USER = "broker"
 SCRAM_PASSWORD = "bench-broker-pw"

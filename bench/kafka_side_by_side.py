@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 
 from kazoo.client import KazooClient  # noqa: E402
 
-from migrator.controller import messages as M  # noqa: E402
+from migrator.controller.protocol import messages as M  # noqa: E402
 from migrator.zk.connection import close, connect  # noqa: E402
 from zk_fixtures.broker_sim import BrokerSimulator, listeners_of  # noqa: E402
 from zk_fixtures.brokers import BrokerSessions  # noqa: E402

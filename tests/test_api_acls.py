@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from migrator.controller import messages as M
 from migrator.controller.api_acls import (
     CLUSTER_AUTHORIZATION_FAILED,
     REQUIRED,
@@ -15,6 +14,7 @@ from migrator.controller.api_acls import (
     metadata_topics,
 )
 from migrator.controller.authorizer import StandardAuthorizer
+from migrator.controller.protocol import messages as M
 from migrator.model import Acl
 
 BROKER = "User:broker"

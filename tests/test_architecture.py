@@ -187,7 +187,7 @@ FUNCTION_IMPORTS: dict[str, tuple[int, str]] = {
     # cycles hidden in functions: to fix with the packages of issue 28 (deliverables 1-3, other engineers)
     "migrator.controller.listener_runtime": (10, "to fix: issue 28 (controller packages)"),
     "migrator.controller.listener_config": (3, "to fix: issue 28 (controller packages)"),
-    "migrator.controller.wire": (3, "to fix: issue 28 (one API registry)"),
+    "migrator.controller.protocol.wire": (3, "to fix: issue 28 (one API registry)"),
     "migrator.controller.service": (2, "to fix: issue 28 (one decision path)"),
     "migrator.controller.listener_security": (1, "to fix: issue 28 (controller packages)"),
     "migrator.controller.client_security": (1, "to fix: issue 28 (controller packages)"),

@@ -25,7 +25,7 @@ from kazoo.client import KazooClient
 from migrate_helpers import ROOT, cluster, simulated_brokers
 
 from migrator import commands
-from migrator.controller import kafka_errors as E
+from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import MetadataRecord
 from migrator.zk import paths as P

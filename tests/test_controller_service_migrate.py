@@ -14,8 +14,8 @@ from migrate_helpers import SPEC, assert_consistent, cluster
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
 from migrator.controller.listener_runtime import IN_PROCESS
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
 from migrator.kraft.log import MetadataLog

@@ -13,9 +13,9 @@ from collections.abc import Callable
 import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse as KpApiVersionsResponse
 
-from migrator.controller import messages as M
-from migrator.controller import wire
 from migrator.controller.client import ControllerClient, ControllerUnreachable
+from migrator.controller.protocol import messages as M
+from migrator.controller.protocol import wire
 from migrator.controller.server import ControllerServer
 from migrator.errors import BadInputError
 
@@ -476,7 +476,7 @@ def test_error_numbers_are_kafkas():
     """Every Kafka code the controller uses has the number kio generated from Kafka's Errors.java."""
     from kio.schema.errors import ErrorCode
 
-    from migrator.controller import kafka_errors as E
+    from migrator.controller.protocol import kafka_errors as E
 
     ours = {name: code for code, name in E.NAMES.items() if name != "UNKNOWN_EVENT_TYPE"}
     assert ours, "no codes found"
@@ -487,7 +487,7 @@ def test_error_numbers_are_kafkas():
 
 def test_unknown_event_type_survives_the_wire():
     """KIP-589's own error code (not a Kafka one) reaches the broker as itself, not as UNKNOWN_SERVER_ERROR."""
-    from migrator.controller import kafka_errors as E
+    from migrator.controller.protocol import kafka_errors as E
 
     resp = M.AlterReplicaStateResponse(E.UNKNOWN_EVENT_TYPE, [])
     data = wire.encode_response(wire.RequestHeader(M.ALTER_REPLICA_STATE, 0, 1, None), resp)
@@ -544,7 +544,7 @@ def test_a_huge_claimed_length_is_a_wire_error_not_an_abort(hex_frame):
     import sys
 
     code = (
-        "from migrator.controller import wire\n"
+        "from migrator.controller.protocol import wire\n"
         f"try:\n    wire.decode_request(bytes.fromhex({hex_frame!r}))\n"
         "except wire.WireError as e:\n    print('WireError', e)\n"
     )

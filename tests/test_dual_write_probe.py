@@ -54,9 +54,9 @@ from test_admin_protocol_versions import _describe_quorum
 from migrator import commands
 from migrator.commands.controller import RunningController
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
 from migrator.controller.client import ControllerClient
 from migrator.controller.listener_config import set_default_properties
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.records import kafka_to_uuid, record

@@ -20,7 +20,7 @@ import pytest
 from migrate_helpers import ROOT
 from test_broker_sim import migrated
 
-from migrator.controller import kafka_errors as E
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.server import DEFAULT_MAX_CONNECTIONS_PER_IP
 from migrator.migration.driver import DEFAULT_NODE_ID
 

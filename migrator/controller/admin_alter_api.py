@@ -13,7 +13,6 @@ from collections import Counter
 from typing import Any
 
 from migrator.controller import admin_manual_assignment
-from migrator.controller import kafka_errors as E
 from migrator.controller.admin_api import (
     INVALID_CONFIG,
     INVALID_REQUEST,
@@ -31,6 +30,7 @@ from migrator.controller.admin_config_defaults import (
     TOPIC_CONFIGS,
     resolve_topic_config,
 )
+from migrator.controller.protocol import kafka_errors as E
 from migrator.migration.admin import AdminChange
 from migrator.secrets import is_secret_config
 

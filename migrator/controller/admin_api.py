@@ -25,9 +25,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from migrator.controller import kafka_errors as E
-from migrator.controller.kio_apis import schema_module
 from migrator.controller.listener_security import current_caller
+from migrator.controller.protocol import kafka_errors as E
+from migrator.controller.protocol.kio_apis import schema_module
 from migrator.errors import BadInputError, FencedError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
 from migrator.migration.admin import AdminChange, AdminReply

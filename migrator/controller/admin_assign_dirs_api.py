@@ -25,8 +25,8 @@ import uuid
 from typing import Any
 
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
 from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module
+from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.records import record, uuid_to_kafka
 
 __all__ = ["MIGRATING", "decide_assignment", "handle", "refuse_all"]

@@ -19,8 +19,8 @@ import hashlib
 import hmac
 from typing import Any
 
-from migrator.controller import kafka_errors as E
 from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
+from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.image import SCRAM_MECHANISMS
 from migrator.migration.admin import AdminChange, ScramSpec
 

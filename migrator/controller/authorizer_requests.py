@@ -40,9 +40,9 @@ from migrator.controller.api_acls import (
     TOPIC_AUTHORIZATION_FAILED,
     config_resource_error,
 )
-from migrator.controller.kio_apis import schema_module
 from migrator.controller.listener_security import Caller, authorize_resources, current_caller, may_on_cluster
-from migrator.controller.wire import RequestHeader, error_response
+from migrator.controller.protocol.kio_apis import schema_module
+from migrator.controller.protocol.wire import RequestHeader, error_response
 from migrator.kraft.records import kafka_to_uuid
 
 __all__ = ["GUARDED", "guard"]

@@ -191,8 +191,8 @@ def _int(props: Mapping[str, str], listener: str, key: str, default: int) -> int
 def connection_limits(props: Mapping[str, str], listener: str = "") -> dict[str, Any]:
     """Kafka's connection settings for one listener (`listener.name.<l>.` first): the server's kwargs.
     `socket.request.max.bytes` is server-wide in Kafka (no listener prefix), so it is read so here."""
+    from migrator.controller.protocol.wire_versions import MAX_FRAME_BYTES
     from migrator.controller.server import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP
-    from migrator.controller.wire_versions import MAX_FRAME_BYTES
 
     limits = {
         "max_request_bytes": _int(props, "", "socket.request.max.bytes", MAX_FRAME_BYTES),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from migrator.controller.kio_apis import NATIVE
+from migrator.controller.protocol.kio_apis import NATIVE
 from migrator.errors import BadInputError
 
 __all__ = ["IN_PROCESS", "RunningServer", "dispatch", "parse_listen", "start_server"]
@@ -128,7 +128,7 @@ SUPPORTED_VERSIONS.update({k: (a.min_version, a.max_version) for k, a in NATIVE.
 def dispatch(service: Any, api_key: int, api_version: int, request: Any, client_id: str | None) -> Any:
     """Wire request → core request → service → core reply → wire response."""
     from migrator.controller import core
-    from migrator.controller import messages as M
+    from migrator.controller.protocol import messages as M
     from migrator.kraft.records import kafka_to_uuid, uuid_to_kafka
 
     if api_key == M.API_VERSIONS:

@@ -29,15 +29,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from migrator.controller import sasl_wire
 from migrator.controller.api_acls import (
     CLUSTER_AUTHORIZATION_FAILED,
     CLUSTER_NAME,
     authorize_cluster,
 )
 from migrator.controller.authorizer import StandardAuthorizer
-from migrator.controller.messages import ENVELOPE
 from migrator.controller.principal import ANONYMOUS, SslPrincipalMapper, java_host_address, ssl_principal
+from migrator.controller.protocol import sasl_wire
+from migrator.controller.protocol.messages import ENVELOPE
 from migrator.controller.sasl_session import Accept, SaslSession, ServerFactory
 
 __all__ = [

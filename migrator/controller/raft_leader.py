@@ -27,8 +27,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 
-from migrator.controller import kafka_errors as E
-from migrator.controller import wire
+from migrator.controller.protocol import kafka_errors as E
+from migrator.controller.protocol import wire
 from migrator.controller.raft_fetch import LogView
 from migrator.kraft.log import MetadataLog
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.refused_brokers import RefusedBrokers
 from migrator.errors import FencedError, UnreachableError, ZkKraftError
 from migrator.kraft.image import ImageBuilder

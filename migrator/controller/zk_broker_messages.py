@@ -22,13 +22,13 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i64
 
-from migrator.controller.kio_fields import BOOL as _BOOL
-from migrator.controller.kio_fields import INT8 as _INT8
-from migrator.controller.kio_fields import INT16 as _INT16
-from migrator.controller.kio_fields import INT32 as _INT32
-from migrator.controller.kio_fields import INT64 as _INT64
-from migrator.controller.kio_fields import STRING as _STRING
-from migrator.controller.kio_fields import UUID as _UUID
+from migrator.controller.protocol.kio_fields import BOOL as _BOOL
+from migrator.controller.protocol.kio_fields import INT8 as _INT8
+from migrator.controller.protocol.kio_fields import INT16 as _INT16
+from migrator.controller.protocol.kio_fields import INT32 as _INT32
+from migrator.controller.protocol.kio_fields import INT64 as _INT64
+from migrator.controller.protocol.kio_fields import STRING as _STRING
+from migrator.controller.protocol.kio_fields import UUID as _UUID
 
 LEADER_AND_ISR = 4
 STOP_REPLICA = 5

@@ -11,11 +11,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from migrator.controller import kafka_errors as E
-from migrator.controller import kio_ext
-from migrator.controller import messages as M
-from migrator.controller.wire_requests import _u
-from migrator.controller.wire_versions import PASSTHROUGH, WireError
+from migrator.controller.protocol import kafka_errors as E
+from migrator.controller.protocol import kio_ext
+from migrator.controller.protocol import messages as M
+from migrator.controller.protocol.wire_requests import _u
+from migrator.controller.protocol.wire_versions import PASSTHROUGH, WireError
 
 # --- responses -------------------------------------------------------------------------------------
 

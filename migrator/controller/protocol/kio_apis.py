@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from migrator.controller.kio_admin_v0 import declared
+from migrator.controller.protocol.kio_admin_v0 import declared
 
 __all__ = ["NATIVE", "NativeApi", "schema_module"]
 

@@ -13,7 +13,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from migrator.controller.wire_versions import WireError
+from migrator.controller.protocol.wire_versions import WireError
 
 # --- bounds check before kio reads ---------------------------------------------------------------
 #

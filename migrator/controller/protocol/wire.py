@@ -24,13 +24,13 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 
-from migrator.controller import kafka_errors as E
-from migrator.controller import messages as M
-from migrator.controller.kio_apis import NATIVE
-from migrator.controller.wire_bounds import _check_body, _check_request_header, _Cursor
-from migrator.controller.wire_requests import _request_from_kio, _request_to_kio
-from migrator.controller.wire_responses import _response_from_kio, _response_to_kio
-from migrator.controller.wire_versions import (
+from migrator.controller.protocol import kafka_errors as E
+from migrator.controller.protocol import messages as M
+from migrator.controller.protocol.kio_apis import NATIVE
+from migrator.controller.protocol.wire_bounds import _check_body, _check_request_header, _Cursor
+from migrator.controller.protocol.wire_requests import _request_from_kio, _request_to_kio
+from migrator.controller.protocol.wire_responses import _response_from_kio, _response_to_kio
+from migrator.controller.protocol.wire_versions import (
     MAX_FRAME_BYTES,
     NAMES,
     SUPPORTED,

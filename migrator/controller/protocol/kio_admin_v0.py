@@ -25,13 +25,13 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 
-from migrator.controller.kio_fields import BOOL as _BOOL
-from migrator.controller.kio_fields import ERROR_CODE as _ERROR
-from migrator.controller.kio_fields import INT8 as _INT8
-from migrator.controller.kio_fields import INT16 as _INT16
-from migrator.controller.kio_fields import INT32 as _INT32
-from migrator.controller.kio_fields import STRING as _STRING
-from migrator.controller.kio_fields import TIMEDELTA_I32 as _MS
+from migrator.controller.protocol.kio_fields import BOOL as _BOOL
+from migrator.controller.protocol.kio_fields import ERROR_CODE as _ERROR
+from migrator.controller.protocol.kio_fields import INT8 as _INT8
+from migrator.controller.protocol.kio_fields import INT16 as _INT16
+from migrator.controller.protocol.kio_fields import INT32 as _INT32
+from migrator.controller.protocol.kio_fields import STRING as _STRING
+from migrator.controller.protocol.kio_fields import TIMEDELTA_I32 as _MS
 
 __all__ = ["DECLARED", "declared"]
 

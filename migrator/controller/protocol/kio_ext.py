@@ -17,7 +17,7 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i64
 
-from migrator.controller.messages import ALTER_PARTITION, ALTER_REPLICA_STATE
+from migrator.controller.protocol.messages import ALTER_PARTITION, ALTER_REPLICA_STATE
 
 _AP = i16(ALTER_PARTITION)
 _ARS = i16(ALTER_REPLICA_STATE)

@@ -13,9 +13,9 @@ from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
-from migrator.controller import kio_ext
-from migrator.controller import messages as M
-from migrator.controller.kio_apis import NATIVE, schema_module
+from migrator.controller.protocol import kio_ext
+from migrator.controller.protocol import messages as M
+from migrator.controller.protocol.kio_apis import NATIVE, schema_module
 
 #: The largest request the listener reads unless `socket.request.max.bytes` says otherwise
 #: (`listener_config.connection_limits`): Kafka's default, 100 MiB. Also the largest response the

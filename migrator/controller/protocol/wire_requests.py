@@ -9,9 +9,9 @@ import importlib
 import uuid
 from typing import Any
 
-from migrator.controller import kio_ext
-from migrator.controller import messages as M
-from migrator.controller.wire_versions import PASSTHROUGH, WireError
+from migrator.controller.protocol import kio_ext
+from migrator.controller.protocol import messages as M
+from migrator.controller.protocol.wire_versions import PASSTHROUGH, WireError
 
 
 def _u(value: uuid.UUID | None) -> uuid.UUID:
