@@ -55,8 +55,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from migrator.controller.client import ControllerClient  # noqa: E402
-from migrator.controller.client_security import ClientSecurity  # noqa: E402
 from migrator.controller.protocol import messages as M  # noqa: E402
+from migrator.controller.security.client_security import ClientSecurity  # noqa: E402
 
 SCRAM_USER = "broker"
 SCRAM_PASSWORD = "bench-broker-pw"
@@ -460,7 +460,7 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
 
     from migrator import commands
     from migrator.controller.listener_config import start_listeners
-    from migrator.controller.scram_server import scram_credential
+    from migrator.controller.security.scram_server import scram_credential
     from migrator.controller.service import ControllerService
     from migrator.kraft.image import ImageBuilder
     from migrator.kraft.log import MetadataLog

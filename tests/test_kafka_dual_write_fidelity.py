@@ -37,8 +37,8 @@ from migrator.controller.admin_api import kio_module
 from migrator.controller.admin_client import AdminClient
 from migrator.controller.admin_endpoint import Endpoint
 from migrator.controller.client import ControllerClient
-from migrator.controller.client_security import ClientSecurity
 from migrator.controller.protocol import messages as M
+from migrator.controller.security.client_security import ClientSecurity
 from migrator.kraft.log import MetadataLog
 from migrator.migration.admin import AclSpec, AdminChange, scram_credential
 from migrator.zk.reader import read_tree

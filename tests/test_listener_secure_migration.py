@@ -19,10 +19,10 @@ from tls_certs import make_certs
 
 from migrator import commands
 from migrator.controller.client import ControllerClient
-from migrator.controller.client_security import ClientSecurity
 from migrator.controller.listener_config import set_default_properties
 from migrator.controller.protocol import messages as M
-from migrator.controller.scram_server import scram_credential
+from migrator.controller.security.client_security import ClientSecurity
+from migrator.controller.security.scram_server import scram_credential
 from migrator.zk.credential_codec import encode_scram
 
 pytestmark = [pytest.mark.zk]

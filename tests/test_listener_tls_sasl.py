@@ -23,13 +23,18 @@ from prometheus_client import generate_latest
 from tls_certs import Certs, ExpiredCerts, make_certs, make_expired
 
 from migrator.controller.client import ControllerClient, ControllerUnreachable
-from migrator.controller.client_security import ClientSecurity, SaslRefused, _request, sasl_authenticate
 from migrator.controller.core import ControllerConfig
 from migrator.controller.listener_config import RunningListeners, listener_specs, start_listeners
-from migrator.controller.listener_security import Caller, current_caller
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
-from migrator.controller.scram_server import scram_credential
+from migrator.controller.security.client_security import (
+    ClientSecurity,
+    SaslRefused,
+    _request,
+    sasl_authenticate,
+)
+from migrator.controller.security.listener_security import Caller, current_caller
+from migrator.controller.security.scram_server import scram_credential
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.image import ImageBuilder, records_from_image, replay

@@ -47,10 +47,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from migrator.controller.client import ControllerClient, ControllerUnreachable
-from migrator.controller.client_security import ClientSecurity, SaslRefused, from_client_properties
 from migrator.controller.listener_config import listener_specs, protocol_map
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol.kafka_errors import name_of
+from migrator.controller.security.client_security import ClientSecurity, SaslRefused, from_client_properties
 from migrator.errors import BadInputError, UnreachableError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
 from migrator.model import ClusterImage, ScramCredential

@@ -30,8 +30,8 @@ from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.serial import entity_reader, entity_writer
 
-from migrator.controller.client_security import ClientSecurity, sasl_authenticate
 from migrator.controller.protocol import messages as M
+from migrator.controller.security.client_security import ClientSecurity, sasl_authenticate
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.batch import iter_batches

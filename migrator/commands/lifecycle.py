@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from migrator.commands.target_arg import takes_target
-from migrator.controller.client_security import ClientSecurity
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
+from migrator.controller.security.client_security import ClientSecurity
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
 from migrator.metrics import MigrationMetrics

@@ -8,7 +8,7 @@ returns; the invalid ones get their own errors. So an answer means durable in th
 to ZooKeeper. Without that hook (soft start, or not following) every change answers NOT_CONTROLLER
 and Metadata lists no topics (KIP-866).
 
-Authorization happens before `handle`: `controller.authorizer_requests`, called once from
+Authorization happens before `handle`: `controller.security.authorizer_requests`, called once from
 `listener_runtime.dispatch`, takes out of each request the topics and configs the caller may not act
 on and answers them 29/31 afterwards, so a handler only ever sees what it may change.
 """
@@ -25,9 +25,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from migrator.controller.listener_security import current_caller
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol.kio_apis import schema_module
+from migrator.controller.security.listener_security import current_caller
 from migrator.errors import BadInputError, FencedError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
 from migrator.migration.admin import AdminChange, AdminReply

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from migrator.controller.client_security import ClientSecurity, from_client_properties
+from migrator.controller.security.client_security import ClientSecurity, from_client_properties
 from migrator.errors import BadInputError
 
 __all__ = ["Endpoint", "connect_host", "parse_bootstrap", "resolve_endpoint"]

@@ -14,9 +14,9 @@ import struct
 import threading
 from typing import Any
 
-from migrator.controller.client_security import ClientSecurity, sasl_authenticate
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
+from migrator.controller.security.client_security import ClientSecurity, sasl_authenticate
 from migrator.errors import UnreachableError
 
 __all__ = ["ControllerClient", "ControllerUnreachable"]

@@ -35,13 +35,13 @@ from kio.schema.default_principal_data.v0 import DefaultPrincipalData
 from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 
-from migrator.controller.api_acls import CLUSTER_AUTHORIZATION_FAILED, authorize_cluster
-from migrator.controller.listener_security import Caller, current_caller, forwarded
-from migrator.controller.principal import java_host_address
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import wire
 from migrator.controller.protocol.wire_bounds import _check_body
 from migrator.controller.protocol.wire_versions import _read, _write
+from migrator.controller.security.api_acls import CLUSTER_AUTHORIZATION_FAILED, authorize_cluster
+from migrator.controller.security.listener_security import Caller, current_caller, forwarded
+from migrator.controller.security.principal import java_host_address
 
 __all__ = ["FORWARDABLE", "PRINCIPAL_DESERIALIZATION_FAILURE", "handle", "principal_bytes"]
 

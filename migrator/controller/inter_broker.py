@@ -25,10 +25,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from migrator.controller.client_security import ClientSecurity
-from migrator.controller.jaas import server_login_modules
 from migrator.controller.listener_config import JAAS_FILE_KEY, SUPPORTED_MECHANISMS, protocol_map, setting
-from migrator.controller.listener_security import PROTOCOLS
+from migrator.controller.security.client_security import ClientSecurity
+from migrator.controller.security.jaas import server_login_modules
+from migrator.controller.security.listener_security import PROTOCOLS
 from migrator.errors import BadInputError
 from migrator.model import Broker
 

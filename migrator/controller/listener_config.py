@@ -23,12 +23,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from migrator.controller.jaas import server_login_modules
-from migrator.controller.listener_security import PROTOCOLS, ImageAuthorizer, ListenerSecurity
-from migrator.controller.plain_server import PlainServer, plain_users
-from migrator.controller.principal import SslPrincipalMapper
-from migrator.controller.sasl_session import ServerFactory
-from migrator.controller.scram_server import HASHES, ScramServer
+from migrator.controller.security.jaas import server_login_modules
+from migrator.controller.security.listener_security import PROTOCOLS, ImageAuthorizer, ListenerSecurity
+from migrator.controller.security.plain_server import PlainServer, plain_users
+from migrator.controller.security.principal import SslPrincipalMapper
+from migrator.controller.security.sasl_session import ServerFactory
+from migrator.controller.security.scram_server import HASHES, ScramServer
 from migrator.errors import BadInputError
 
 __all__ = [

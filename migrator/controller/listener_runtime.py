@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from migrator.controller.protocol.kio_apis import NATIVE
+from migrator.controller.security import authorizer_requests
 from migrator.errors import BadInputError
 
 __all__ = ["IN_PROCESS", "RunningServer", "dispatch", "parse_listen", "start_server"]
@@ -141,7 +142,7 @@ def dispatch(service: Any, api_key: int, api_version: int, request: Any, client_
         # the inner request comes back here, run as the forwarded client
         return envelope.handle(service, api_version, request, dispatch)
     if api_key in NATIVE:
-        from migrator.controller import admin_api, authorizer_requests
+        from migrator.controller import admin_api
 
         # each topic/config the caller may not act on is refused before the handler sees the request
         return authorizer_requests.guard(service, api_key, api_version, request, admin_api.handle)

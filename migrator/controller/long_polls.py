@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migrator.controller.raft_leader import FETCH, LongPoll
-from migrator.controller.sasl_session import Accept
+from migrator.controller.security.sasl_session import Accept
 
 __all__ = ["LongPolls", "Parked"]
 

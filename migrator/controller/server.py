@@ -19,13 +19,13 @@ import threading
 import time
 from typing import Any, Protocol
 
-from migrator.controller.listener_security import ConnectionSecurity, ListenerSecurity
 from migrator.controller.long_polls import LongPolls
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
 from migrator.controller.raft_leader import LongPoll
-from migrator.controller.sasl_session import Accept
+from migrator.controller.security.listener_security import ConnectionSecurity, ListenerSecurity
+from migrator.controller.security.sasl_session import Accept
 
 __all__ = ["ControllerServer", "RequestHandler"]
 

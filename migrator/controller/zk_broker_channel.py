@@ -32,10 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from migrator.controller import zk_broker_messages as Z
-from migrator.controller.client_security import ClientSecurity, sasl_authenticate
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
+from migrator.controller.security.client_security import ClientSecurity, sasl_authenticate
 from migrator.controller.zk_broker_requests import (
     Header,
     Item,

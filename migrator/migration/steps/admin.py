@@ -20,8 +20,8 @@ from migrator import stop
 from migrator.controller.admin_client import AdminClient, Answer
 from migrator.controller.admin_endpoint import Endpoint, resolve_endpoint
 from migrator.controller.client import ControllerUnreachable
-from migrator.controller.client_security import ClientSecurity
 from migrator.controller.listener_config import default_properties
+from migrator.controller.security.client_security import ClientSecurity
 from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError, ZkKraftError
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.migration import log_binding

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from migrator.controller.authorizer import StandardAuthorizer
 from migrator.controller.protocol import messages as M
+from migrator.controller.security.authorizer import StandardAuthorizer
 
 __all__ = [
     "CLUSTER_AUTHORIZATION_FAILED",

@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from migrator.controller.scram_server import HASHES
+from migrator.controller.security.scram_server import HASHES
 from migrator.errors import BadInputError, ZkKraftError
 
 __all__ = ["ClientSecurity", "SaslRefused", "from_client_properties", "sasl_authenticate"]
@@ -164,7 +164,7 @@ def from_client_properties(props: Mapping[str, str], what: str = "--command-conf
     """A Kafka client's properties (what ``kafka-*.sh --command-config`` reads): ``security.protocol``,
     ``ssl.truststore.location``/``ssl.keystore.location`` (PEM), ``ssl.endpoint.identification.algorithm``,
     ``sasl.mechanism`` and ``sasl.jaas.config`` with the login module's username and password."""
-    from migrator.controller.jaas import parse_jaas_config
+    from migrator.controller.security.jaas import parse_jaas_config
 
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
     for kind in ("truststore", "keystore"):

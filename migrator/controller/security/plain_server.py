@@ -8,8 +8,8 @@ from __future__ import annotations
 import hmac
 from collections.abc import Sequence
 
-from migrator.controller.jaas import LoginModule
-from migrator.controller.sasl_errors import SaslAuthenticationFailed
+from migrator.controller.security.jaas import LoginModule
+from migrator.controller.security.sasl_errors import SaslAuthenticationFailed
 from migrator.errors import BadInputError
 
 __all__ = ["PLAIN_LOGIN_MODULE", "PlainServer", "plain_users"]

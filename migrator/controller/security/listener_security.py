@@ -29,16 +29,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from migrator.controller.api_acls import (
+from migrator.controller.protocol import sasl_wire
+from migrator.controller.protocol.messages import ENVELOPE
+from migrator.controller.security.api_acls import (
     CLUSTER_AUTHORIZATION_FAILED,
     CLUSTER_NAME,
     authorize_cluster,
 )
-from migrator.controller.authorizer import StandardAuthorizer
-from migrator.controller.principal import ANONYMOUS, SslPrincipalMapper, java_host_address, ssl_principal
-from migrator.controller.protocol import sasl_wire
-from migrator.controller.protocol.messages import ENVELOPE
-from migrator.controller.sasl_session import Accept, SaslSession, ServerFactory
+from migrator.controller.security.authorizer import StandardAuthorizer
+from migrator.controller.security.principal import (
+    ANONYMOUS,
+    SslPrincipalMapper,
+    java_host_address,
+    ssl_principal,
+)
+from migrator.controller.security.sasl_session import Accept, SaslSession, ServerFactory
 
 __all__ = [
     "Caller",
@@ -160,7 +165,7 @@ class ListenerSecurity:
     advertised: tuple[str, int] | None = None
 
     def __post_init__(self) -> None:
-        from migrator.controller.listener_metrics import track
+        from migrator.controller.security.listener_metrics import track
 
         track(self)
 

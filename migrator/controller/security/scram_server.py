@@ -18,7 +18,7 @@ import re
 import secrets
 from collections.abc import Callable
 
-from migrator.controller.sasl_errors import SaslAuthenticationFailed
+from migrator.controller.security.sasl_errors import SaslAuthenticationFailed
 from migrator.model import ScramCredential
 
 __all__ = ["HASHES", "MIN_ITERATIONS", "ScramServer", "scram_credential"]

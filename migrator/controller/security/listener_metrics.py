@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily
 
-from migrator.controller.listener_security import ListenerSecurity
+from migrator.controller.security.listener_security import ListenerSecurity
 
 __all__ = ["ListenerCollector", "track"]
 

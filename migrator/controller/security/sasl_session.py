@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from migrator.controller.sasl_errors import SASL_AUTHENTICATION_FAILED, SaslAuthenticationFailed
+from migrator.controller.security.sasl_errors import SASL_AUTHENTICATION_FAILED, SaslAuthenticationFailed
 
 __all__ = ["Accept", "AuthenticateReply", "HandshakeReply", "SaslServer", "SaslSession"]
 

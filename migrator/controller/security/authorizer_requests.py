@@ -34,15 +34,20 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from migrator.controller.api_acls import (
+from migrator.controller.protocol.kio_apis import schema_module
+from migrator.controller.protocol.wire import RequestHeader, error_response
+from migrator.controller.security.api_acls import (
     CLUSTER_AUTHORIZATION_FAILED,
     REQUIRED,
     TOPIC_AUTHORIZATION_FAILED,
     config_resource_error,
 )
-from migrator.controller.listener_security import Caller, authorize_resources, current_caller, may_on_cluster
-from migrator.controller.protocol.kio_apis import schema_module
-from migrator.controller.protocol.wire import RequestHeader, error_response
+from migrator.controller.security.listener_security import (
+    Caller,
+    authorize_resources,
+    current_caller,
+    may_on_cluster,
+)
 from migrator.kraft.records import kafka_to_uuid
 
 __all__ = ["GUARDED", "guard"]
