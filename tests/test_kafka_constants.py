@@ -337,13 +337,13 @@ FROM_PEER: dict[str, str] = {
     "controller/protocol/messages.py:BROKER_HEARTBEAT": "ApiKeys.BROKER_HEARTBEAT",
     "controller/protocol/messages.py:ENVELOPE": "ApiKeys.ENVELOPE",
     "controller/partition_reassignment.py:NO_LEADER": "LeaderConstants.NO_LEADER",
-    "controller/raft_leader.py:FETCH": "ApiKeys.FETCH",
-    "controller/raft_leader.py:MAX_FETCH_BYTES": "KafkaRaftClient.MAX_FETCH_SIZE_BYTES",
-    "controller/raft_leader.py:VOTE": "ApiKeys.VOTE",
-    "controller/raft_leader.py:BEGIN_QUORUM_EPOCH": "ApiKeys.BEGIN_QUORUM_EPOCH",
-    "controller/raft_leader.py:END_QUORUM_EPOCH": "ApiKeys.END_QUORUM_EPOCH",
-    "controller/raft_leader.py:DESCRIBE_QUORUM": "ApiKeys.DESCRIBE_QUORUM",
-    "controller/raft_leader.py:FETCH_SNAPSHOT": "ApiKeys.FETCH_SNAPSHOT",
+    "controller/raft/raft_leader.py:FETCH": "ApiKeys.FETCH",
+    "controller/raft/raft_leader.py:MAX_FETCH_BYTES": "KafkaRaftClient.MAX_FETCH_SIZE_BYTES",
+    "controller/raft/raft_leader.py:VOTE": "ApiKeys.VOTE",
+    "controller/raft/raft_leader.py:BEGIN_QUORUM_EPOCH": "ApiKeys.BEGIN_QUORUM_EPOCH",
+    "controller/raft/raft_leader.py:END_QUORUM_EPOCH": "ApiKeys.END_QUORUM_EPOCH",
+    "controller/raft/raft_leader.py:DESCRIBE_QUORUM": "ApiKeys.DESCRIBE_QUORUM",
+    "controller/raft/raft_leader.py:FETCH_SNAPSHOT": "ApiKeys.FETCH_SNAPSHOT",
     "controller/security/sasl_session.py:API_VERSIONS": "ApiKeys.API_VERSIONS",
     "controller/security/sasl_session.py:SASL_HANDSHAKE": "ApiKeys.SASL_HANDSHAKE",
     "controller/security/sasl_session.py:SASL_AUTHENTICATE": "ApiKeys.SASL_AUTHENTICATE",
@@ -474,7 +474,7 @@ NOT_A_PEER_VALUE: dict[str, str] = {
     "controller/protocol/messages.py:EVENT_OFFLINE": "KIP-589's AlterReplicaState event, a KIP Kafka never merged",
     "controller/protocol/messages.py:ALTER_REPLICA_STATE": "KIP-589's AlterReplicaState, outside Kafka's apiKey range",
     "controller/protocol/kafka_errors.py:UNKNOWN_EVENT_TYPE": "KIP-589's error, outside Kafka's error range",
-    "controller/raft_leader.py:_CACHED_BODY_BYTES": _CACHE,
+    "controller/raft/raft_leader.py:_CACHED_BODY_BYTES": _CACHE,
     "controller/security/scram_server.py:_State.CLIENT_FIRST": "the SCRAM exchange's own states",
     "controller/security/scram_server.py:_State.CLIENT_FINAL": "the SCRAM exchange's own states",
     "controller/security/scram_server.py:_State.COMPLETE": "the SCRAM exchange's own states",
@@ -650,8 +650,8 @@ SCANNED_INTS, SCANNED_TABLES, SCANNED_RANGES = scan()
 
 def test_the_scan_finds_the_constants_it_is_meant_to() -> None:
     """A guard on the scanner itself: module level, tuple assignments, enum members, code tables."""
-    assert SCANNED_INTS["controller/raft_leader.py:INCONSISTENT_VOTER_SET"] == 94
-    assert SCANNED_INTS["controller/raft_leader.py:VOTE"] == 52  # FETCH, VOTE, ... = 1, 52, ...
+    assert SCANNED_INTS["controller/raft/raft_leader.py:INCONSISTENT_VOTER_SET"] == 94
+    assert SCANNED_INTS["controller/raft/raft_leader.py:VOTE"] == 52  # FETCH, VOTE, ... = 1, 52, ...
     assert SCANNED_INTS["kraft/control.py:ControlType.KRAFT_VOTERS"] == 6
     assert SCANNED_INTS["kraft/log.py:MAX_BATCH_BYTES"] == 8 << 20
     assert SCANNED_TABLES["kraft/image.py:ACL_OPERATIONS"][14] == "DESCRIBE_TOKENS"

@@ -50,7 +50,7 @@ def log(tmp_path: Path) -> Iterator[MetadataLog]:
 
 
 def _server(log: MetadataLog, **limits: float) -> ControllerServer:
-    from migrator.controller.raft_leader import RAFT_VERSIONS, RaftLeader
+    from migrator.controller.raft.raft_leader import RAFT_VERSIONS, RaftLeader
 
     server = ControllerServer(Handler(log, 1), "127.0.0.1", 0, **limits)  # type: ignore[arg-type]
     server.attach_raft(RaftLeader(log, NODE, CLUSTER, lambda: 1), RAFT_VERSIONS)

@@ -69,7 +69,7 @@ def start_server(handler: Any, listen: str) -> RunningServer:
 def _attach_raft(servers: list[Any], handler: Any, name: str = "CONTROLLER") -> None:
     """Make the listeners the Raft leader of the handler's metadata log (KRaft brokers fetch it): one
     leader for all, so DescribeQuorum names every observer whichever listener it fetches on."""
-    from migrator.controller.raft_leader import RAFT_VERSIONS, RaftLeader
+    from migrator.controller.raft.raft_leader import RAFT_VERSIONS, RaftLeader
     from migrator.kraft.log import MetadataLog
 
     mlog = getattr(handler, "log", None)

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from migrator.controller.raft_leader import FETCH, LongPoll
+from migrator.controller.raft.raft_leader import FETCH, LongPoll
 from migrator.controller.security.sasl_session import Accept
 
 __all__ = ["LongPolls", "Parked"]

@@ -23,7 +23,7 @@ from migrator.controller.long_polls import LongPolls
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
-from migrator.controller.raft_leader import LongPoll
+from migrator.controller.raft.raft_leader import LongPoll
 from migrator.controller.security.listener_security import ConnectionSecurity, ListenerSecurity
 from migrator.controller.security.sasl_session import Accept
 

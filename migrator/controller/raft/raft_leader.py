@@ -29,7 +29,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import wire
-from migrator.controller.raft_fetch import LogView
+from migrator.controller.raft.raft_fetch import LogView
 from migrator.kraft.log import MetadataLog
 
 __all__ = ["METADATA_TOPIC", "METADATA_TOPIC_UUID", "RAFT_VERSIONS", "LongPoll", "RaftLeader"]
