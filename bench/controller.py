@@ -20,7 +20,7 @@ Starts its own ZooKeeper (zk_fixtures.server), writes a generated ZK-mode cluste
    log and in ZooKeeper; then as many topics again, ``--batched`` a request (an admin client's
    create_topics with a list). Afterwards ZooKeeper's topic znodes and the log's image are checked.
    Then 1 and 2 again with the controller's propagation to ZooKeeper-mode brokers
-   (`controller.zk_propagator`: LeaderAndIsr/UpdateMetadata after every change) stopped, to show
+   (`controller.zk_brokers.zk_propagator`: LeaderAndIsr/UpdateMetadata after every change) stopped, to show
    what it costs; the simulated brokers' ZooKeeper registrations name hosts that do not resolve, so
    the propagator's work is its own (snapshots and diffs of the image), not the brokers'.
 3. **dual-write off**: the migration stops; a ControllerService over the same log (same image, same

@@ -257,7 +257,7 @@ LONG_MODULES: dict[str, str] = {
     # to split: issue 28, owned by other engineers while they split them
     "migrator.migration.zk_sync": "to split: issue 28 (per-kind ZooKeeper writers)",
     "zk_fixtures.broker_sim": "to split: issue 28 (simulator + CLI; zk.codec for its JSON)",
-    "migrator.controller.zk_propagator": "to split: issue 28 (controller packages: zk_brokers/)",
+    "migrator.controller.zk_brokers.zk_propagator": "to split: issue 28 (controller packages: zk_brokers/)",
     # to split: issue 28's own rooms, not finished
     "migrator.kraft.log": "to split: issue 28 (MetadataLog is one class: open/recover, read, append, "
     "retention, truncation; segments, image cache and verify are out)",

@@ -25,13 +25,17 @@ from tls_certs import Certs, make_certs
 
 from migrator import commands
 from migrator.commands.config import load_config
-from migrator.controller import zk_broker_messages as Z
-from migrator.controller.inter_broker import InterBroker, inter_broker_config, inter_broker_endpoint
 from migrator.controller.listener_config import listener_specs, set_default_properties
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.controller.security.scram_server import scram_credential as server_credential
-from migrator.controller.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
-from migrator.controller.zk_broker_requests import BrokerInfo, Header, Item, PartitionState
+from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.controller.zk_brokers.inter_broker import (
+    InterBroker,
+    inter_broker_config,
+    inter_broker_endpoint,
+)
+from migrator.controller.zk_brokers.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
+from migrator.controller.zk_brokers.zk_broker_requests import BrokerInfo, Header, Item, PartitionState
 from migrator.errors import BadInputError
 from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AdminChange

@@ -22,7 +22,7 @@ from prometheus_client import generate_latest
 
 from migrator import commands
 from migrator.controller.client import ControllerClient
-from migrator.controller.zk_broker_channel import wait_until
+from migrator.controller.zk_brokers.zk_broker_channel import wait_until
 from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AdminChange
 from migrator.zk import paths as P

@@ -32,12 +32,12 @@ from test_zk_broker_channel import Flaky
 from test_zk_broker_rpcs import SESSION_MS, converged
 
 from migrator import commands
-from migrator.controller import zk_broker_messages as Z
 from migrator.controller.client import ControllerClient
 from migrator.controller.listener_config import set_default_properties
 from migrator.controller.protocol import messages as M
-from migrator.controller.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
-from migrator.controller.zk_broker_requests import Header, Item
+from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.controller.zk_brokers.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
+from migrator.controller.zk_brokers.zk_broker_requests import Header, Item
 from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AdminChange, read_follower
 from migrator.model import Broker, Endpoint

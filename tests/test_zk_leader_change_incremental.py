@@ -37,7 +37,7 @@ from test_zk_broker_triggers import (
     update_metadata_partitions,
 )
 
-from migrator.controller.zk_broker_channel import wait_until
+from migrator.controller.zk_brokers.zk_broker_channel import wait_until
 from migrator.metrics import MigrationMetrics
 from zk_fixtures.broker_sim import SHUTTING_DOWN
 from zk_fixtures.brokers import BrokerSessions

@@ -26,7 +26,7 @@ from migrator.migration.steps.run import DriverOptions, E, Run, replay_of
 from migrator.zk import paths as P
 
 if TYPE_CHECKING:
-    from migrator.controller.zk_propagator import ZkPropagator
+    from migrator.controller.zk_brokers.zk_propagator import ZkPropagator
 
 BROKERS_FLAG_MESSAGE = (
     "the copy waits for every ZooKeeper broker to register with the KRaft controller: pass --listen "
@@ -47,7 +47,7 @@ class BrokersNotReadyError(FindingsError):
 
 
 def zk_propagator_status(log_dir: str, pid: int) -> list[dict[str, Any]] | None:
-    from migrator.controller.zk_propagator import read_status
+    from migrator.controller.zk_brokers.zk_propagator import read_status
 
     return read_status(log_dir, pid)
 
@@ -56,9 +56,9 @@ class Listener:
     """The controller service and its protocol server, as the driver runs them."""
 
     def __init__(self, service: ControllerService, listen: str) -> None:
-        from migrator.controller.inter_broker import inter_broker_config
         from migrator.controller.listener_config import default_properties
         from migrator.controller.listener_runtime import start_server
+        from migrator.controller.zk_brokers.inter_broker import inter_broker_config
 
         self.service = service
         # How ZK-mode brokers are reached once active; a bad setting fails here, before serving.
@@ -74,7 +74,7 @@ class Listener:
 
     def propagate_to_zk_brokers(self, zk_controller_epoch: int, opts: DriverOptions) -> None:
         """From activation on, ZK-mode brokers learn every change from this controller (KIP-866)."""
-        from migrator.controller.zk_propagator import ZkPropagator
+        from migrator.controller.zk_brokers.zk_propagator import ZkPropagator
 
         if self.propagator is None:
             svc = self.service

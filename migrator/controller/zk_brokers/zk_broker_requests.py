@@ -26,8 +26,8 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 
 from migrator.bulk import without_gc
-from migrator.controller import zk_broker_messages as Z
-from migrator.controller.zk_broker_codec import encode_fast
+from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.controller.zk_brokers.zk_broker_codec import encode_fast
 
 __all__ = [
     "LEADER_DURING_DELETE",

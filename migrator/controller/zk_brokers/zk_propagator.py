@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from migrator.controller import zk_broker_messages as Z
-from migrator.controller.inter_broker import InterBroker, inter_broker_endpoint
-from migrator.controller.zk_broker_channel import BrokerChannel, ChannelStatus, ZkBrokerTarget
-from migrator.controller.zk_broker_requests import (
+from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.controller.zk_brokers.inter_broker import InterBroker, inter_broker_endpoint
+from migrator.controller.zk_brokers.zk_broker_channel import BrokerChannel, ChannelStatus, ZkBrokerTarget
+from migrator.controller.zk_brokers.zk_broker_requests import (
     LEADER_DURING_DELETE,
     BrokerInfo,
     Header,

@@ -31,12 +31,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from migrator.controller import zk_broker_messages as Z
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
 from migrator.controller.security.client_security import ClientSecurity, sasl_authenticate
-from migrator.controller.zk_broker_requests import (
+from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.controller.zk_brokers.zk_broker_requests import (
     Header,
     Item,
     decode_response_frame,
