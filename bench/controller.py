@@ -54,7 +54,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from migrator.controller.client import ControllerClient  # noqa: E402
+from migrator.controller.client.client import ControllerClient  # noqa: E402
 from migrator.controller.protocol import messages as M  # noqa: E402
 from migrator.controller.security.client_security import ClientSecurity  # noqa: E402
 

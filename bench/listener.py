@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from tls_certs import make_certs  # noqa: E402
 
-from migrator.controller.client import ControllerClient  # noqa: E402
+from migrator.controller.client.client import ControllerClient  # noqa: E402
 from migrator.controller.core import ControllerConfig  # noqa: E402
 from migrator.controller.listener_config import start_listeners  # noqa: E402
 from migrator.controller.protocol import messages as M  # noqa: E402

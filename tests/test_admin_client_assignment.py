@@ -11,7 +11,7 @@ import io
 
 from kio.serial import entity_reader, entity_writer
 
-from migrator.controller.admin_client import _request
+from migrator.controller.client.admin_client import _request
 from migrator.migration.admin import AdminChange
 
 

@@ -38,7 +38,7 @@ from migrate_helpers import assert_audit_clean, assert_consistent, cluster
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller.client import ControllerClient
+from migrator.controller.client.client import ControllerClient
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.kraft.records import uuid_to_kafka

@@ -22,7 +22,7 @@ from test_admin_protocol_versions import _describe_quorum, _minimal
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller.client import ControllerClient, ControllerUnreachable
+from migrator.controller.client.client import ControllerClient, ControllerUnreachable
 from migrator.controller.protocol import kafka_errors as E
 from migrator.zk import paths as P
 

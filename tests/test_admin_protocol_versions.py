@@ -35,7 +35,7 @@ from test_admin_protocol import _register_all
 
 from migrator import commands
 from migrator.controller.admin_api import build
-from migrator.controller.client import ControllerClient
+from migrator.controller.client.client import ControllerClient
 from migrator.controller.envelope import principal_bytes
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import wire

@@ -261,7 +261,7 @@ def test_kip_497_two_in_flight_alter_partitions_on_one_epoch_over_tcp(zk, zk_con
     exactly one wins, the other gets INVALID_UPDATE_VERSION, and ZooKeeper shows the winner."""
     import threading
 
-    from migrator.controller.client import ControllerClient
+    from migrator.controller.client.client import ControllerClient
 
     with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
         with sim.rounds_held():  # no round expands the ISR meanwhile; heartbeats go on (3 s sessions)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse as KpApiVersionsResponse
 
-from migrator.controller.client import ControllerClient, ControllerUnreachable
+from migrator.controller.client.client import ControllerClient, ControllerUnreachable
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
 from migrator.controller.server import ControllerServer

@@ -367,7 +367,7 @@ def test_crash_between_the_batch_append_and_zookeeper_keeps_the_request_whole(
 
     from kio.schema.create_topics.v7 import request as ct
 
-    from migrator.controller.client import ControllerClient, ControllerUnreachable
+    from migrator.controller.client.client import ControllerClient, ControllerUnreachable
     from migrator.kraft.batch_decode import decode_batch_records
     from migrator.migration.admin.follower import read_follower
 

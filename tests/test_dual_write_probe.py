@@ -54,7 +54,7 @@ from test_admin_protocol_versions import _describe_quorum
 from migrator import commands
 from migrator.commands.controller import RunningController
 from migrator.controller import core
-from migrator.controller.client import ControllerClient
+from migrator.controller.client.client import ControllerClient
 from migrator.controller.listener_config import set_default_properties
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService

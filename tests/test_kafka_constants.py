@@ -290,11 +290,11 @@ FROM_PEER: dict[str, str] = {
     ),
     "controller/admin_api.py:ENDPOINT_BROKER": "EndpointType.BROKER",
     "controller/admin_api.py:ENDPOINT_CONTROLLER": "EndpointType.CONTROLLER",
-    "controller/admin_client.py:TOPIC": "ConfigResource.Type.TOPIC",
-    "controller/admin_client.py:BROKER": "ConfigResource.Type.BROKER",
-    "controller/admin_client.py:SET": "AlterConfigOp.OpType.SET",
-    "controller/admin_client.py:DELETE": "AlterConfigOp.OpType.DELETE",
-    "controller/admin_client.py:API_NAMES": "ApiMessageType.name",
+    "controller/client/admin_client.py:TOPIC": "ConfigResource.Type.TOPIC",
+    "controller/client/admin_client.py:BROKER": "ConfigResource.Type.BROKER",
+    "controller/client/admin_client.py:SET": "AlterConfigOp.OpType.SET",
+    "controller/client/admin_client.py:DELETE": "AlterConfigOp.OpType.DELETE",
+    "controller/client/admin_client.py:API_NAMES": "ApiMessageType.name",
     "controller/admin_config_defaults.py:DYNAMIC_TOPIC_CONFIG": "DescribeConfigsResponse.ConfigSource.TOPIC_CONFIG",
     "controller/admin_config_defaults.py:DYNAMIC_DEFAULT_BROKER_CONFIG": (
         "DescribeConfigsResponse.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG"

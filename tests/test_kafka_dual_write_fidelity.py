@@ -34,9 +34,9 @@ import pytest
 from migrate_helpers import ROOT, normalise, own_server, run_cli, simulated_brokers
 
 from migrator.controller.admin_api import kio_module
-from migrator.controller.admin_client import AdminClient
-from migrator.controller.admin_endpoint import Endpoint
-from migrator.controller.client import ControllerClient
+from migrator.controller.client.admin_client import AdminClient
+from migrator.controller.client.admin_endpoint import Endpoint
+from migrator.controller.client.client import ControllerClient
 from migrator.controller.protocol import messages as M
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.kraft.log import MetadataLog

@@ -18,7 +18,7 @@ from migrate_helpers import ROOT, cluster
 from tls_certs import make_certs
 
 from migrator import commands
-from migrator.controller.client import ControllerClient
+from migrator.controller.client.client import ControllerClient
 from migrator.controller.listener_config import set_default_properties
 from migrator.controller.protocol import messages as M
 from migrator.controller.security.client_security import ClientSecurity

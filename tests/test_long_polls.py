@@ -26,7 +26,7 @@ from kio.serial import entity_writer
 from test_listener_tls_sasl import BROKER_PW, _props, _scram, certs, service  # noqa: F401
 from test_raft_leader import CLUSTER, NO_RETENTION, NODE, Fetcher, Handler, configs, offsets_in
 
-from migrator.controller.client import _recv as recv_exactly
+from migrator.controller.client.client import _recv as recv_exactly
 from migrator.controller.listener_config import start_listeners
 from migrator.controller.listener_runtime import _attach_raft, start_server
 from migrator.controller.security.client_security import sasl_authenticate

@@ -21,7 +21,7 @@ from migrate_helpers import cluster, simulated_brokers
 from prometheus_client import generate_latest
 
 from migrator import commands
-from migrator.controller.client import ControllerClient
+from migrator.controller.client.client import ControllerClient
 from migrator.controller.zk_brokers.zk_broker_channel import wait_until
 from migrator.metrics import MigrationMetrics
 from migrator.migration.admin import AdminChange

@@ -18,8 +18,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from migrator.controller.admin_api import build, kio_module
-from migrator.controller.admin_endpoint import Endpoint
-from migrator.controller.client import ControllerClient, ControllerUnreachable
+from migrator.controller.client.admin_endpoint import Endpoint
+from migrator.controller.client.client import ControllerClient, ControllerUnreachable
 from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError, ZkKraftError
 from migrator.kraft.image import (
     ACL_OPERATIONS,
