@@ -459,7 +459,7 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
     from kazoo.client import KazooClient
 
     from migrator import commands
-    from migrator.controller.listener_config import start_listeners
+    from migrator.controller.network.listener_config import start_listeners
     from migrator.controller.security.scram_server import scram_credential
     from migrator.controller.service import ControllerService
     from migrator.kraft.image import ImageBuilder

@@ -32,7 +32,7 @@ from tls_certs import make_certs  # noqa: E402
 
 from migrator.controller.client.client import ControllerClient  # noqa: E402
 from migrator.controller.core import ControllerConfig  # noqa: E402
-from migrator.controller.listener_config import start_listeners  # noqa: E402
+from migrator.controller.network.listener_config import start_listeners  # noqa: E402
 from migrator.controller.protocol import messages as M  # noqa: E402
 from migrator.controller.security.client_security import ClientSecurity  # noqa: E402
 from migrator.controller.security.scram_server import scram_credential  # noqa: E402

@@ -17,7 +17,7 @@ from test_listener_secure_migration import scram_user
 from tls_certs import make_certs
 
 from migrator import commands
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.network.listener_config import set_default_properties
 from migrator.zk import paths as P
 from zk_fixtures.server import free_port
 

@@ -185,8 +185,8 @@ FUNCTION_IMPORTS: dict[str, tuple[int, str]] = {
     ),
     "cli.zk_cmds": (1, "`zk export` lives with `audit` (cli.audit_cmd), registered late"),
     # cycles hidden in functions: to fix with the packages of issue 28 (deliverables 1-3, other engineers)
-    "migrator.controller.listener_runtime": (10, "to fix: issue 28 (controller packages)"),
-    "migrator.controller.listener_config": (3, "to fix: issue 28 (controller packages)"),
+    "migrator.controller.network.listener_runtime": (10, "to fix: issue 28 (controller packages)"),
+    "migrator.controller.network.listener_config": (3, "to fix: issue 28 (controller packages)"),
     "migrator.controller.protocol.wire": (3, "to fix: issue 28 (one API registry)"),
     "migrator.controller.service": (2, "to fix: issue 28 (one decision path)"),
     "migrator.controller.security.listener_security": (1, "to fix: issue 28 (controller packages)"),

@@ -14,7 +14,7 @@ from migrate_helpers import SPEC, assert_consistent, cluster
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller.listener_runtime import IN_PROCESS
+from migrator.controller.network.listener_runtime import IN_PROCESS
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError

@@ -14,9 +14,9 @@ import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse as KpApiVersionsResponse
 
 from migrator.controller.client.client import ControllerClient, ControllerUnreachable
+from migrator.controller.network.server import ControllerServer
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
-from migrator.controller.server import ControllerServer
 from migrator.errors import BadInputError
 
 TID = uuid.UUID("5b1c8e4a-7f3d-4c2a-9e61-0d9a3b2c1f00")
@@ -601,7 +601,7 @@ def test_one_ip_cannot_take_every_connection_slot():
 
 def test_connection_limits_come_from_kafkas_properties():
     """max.connections.per.ip and connections.max.idle.ms, per listener first, as Kafka reads them."""
-    from migrator.controller.listener_config import connection_limits, start_listeners
+    from migrator.controller.network.listener_config import connection_limits, start_listeners
 
     props = {
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
@@ -632,7 +632,7 @@ def test_connection_limits_come_from_kafkas_properties():
 def test_socket_request_max_bytes_from_the_properties_bounds_each_request():
     """Kafka's socket.request.max.bytes: a frame above it is refused unread (connection closed,
     counted); one within it is served. The server's default is Kafka's 100 MiB."""
-    from migrator.controller.listener_config import start_listeners
+    from migrator.controller.network.listener_config import start_listeners
 
     assert ControllerServer.__init__.__kwdefaults__["max_request_bytes"] == 104_857_600
     props = {"listener.security.protocol.map": "CONTROLLER:PLAINTEXT", "socket.request.max.bytes": "512"}

@@ -27,7 +27,7 @@ from test_listener_tls_sasl import service  # noqa: F401  (the fixture: a Contro
 from migrator import commands
 from migrator.controller.client.client import ControllerClient
 from migrator.controller.envelope import principal_bytes
-from migrator.controller.listener_config import start_listeners
+from migrator.controller.network.listener_config import start_listeners
 from migrator.controller.protocol import wire
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.metrics import MigrationMetrics

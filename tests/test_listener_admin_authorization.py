@@ -33,7 +33,7 @@ from tls_certs import make_certs
 from migrator import commands
 from migrator.commands import RunningController
 from migrator.controller.client.client import ControllerClient
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.network.listener_config import set_default_properties
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.kraft.records import kafka_to_uuid
 from migrator.metrics import MigrationMetrics

@@ -19,7 +19,7 @@ from tls_certs import make_certs
 
 from migrator import commands
 from migrator.controller.client.client import ControllerClient
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.network.listener_config import set_default_properties
 from migrator.controller.protocol import messages as M
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.controller.security.scram_server import scram_credential

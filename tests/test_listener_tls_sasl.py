@@ -24,7 +24,7 @@ from tls_certs import Certs, ExpiredCerts, make_certs, make_expired
 
 from migrator.controller.client.client import ControllerClient, ControllerUnreachable
 from migrator.controller.core import ControllerConfig
-from migrator.controller.listener_config import RunningListeners, listener_specs, start_listeners
+from migrator.controller.network.listener_config import RunningListeners, listener_specs, start_listeners
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
 from migrator.controller.security.client_security import (

@@ -1,4 +1,4 @@
-"""Parked Raft fetches held by the listener's one long-poll thread (controller/long_polls.py), over TCP.
+"""Parked Raft fetches held by the listener's one long-poll thread (controller/network/long_polls.py), over TCP.
 
 Each test checks what an observer sees on the wire: every append wakes every parked fetch (no wake-up
 lost, however close together), requests sent behind a parked fetch are answered after it and in order,
@@ -27,10 +27,10 @@ from test_listener_tls_sasl import BROKER_PW, _props, _scram, certs, service  # 
 from test_raft_leader import CLUSTER, NO_RETENTION, NODE, Fetcher, Handler, configs, offsets_in
 
 from migrator.controller.client.client import _recv as recv_exactly
-from migrator.controller.listener_config import start_listeners
-from migrator.controller.listener_runtime import _attach_raft, start_server
+from migrator.controller.network.listener_config import start_listeners
+from migrator.controller.network.listener_runtime import _attach_raft, start_server
+from migrator.controller.network.server import ControllerServer
 from migrator.controller.security.client_security import sasl_authenticate
-from migrator.controller.server import ControllerServer
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
 from zk_fixtures.kraft_broker import MetadataFollower

@@ -25,7 +25,7 @@ from tls_certs import Certs, make_certs
 
 from migrator import commands
 from migrator.commands.config import load_config
-from migrator.controller.listener_config import listener_specs, set_default_properties
+from migrator.controller.network.listener_config import listener_specs, set_default_properties
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.controller.security.scram_server import scram_credential as server_credential
 from migrator.controller.zk_brokers import zk_broker_messages as Z

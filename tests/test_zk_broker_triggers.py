@@ -33,7 +33,7 @@ from test_zk_broker_rpcs import SESSION_MS, converged
 
 from migrator import commands
 from migrator.controller.client.client import ControllerClient
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.network.listener_config import set_default_properties
 from migrator.controller.protocol import messages as M
 from migrator.controller.zk_brokers import zk_broker_messages as Z
 from migrator.controller.zk_brokers.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until

@@ -47,7 +47,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from migrator.controller.client.client import ControllerClient, ControllerUnreachable
-from migrator.controller.listener_config import listener_specs, protocol_map
+from migrator.controller.network.listener_config import listener_specs, protocol_map
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol.kafka_errors import name_of
 from migrator.controller.security.client_security import ClientSecurity, SaslRefused, from_client_properties

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from migrator.controller.client.client import ControllerClient
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.network.listener_config import set_default_properties
 from migrator.controller.protocol import kafka_errors
 from migrator.controller.protocol import messages as M
 from migrator.controller.security.client_security import ClientSecurity, from_client_properties

@@ -375,7 +375,7 @@ class ControllerService:
 
     def handle(self, api_key: int, api_version: int, request: Any, client_id: str | None = None) -> Any:
         """The protocol server's entry point: wire messages in, wire messages out."""
-        from migrator.controller import listener_runtime  # the wire types, only where needed
+        from migrator.controller.network import listener_runtime  # the wire types, only where needed
 
         return listener_runtime.dispatch(self, api_key, api_version, request, client_id)
 

@@ -25,7 +25,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from migrator.controller.listener_config import JAAS_FILE_KEY, SUPPORTED_MECHANISMS, protocol_map, setting
+from migrator.controller.network.listener_config import (
+    JAAS_FILE_KEY,
+    SUPPORTED_MECHANISMS,
+    protocol_map,
+    setting,
+)
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.controller.security.jaas import server_login_modules
 from migrator.controller.security.listener_security import PROTOCOLS

@@ -20,7 +20,7 @@ from migrator import stop
 from migrator.controller.client.admin_client import AdminClient, Answer
 from migrator.controller.client.admin_endpoint import Endpoint, resolve_endpoint
 from migrator.controller.client.client import ControllerUnreachable
-from migrator.controller.listener_config import default_properties
+from migrator.controller.network.listener_config import default_properties
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError, ZkKraftError
 from migrator.kraft.lock import LOCK_FILE, read_holder

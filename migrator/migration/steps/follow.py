@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 
-from migrator.controller.listener_config import default_properties
+from migrator.controller.network.listener_config import default_properties
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError, FencedError, UnreachableError
 from migrator.kraft.image import ImageBuilder

@@ -56,8 +56,8 @@ class Listener:
     """The controller service and its protocol server, as the driver runs them."""
 
     def __init__(self, service: ControllerService, listen: str) -> None:
-        from migrator.controller.listener_config import default_properties
-        from migrator.controller.listener_runtime import start_server
+        from migrator.controller.network.listener_config import default_properties
+        from migrator.controller.network.listener_runtime import start_server
         from migrator.controller.zk_brokers.inter_broker import inter_broker_config
 
         self.service = service

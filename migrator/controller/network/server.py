@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, Protocol
 
-from migrator.controller.long_polls import LongPolls
+from migrator.controller.network.long_polls import LongPolls
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire

@@ -40,7 +40,7 @@ def start_server(handler: Any, listen: str) -> RunningServer:
     if listen == IN_PROCESS:
         return _InProcess()
     if "://" in listen:  # Kafka's `listeners` value: every listener with its security (listener_config)
-        from migrator.controller.listener_config import start_listeners
+        from migrator.controller.network.listener_config import start_listeners
 
         running = start_listeners(handler, listen)
         # KRaft brokers follow the log on these listeners too, named as `listeners` names them
@@ -48,13 +48,13 @@ def start_server(handler: Any, listen: str) -> RunningServer:
         return running
     host, port = parse_listen(listen)
     try:
-        from migrator.controller.server import ControllerServer
+        from migrator.controller.network.server import ControllerServer
     except ModuleNotFoundError as e:  # pragma: no cover - only while the wire layer is missing
         raise BadInputError(
             f"the controller protocol listener is not available in this build ({e})"
         ) from None
     try:
-        from migrator.controller.listener_config import connection_limits, default_properties
+        from migrator.controller.network.listener_config import connection_limits, default_properties
 
         server = ControllerServer(handler, host, port, **connection_limits(default_properties()))
         _attach_raft([server], handler)

@@ -191,8 +191,8 @@ def _int(props: Mapping[str, str], listener: str, key: str, default: int) -> int
 def connection_limits(props: Mapping[str, str], listener: str = "") -> dict[str, Any]:
     """Kafka's connection settings for one listener (`listener.name.<l>.` first): the server's kwargs.
     `socket.request.max.bytes` is server-wide in Kafka (no listener prefix), so it is read so here."""
+    from migrator.controller.network.server import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP
     from migrator.controller.protocol.wire_versions import MAX_FRAME_BYTES
-    from migrator.controller.server import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_IP
 
     limits = {
         "max_request_bytes": _int(props, "", "socket.request.max.bytes", MAX_FRAME_BYTES),
@@ -295,7 +295,7 @@ class RunningListeners:
 
 def start_listeners(handler: Any, listeners: str, props: Mapping[str, str] | None = None) -> RunningListeners:
     """Bind and serve every listener; all or none (one that cannot bind closes those already up)."""
-    from migrator.controller.server import ControllerServer
+    from migrator.controller.network.server import ControllerServer
 
     props_used = default_properties() if props is None else props
     specs = listener_specs(props_used, handler, listeners)
