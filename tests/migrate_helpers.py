@@ -20,11 +20,11 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from migrator.controller import core
+from migrator.controller.follower import follower_pid
 from migrator.controller.service import ControllerService
 from migrator.kraft.image import ReplayResult
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import uuid_to_kafka
-from migrator.migration.admin import follower_pid
 from migrator.model import ClusterImage
 from migrator.zk.connection import close, connect
 from migrator.zk.layout import LayoutResult, image_from_tree

@@ -193,8 +193,8 @@ def test_admin_waits_for_a_controller_that_holds_the_log_but_has_not_announced_y
     import threading
     import time
 
+    from migrator.controller.follower import announce, retire
     from migrator.kraft.lock import WriterLock
-    from migrator.migration.admin.follower import announce, retire
     from migrator.migration.steps.admin import await_announcement
 
     log_dir = tmp_path / "meta"

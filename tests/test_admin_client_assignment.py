@@ -12,7 +12,7 @@ import io
 from kio.serial import entity_reader, entity_writer
 
 from migrator.controller.client.admin_client import _request
-from migrator.migration.admin import AdminChange
+from migrator.controller.managers.change import AdminChange
 
 
 def _round_trip(request: object) -> object:

@@ -37,12 +37,12 @@ from migrator import commands
 from migrator.controller.admin_api import build
 from migrator.controller.client.client import ControllerClient
 from migrator.controller.envelope import principal_bytes
+from migrator.controller.managers.change import AclSpec, AdminChange
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import wire
 from migrator.controller.protocol.kio_apis import schema_module
 from migrator.controller.raft.raft_leader import RAFT_VERSIONS
 from migrator.kraft.records import kafka_to_uuid
-from migrator.migration.admin import AclSpec, AdminChange
 from migrator.migration.steps.soft_start import BrokersNotReadyError
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect

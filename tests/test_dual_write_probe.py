@@ -55,12 +55,12 @@ from migrator import commands
 from migrator.commands.controller import RunningController
 from migrator.controller import core
 from migrator.controller.client.client import ControllerClient
+from migrator.controller.follower import read_follower
 from migrator.controller.network.listener_config import set_default_properties
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.records import kafka_to_uuid, record
-from migrator.migration.admin.follower import read_follower
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect
 from zk_fixtures.server import ZkServer

@@ -37,10 +37,11 @@ from migrator.controller.admin_api import kio_module
 from migrator.controller.client.admin_client import AdminClient
 from migrator.controller.client.admin_endpoint import Endpoint
 from migrator.controller.client.client import ControllerClient
+from migrator.controller.managers.change import AclSpec, AdminChange
+from migrator.controller.managers.scram import scram_credential
 from migrator.controller.protocol import messages as M
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.kraft.log import MetadataLog
-from migrator.migration.admin import AclSpec, AdminChange, scram_credential
 from migrator.zk.reader import read_tree
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import ClusterSpec, load_cluster

@@ -25,6 +25,8 @@ from tls_certs import Certs, make_certs
 
 from migrator import commands
 from migrator.commands.config import load_config
+from migrator.controller.managers.change import AdminChange
+from migrator.controller.managers.scram import scram_credential
 from migrator.controller.network.listener_config import listener_specs, set_default_properties
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.controller.security.scram_server import scram_credential as server_credential
@@ -38,8 +40,6 @@ from migrator.controller.zk_brokers.zk_broker_channel import BrokerChannel, ZkBr
 from migrator.controller.zk_brokers.zk_broker_requests import BrokerInfo, Header, Item, PartitionState
 from migrator.errors import BadInputError
 from migrator.metrics import MigrationMetrics
-from migrator.migration.admin import AdminChange
-from migrator.migration.admin.scram import scram_credential
 from migrator.model import Broker, Endpoint
 from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer

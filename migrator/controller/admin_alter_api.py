@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from migrator.controller import admin_manual_assignment
 from migrator.controller.admin_api import (
     INVALID_CONFIG,
     INVALID_REQUEST,
@@ -24,14 +23,15 @@ from migrator.controller.admin_api import (
     kio_module,
     run_changes,
 )
-from migrator.controller.admin_config_defaults import (
+from migrator.controller.managers import admin_manual_assignment
+from migrator.controller.managers.admin_config_defaults import (
     CONFIG_TYPES,
     DEFAULT_CONFIG,
     TOPIC_CONFIGS,
     resolve_topic_config,
 )
+from migrator.controller.managers.change import AdminChange
 from migrator.controller.protocol import kafka_errors as E
-from migrator.migration.admin import AdminChange
 from migrator.secrets import is_secret_config
 
 __all__ = ["handle", "refuse_all"]

@@ -25,12 +25,12 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from migrator.controller.managers.change import AdminChange, AdminReply
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol.kio_apis import schema_module
 from migrator.controller.security.listener_security import current_caller
 from migrator.errors import BadInputError, FencedError, ZkKraftError
 from migrator.kraft.records import kafka_to_uuid
-from migrator.migration.admin import AdminChange, AdminReply
 
 __all__ = ["handle", "refuse_all"]
 
@@ -345,7 +345,7 @@ def _create_change(service: Any, t: Any) -> AdminChange | _Created:
     """The change one CreatableTopic asks for, or its refusal found before placement."""
     assignment = None
     if t.assignments:
-        from migrator.controller import admin_manual_assignment
+        from migrator.controller.managers import admin_manual_assignment
 
         assignment, refused = admin_manual_assignment.check(service.image, t)
         if refused is not None:

@@ -25,7 +25,7 @@ from typing import Any
 from migrator.controller import core
 from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module
 from migrator.controller.core import NO_LEADER
-from migrator.controller.partition_reassignment import build_change
+from migrator.controller.managers.partition_reassignment import build_change
 from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.records import MetadataRecord, kafka_to_uuid
 from migrator.model import ClusterImage

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
+from migrator.controller.managers.change import AdminChange
 from migrator.controller.protocol import kafka_errors as E
-from migrator.migration.admin import AdminChange
 
 __all__ = ["handle", "refuse_all"]
 

@@ -20,9 +20,10 @@ import hmac
 from typing import Any
 
 from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
+from migrator.controller.managers.change import AdminChange
+from migrator.controller.managers.scram import ScramSpec
 from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.image import SCRAM_MECHANISMS
-from migrator.migration.admin import AdminChange, ScramSpec
 
 __all__ = ["handle", "refuse_all", "scram_keys"]
 

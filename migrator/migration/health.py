@@ -15,10 +15,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from migrator.controller.follower import writer_lock_held
+from migrator.controller.managers.change import AdminReply
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
 from migrator.kraft.lock import LOCK_FILE, read_holder
-from migrator.migration.admin import AdminReply, writer_lock_held
 from migrator.migration.facts import Facts, log_exists
 from state_machine import KafkaMigrationCode
 

@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from migrator.controller.admin_api import build, kio_module
 from migrator.controller.client.admin_endpoint import Endpoint
 from migrator.controller.client.client import ControllerClient, ControllerUnreachable
+from migrator.controller.managers.change import AdminChange
 from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError, ZkKraftError
 from migrator.kraft.image import (
     ACL_OPERATIONS,
@@ -28,7 +29,6 @@ from migrator.kraft.image import (
     PATTERN_TYPES,
     SCRAM_MECHANISMS,
 )
-from migrator.migration.admin import AdminChange
 
 __all__ = ["AdminClient", "Answer"]
 

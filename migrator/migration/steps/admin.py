@@ -20,13 +20,13 @@ from migrator import stop
 from migrator.controller.client.admin_client import AdminClient, Answer
 from migrator.controller.client.admin_endpoint import Endpoint, resolve_endpoint
 from migrator.controller.client.client import ControllerUnreachable
+from migrator.controller.follower import read_follower, writer_lock_held
+from migrator.controller.managers.change import AdminChange, AdminReply, refused_state
 from migrator.controller.network.listener_config import default_properties
 from migrator.controller.security.client_security import ClientSecurity
 from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError, ZkKraftError
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.migration import log_binding
-from migrator.migration.admin import AdminChange, AdminReply, refused_state
-from migrator.migration.admin.follower import read_follower, writer_lock_held
 from migrator.migration.facts import Facts, log_exists, require_own_log
 from migrator.migration.steps.claim import claim, covered, syncer
 from migrator.migration.steps.follow import Controller

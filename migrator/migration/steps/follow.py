@@ -14,6 +14,16 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 
+from migrator.controller import follower as follower_file
+from migrator.controller.managers.change import (
+    AdminChange,
+    AdminReply,
+    Pending,
+    Placing,
+    Planned,
+    plan_change,
+)
+from migrator.controller.managers.topic_defaults import TopicDefaults
 from migrator.controller.network.listener_config import default_properties
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError, FencedError, UnreachableError
@@ -21,16 +31,6 @@ from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog, SplitBatchError
 from migrator.kraft.records import record
 from migrator.migration import health
-from migrator.migration.admin import (
-    AdminChange,
-    AdminReply,
-    Pending,
-    Placing,
-    Planned,
-    TopicDefaults,
-    plan_change,
-)
-from migrator.migration.admin import follower as follower_file
 from migrator.migration.facts import Facts, gather_zk
 from migrator.migration.faults import crash_point
 from migrator.migration.steps.claim import GuardedSyncer

@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from migrator.controller.follower import read_follower, writer_lock_held
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import MetadataLog
 from migrator.migration import advice, estimate, health, log_binding
 from migrator.migration import copy as copy_mod
-from migrator.migration.admin import read_follower, writer_lock_held
 from migrator.migration.facts import gather, log_exists
 from migrator.migration.steps import kafka_companion
 from migrator.migration.steps.run import DriverOptions, S, connected, kafka_name, public

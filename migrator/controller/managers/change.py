@@ -20,6 +20,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from migrator.controller.managers.rules import (
+    QUOTA_KEYS,
+    acl_of,
+    collides,
+    quota_entity,
+    validate_broker_configs,
+    validate_topic_configs,
+    validate_topic_name,
+)
+from migrator.controller.managers.scram import SCRAM_HASH, ScramSpec, check_scram
+from migrator.controller.managers.striped import PlacementError, RandomSource, UsableBroker, place
+from migrator.controller.managers.topic_defaults import TopicDefaults
 from migrator.errors import BadInputError, FindingsError
 from migrator.kraft import dirfiles
 from migrator.kraft.image import (
@@ -30,18 +42,6 @@ from migrator.kraft.image import (
     SCRAM_MECHANISMS,
 )
 from migrator.kraft.records import MetadataRecord, kafka_to_uuid, record
-from migrator.migration.admin.rules import (
-    QUOTA_KEYS,
-    acl_of,
-    collides,
-    quota_entity,
-    validate_broker_configs,
-    validate_topic_configs,
-    validate_topic_name,
-)
-from migrator.migration.admin.scram import SCRAM_HASH, ScramSpec, check_scram
-from migrator.migration.admin.striped import PlacementError, RandomSource, UsableBroker, place
-from migrator.migration.admin.topic_defaults import TopicDefaults
 from migrator.model import Acl, ClusterImage
 
 __all__ = [

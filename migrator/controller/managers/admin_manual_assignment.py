@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from migrator.controller.managers.rules import collides, validate_topic_name
 from migrator.errors import BadInputError
-from migrator.migration.admin.rules import collides, validate_topic_name
 from migrator.model import ClusterImage
 
 __all__ = ["INVALID_REPLICA_ASSIGNMENT", "check", "check_added", "replicas_refused"]
