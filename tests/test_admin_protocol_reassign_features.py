@@ -30,7 +30,7 @@ pytestmark = pytest.mark.zk
 
 
 def _kio(api_key: int, version: int, kind: str) -> Any:
-    from migrator.controller.admin_api import kio_module
+    from migrator.controller.apis.admin_api import kio_module
 
     return kio_module(api_key, version, kind)
 

@@ -34,9 +34,9 @@ from migrate_helpers import SPEC, assert_consistent, cluster
 from test_admin_protocol import _register_all
 
 from migrator import commands
-from migrator.controller.admin_api import build
+from migrator.controller.apis.admin_api import build
+from migrator.controller.apis.envelope import principal_bytes
 from migrator.controller.client.client import ControllerClient
-from migrator.controller.envelope import principal_bytes
 from migrator.controller.managers.change import AclSpec, AdminChange
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import wire

@@ -187,11 +187,10 @@ FUNCTION_IMPORTS: dict[str, tuple[int, str]] = {
     # cycles hidden in functions: to fix with the packages of issue 28 (deliverables 1-3, other engineers)
     "migrator.controller.network.listener_runtime": (10, "to fix: issue 28 (controller packages)"),
     "migrator.controller.network.listener_config": (3, "to fix: issue 28 (controller packages)"),
-    "migrator.controller.protocol.wire": (3, "to fix: issue 28 (one API registry)"),
     "migrator.controller.service": (2, "to fix: issue 28 (one decision path)"),
     "migrator.controller.security.listener_security": (1, "to fix: issue 28 (controller packages)"),
     "migrator.controller.security.client_security": (1, "to fix: issue 28 (controller packages)"),
-    "migrator.controller.admin_api": (1, "to fix: issue 28 (one decision path)"),
+    "migrator.controller.apis.admin_api": (1, "to fix: issue 28 (one decision path)"),
     "migrator.migration.steps.soft_start": (5, "to fix: issue 28 (controller below migration)"),
     "migrator.migration.steps.status": (1, "to fix: issue 28 (controller below migration)"),
     "migrator.migration.steps.preflight": (1, "to fix: issue 28 (kraft.lock could be at the top)"),

@@ -25,8 +25,8 @@ from test_listener_secure_migration import grant_cluster_action, scram_user
 from test_listener_tls_sasl import service  # noqa: F401  (the fixture: a ControllerService without ZooKeeper)
 
 from migrator import commands
+from migrator.controller.apis.envelope import principal_bytes
 from migrator.controller.client.client import ControllerClient
-from migrator.controller.envelope import principal_bytes
 from migrator.controller.network.listener_config import start_listeners
 from migrator.controller.protocol import wire
 from migrator.controller.security.client_security import ClientSecurity

@@ -273,23 +273,23 @@ ZOOKEEPER: dict[str, int] = {
 
 #: module:NAME -> its peer constant (a key of KAFKA or ZOOKEEPER, or of KAFKA_ENUMS for a table).
 FROM_PEER: dict[str, str] = {
-    "controller/admin_acls_api.py:ANY": "PatternType.ANY",
-    "controller/admin_acls_api.py:MATCH": "PatternType.MATCH",
-    "controller/admin_acls_api.py:LITERAL": "PatternType.LITERAL",
-    "controller/admin_acls_api.py:PREFIXED": "PatternType.PREFIXED",
-    "controller/admin_alter_api.py:TOPIC": "ConfigResource.Type.TOPIC",
-    "controller/admin_alter_api.py:BROKER": "ConfigResource.Type.BROKER",
-    "controller/admin_alter_api.py:SET": "AlterConfigOp.OpType.SET",
-    "controller/admin_alter_api.py:DELETE": "AlterConfigOp.OpType.DELETE",
-    "controller/admin_alter_api.py:APPEND": "AlterConfigOp.OpType.APPEND",
-    "controller/admin_alter_api.py:SUBTRACT": "AlterConfigOp.OpType.SUBTRACT",
-    "controller/admin_alter_api.py:DYNAMIC_TOPIC_CONFIG": "DescribeConfigsResponse.ConfigSource.TOPIC_CONFIG",
-    "controller/admin_alter_api.py:DYNAMIC_BROKER_CONFIG": "DescribeConfigsResponse.ConfigSource.DYNAMIC_BROKER_CONFIG",
-    "controller/admin_alter_api.py:DYNAMIC_DEFAULT_BROKER_CONFIG": (
+    "controller/apis/admin_acls_api.py:ANY": "PatternType.ANY",
+    "controller/apis/admin_acls_api.py:MATCH": "PatternType.MATCH",
+    "controller/apis/admin_acls_api.py:LITERAL": "PatternType.LITERAL",
+    "controller/apis/admin_acls_api.py:PREFIXED": "PatternType.PREFIXED",
+    "controller/apis/admin_alter_api.py:TOPIC": "ConfigResource.Type.TOPIC",
+    "controller/apis/admin_alter_api.py:BROKER": "ConfigResource.Type.BROKER",
+    "controller/apis/admin_alter_api.py:SET": "AlterConfigOp.OpType.SET",
+    "controller/apis/admin_alter_api.py:DELETE": "AlterConfigOp.OpType.DELETE",
+    "controller/apis/admin_alter_api.py:APPEND": "AlterConfigOp.OpType.APPEND",
+    "controller/apis/admin_alter_api.py:SUBTRACT": "AlterConfigOp.OpType.SUBTRACT",
+    "controller/apis/admin_alter_api.py:DYNAMIC_TOPIC_CONFIG": "DescribeConfigsResponse.ConfigSource.TOPIC_CONFIG",
+    "controller/apis/admin_alter_api.py:DYNAMIC_BROKER_CONFIG": "DescribeConfigsResponse.ConfigSource.DYNAMIC_BROKER_CONFIG",
+    "controller/apis/admin_alter_api.py:DYNAMIC_DEFAULT_BROKER_CONFIG": (
         "DescribeConfigsResponse.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG"
     ),
-    "controller/admin_api.py:ENDPOINT_BROKER": "EndpointType.BROKER",
-    "controller/admin_api.py:ENDPOINT_CONTROLLER": "EndpointType.CONTROLLER",
+    "controller/apis/admin_api.py:ENDPOINT_BROKER": "EndpointType.BROKER",
+    "controller/apis/admin_api.py:ENDPOINT_CONTROLLER": "EndpointType.CONTROLLER",
     "controller/client/admin_client.py:TOPIC": "ConfigResource.Type.TOPIC",
     "controller/client/admin_client.py:BROKER": "ConfigResource.Type.BROKER",
     "controller/client/admin_client.py:SET": "AlterConfigOp.OpType.SET",
@@ -300,20 +300,20 @@ FROM_PEER: dict[str, str] = {
         "DescribeConfigsResponse.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG"
     ),
     "controller/managers/admin_config_defaults.py:DEFAULT_CONFIG": "DescribeConfigsResponse.ConfigSource.DEFAULT_CONFIG",
-    "controller/admin_elect_api.py:PREFERRED": "ElectionType.PREFERRED",
-    "controller/admin_elect_api.py:UNCLEAN": "ElectionType.UNCLEAN",
-    "controller/admin_features_api.py:UNKNOWN": "FeatureUpdate.UpgradeType.UNKNOWN",
-    "controller/admin_features_api.py:UPGRADE": "FeatureUpdate.UpgradeType.UPGRADE",
-    "controller/admin_features_api.py:SAFE_DOWNGRADE": "FeatureUpdate.UpgradeType.SAFE_DOWNGRADE",
-    "controller/admin_features_api.py:UNSAFE_DOWNGRADE": "FeatureUpdate.UpgradeType.UNSAFE_DOWNGRADE",
-    "controller/admin_features_api.py:SUPPORTED_FEATURES": "QuorumFeatures.defaultFeatureMap(false)",
-    "controller/admin_quotas_api.py:EXACT": "DescribeClientQuotasRequest.MATCH_TYPE_EXACT",
-    "controller/admin_quotas_api.py:DEFAULT": "DescribeClientQuotasRequest.MATCH_TYPE_DEFAULT",
-    "controller/admin_quotas_api.py:SPECIFIED": "DescribeClientQuotasRequest.MATCH_TYPE_SPECIFIED",
-    "controller/admin_reassign_api.py:ALTER": "ApiKeys.ALTER_PARTITION_REASSIGNMENTS",
-    "controller/admin_reassign_api.py:LIST": "ApiKeys.LIST_PARTITION_REASSIGNMENTS",
-    "controller/admin_scram_api.py:MIN_ITERATIONS": "ScramMechanism.minIterations",
-    "controller/admin_scram_api.py:MAX_ITERATIONS": "ScramControlManager.MAX_ITERATIONS",
+    "controller/apis/admin_elect_api.py:PREFERRED": "ElectionType.PREFERRED",
+    "controller/apis/admin_elect_api.py:UNCLEAN": "ElectionType.UNCLEAN",
+    "controller/apis/admin_features_api.py:UNKNOWN": "FeatureUpdate.UpgradeType.UNKNOWN",
+    "controller/apis/admin_features_api.py:UPGRADE": "FeatureUpdate.UpgradeType.UPGRADE",
+    "controller/apis/admin_features_api.py:SAFE_DOWNGRADE": "FeatureUpdate.UpgradeType.SAFE_DOWNGRADE",
+    "controller/apis/admin_features_api.py:UNSAFE_DOWNGRADE": "FeatureUpdate.UpgradeType.UNSAFE_DOWNGRADE",
+    "controller/apis/admin_features_api.py:SUPPORTED_FEATURES": "QuorumFeatures.defaultFeatureMap(false)",
+    "controller/apis/admin_quotas_api.py:EXACT": "DescribeClientQuotasRequest.MATCH_TYPE_EXACT",
+    "controller/apis/admin_quotas_api.py:DEFAULT": "DescribeClientQuotasRequest.MATCH_TYPE_DEFAULT",
+    "controller/apis/admin_quotas_api.py:SPECIFIED": "DescribeClientQuotasRequest.MATCH_TYPE_SPECIFIED",
+    "controller/apis/admin_reassign_api.py:ALTER": "ApiKeys.ALTER_PARTITION_REASSIGNMENTS",
+    "controller/apis/admin_reassign_api.py:LIST": "ApiKeys.LIST_PARTITION_REASSIGNMENTS",
+    "controller/apis/admin_scram_api.py:MIN_ITERATIONS": "ScramMechanism.minIterations",
+    "controller/apis/admin_scram_api.py:MAX_ITERATIONS": "ScramControlManager.MAX_ITERATIONS",
     "controller/security/api_acls.py:_TOPIC_CONFIG_TYPE": "ConfigResource.Type.TOPIC",
     "controller/security/api_acls.py:_CLUSTER_CONFIG_TYPES": "ConfigResource.Type",
     "controller/security/authorizer.py:ACL_RECORD": "MetadataRecordType.ACCESS_CONTROL_ENTRY_RECORD",
@@ -324,7 +324,7 @@ FROM_PEER: dict[str, str] = {
     "controller/core.py:MV_MINIMUM_KRAFT": "MetadataVersion.MINIMUM_KRAFT_VERSION",
     "controller/core_types.py:NO_LEADER": "LeaderConstants.NO_LEADER",
     "controller/core_types.py:DEFAULT_SESSION_TIMEOUT_MS": "KRaftConfigs.BROKER_SESSION_TIMEOUT_MS_DEFAULT",
-    "controller/envelope.py:_DESCRIBE_QUORUM": "ApiKeys.DESCRIBE_QUORUM",
+    "controller/apis/envelope.py:_DESCRIBE_QUORUM": "ApiKeys.DESCRIBE_QUORUM",
     "controller/protocol/kio_admin_v0.py:CREATE_TOPICS": "ApiKeys.CREATE_TOPICS",
     "controller/protocol/kio_admin_v0.py:DELETE_TOPICS": "ApiKeys.DELETE_TOPICS",
     "controller/protocol/kio_admin_v0.py:DESCRIBE_CONFIGS": "ApiKeys.DESCRIBE_CONFIGS",
@@ -655,7 +655,9 @@ def test_the_scan_finds_the_constants_it_is_meant_to() -> None:
     assert SCANNED_INTS["kraft/control.py:ControlType.KRAFT_VOTERS"] == 6
     assert SCANNED_INTS["kraft/log.py:MAX_BATCH_BYTES"] == 8 << 20
     assert SCANNED_TABLES["kraft/image.py:ACL_OPERATIONS"][14] == "DESCRIBE_TOKENS"
-    assert SCANNED_RANGES["controller/admin_features_api.py:SUPPORTED_FEATURES"]["metadata.version"][0] == 1
+    assert (
+        SCANNED_RANGES["controller/apis/admin_features_api.py:SUPPORTED_FEATURES"]["metadata.version"][0] == 1
+    )
     assert len(SCANNED_INTS) > 250
 
 

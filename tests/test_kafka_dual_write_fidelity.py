@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 from migrate_helpers import ROOT, normalise, own_server, run_cli, simulated_brokers
 
-from migrator.controller.admin_api import kio_module
+from migrator.controller.apis.admin_api import kio_module
 from migrator.controller.client.admin_client import AdminClient
 from migrator.controller.client.admin_endpoint import Endpoint
 from migrator.controller.client.client import ControllerClient

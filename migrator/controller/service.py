@@ -108,7 +108,7 @@ class ControllerService:
         self.failure: ZkKraftError | None = None  # why the service stopped serving
         self.zk_propagator: Any = None  # the ZK-mode brokers' channels, once active (zk_propagator)
         # Installed by the driver while it follows in DualWriteMetadata: (AdminChange, validate_only)
-        # -> AdminReply, durable and synced on return; None refuses admin APIs (controller.admin_api).
+        # -> AdminReply, durable and synced on return; None refuses admin APIs (controller.apis.admin_api).
         self.admin: Callable[[Any, bool], Any] | None = None
         self.advertised: tuple[str, int] | None = None  # the listener's address, named by Metadata
         # Registrations refused with Kafka's error, for `zk2kraft status` (refused_brokers)
@@ -381,7 +381,7 @@ class ControllerService:
 
     def api_versions_features(self, answer: Any) -> Any:
         """ApiVersions' feature fields from the image (the listener answers ApiVersions itself)."""
-        from migrator.controller.admin_features_api import api_versions_features
+        from migrator.controller.apis.admin_features_api import api_versions_features
 
         return api_versions_features(self, answer)
 

@@ -4,7 +4,7 @@ IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterClientQuotas, AlterUserScr
 per-item error turned into the one-line error and exit code of the CLI.
 
 The controller answers only once the change is durable in the log and carried to ZooKeeper
-(`controller.admin_api`), so a successful answer means what the direct path's does.
+(`controller.apis.admin_api`), so a successful answer means what the direct path's does.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from migrator.controller.admin_api import build, kio_module
+from migrator.controller.apis.admin_api import build, kio_module
 from migrator.controller.client.admin_endpoint import Endpoint
 from migrator.controller.client.client import ControllerClient, ControllerUnreachable
 from migrator.controller.managers.change import AdminChange

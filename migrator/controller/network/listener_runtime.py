@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from migrator.controller.apis import authorizer_requests
 from migrator.controller.protocol.kio_apis import NATIVE
-from migrator.controller.security import authorizer_requests
 from migrator.errors import BadInputError
 
 __all__ = ["IN_PROCESS", "RunningServer", "dispatch", "parse_listen", "start_server"]
@@ -120,9 +120,9 @@ SUPPORTED_VERSIONS: dict[int, tuple[int, int]] = {
     62: (0, 3),  # BrokerRegistration
     63: (0, 1),  # BrokerHeartbeat
     10_001: (0, 0),  # AlterReplicaState (KIP-589; outside Kafka's range)
-    58: (0, 0),  # Envelope: a broker's forwarded admin request, answered by controller.envelope
+    58: (0, 0),  # Envelope: a broker's forwarded admin request, answered by controller.apis.envelope
 }
-# Metadata, CreateTopics, DeleteTopics: kio's entities, answered by controller.admin_api
+# Metadata, CreateTopics, DeleteTopics: kio's entities, answered by controller.apis.admin_api
 SUPPORTED_VERSIONS.update({k: (a.min_version, a.max_version) for k, a in NATIVE.items()})
 
 
@@ -137,12 +137,12 @@ def dispatch(service: Any, api_key: int, api_version: int, request: Any, client_
             0, [M.ApiVersionRange(k, lo, hi) for k, (lo, hi) in sorted(SUPPORTED_VERSIONS.items())]
         )
     if api_key == M.ENVELOPE:
-        from migrator.controller import envelope
+        from migrator.controller.apis import envelope
 
         # the inner request comes back here, run as the forwarded client
         return envelope.handle(service, api_version, request, dispatch)
     if api_key in NATIVE:
-        from migrator.controller import admin_api
+        from migrator.controller.apis import admin_api
 
         # each topic/config the caller may not act on is refused before the handler sees the request
         return authorizer_requests.guard(service, api_key, api_version, request, admin_api.handle)

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Protocol
 
+from migrator.controller.apis import refusal
 from migrator.controller.network.long_polls import LongPolls
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import messages as M
@@ -315,7 +316,7 @@ class ControllerServer:
             return wire.encode_response(header, features(answer) if callable(features) else answer)
         refused = sec.authorize(header.api_key)
         if refused:  # the single authorization seam: nothing reaches the handler, nothing changes
-            return wire.encode_response(header, wire.error_response(header, refused, request))
+            return wire.encode_response(header, refusal.error_response(header, refused, request))
         token = sec.bind()
         try:
             response = self.handler.handle(header.api_key, header.api_version, request, header.client_id)
@@ -327,7 +328,7 @@ class ControllerServer:
                 type(e).__name__,
                 e,
             )
-            response = wire.error_response(header, E.UNKNOWN_SERVER_ERROR, request)
+            response = refusal.error_response(header, E.UNKNOWN_SERVER_ERROR, request)
         finally:
             sec.unbind(token)
         try:
@@ -336,7 +337,9 @@ class ControllerServer:
             log.error(
                 "cannot encode the answer to %s: %s: %s", wire.NAMES[header.api_key], type(e).__name__, e
             )
-            return wire.encode_response(header, wire.error_response(header, E.UNKNOWN_SERVER_ERROR, request))
+            return wire.encode_response(
+                header, refusal.error_response(header, E.UNKNOWN_SERVER_ERROR, request)
+            )
 
 
 def _peer_ip(conn: socket.socket) -> str:

@@ -51,7 +51,6 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
-    "error_response",
     "is_flexible",
 ]
 
@@ -169,53 +168,6 @@ def decode_response(api_key: int, version: int, frame_bytes: bytes | memoryview)
     _check_body(resp_cls, frame_bytes, pos)
     body, size = _read(resp_cls, frame_bytes, pos)
     return int(hdr.correlation_id), _response_from_kio(api_key, version, body)
-
-
-def error_response(header: RequestHeader, code: int, request: Any = None) -> Any:
-    """Kafka's answer to a request it refuses as a whole: the error at the top, nothing done.
-
-    AlterPartition and AlterReplicaState echo each partition with the error, as Kafka's
-    `getErrorResponse` does, so a broker sees which partitions were refused.
-    """
-    k = header.api_key
-    if k in NATIVE:
-        from migrator.controller import admin_api
-
-        return admin_api.refuse_all(k, header.api_version, request, code)
-    if k == M.API_VERSIONS:
-        return M.ApiVersionsResponse(code, supported_ranges())
-    if k == M.ENVELOPE:  # the envelope refused whole: no inner response (Kafka's getErrorResponse)
-        from kio.schema.envelope.v0.response import EnvelopeResponse
-        from kio.schema.errors import ErrorCode
-
-        return EnvelopeResponse(response_data=None, error_code=ErrorCode(code))
-    if k == M.BROKER_REGISTRATION:
-        return M.BrokerRegistrationResponse(code)
-    if k == M.BROKER_HEARTBEAT:
-        return M.BrokerHeartbeatResponse(code)
-    if k == M.ALTER_PARTITION:
-        topics = []
-        if isinstance(request, M.AlterPartitionRequest):
-            topics = [
-                M.AlterPartitionTopicResponse(
-                    t.topic_name,
-                    t.topic_id,
-                    [M.AlterPartitionPartitionResponse(p.partition_index, code) for p in t.partitions],
-                )
-                for t in request.topics
-            ]
-        return M.AlterPartitionResponse(code, topics)
-    if k == M.ALTER_REPLICA_STATE:
-        topics2 = []
-        if isinstance(request, M.AlterReplicaStateRequest):
-            topics2 = [
-                M.AlterReplicaStateTopicResponse(
-                    t.name, [M.AlterReplicaStatePartitionResponse(p, code) for p in t.partitions]
-                )
-                for t in request.topics
-            ]
-        return M.AlterReplicaStateResponse(code, topics2)
-    raise WireError(f"unknown apiKey {k}")
 
 
 def supported_ranges(limit: dict[int, tuple[int, int]] | None = None) -> list[M.ApiVersionRange]:

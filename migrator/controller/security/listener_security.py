@@ -159,7 +159,7 @@ class ListenerSecurity:
     handshake_timeout_s: float = 10.0
     refused: Counter[str] = field(default_factory=Counter)
     authenticated: Counter[str] = field(default_factory=Counter)
-    envelopes: Counter[str] = field(default_factory=Counter)  # by outcome (controller.envelope)
+    envelopes: Counter[str] = field(default_factory=Counter)  # by outcome (controller.apis.envelope)
     # `advertised.listeners`' (host, port) for this listener name (KIP-853): what Metadata,
     # DescribeCluster and DescribeQuorum name instead of the socket's address (a wildcard bind, NAT)
     advertised: tuple[str, int] | None = None

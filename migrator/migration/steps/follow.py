@@ -114,7 +114,7 @@ class Controller:
         """Validate every change of one request, then append the records of the valid ones as one
         batch (Kafka's ControllerResult.atomic: one request, one batch; when one batch cannot hold it, a
         metadata transaction) and sync: the one way admin changes enter the migration (the protocol's,
-        `controller.admin_api`, and `zk2kraft admin`'s direct path). Each change gets its reply or its
+        `controller.apis.admin_api`, and `zk2kraft admin`'s direct path). Each change gets its reply or its
         refusal. `validate_only`: validate and stop there. `sync` False: the caller carries the batch
         to ZooKeeper after releasing the service (`ControllerService.carry`)."""
         live, fenced = self.brokers(changes)

@@ -35,6 +35,7 @@ from kio.schema.default_principal_data.v0 import DefaultPrincipalData
 from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.errors import ErrorCode
 
+from migrator.controller.apis import refusal
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol import wire
 from migrator.controller.protocol.wire_bounds import _check_body
@@ -158,14 +159,14 @@ def handle(service: Any, version: int, request: Any, dispatch: Dispatch) -> Enve
     if refused:
         if caller.refused is not None:
             caller.refused["cluster_authorization_failed"] += 1
-        response = wire.error_response(header, CLUSTER_AUTHORIZATION_FAILED, inner)
+        response = refusal.error_response(header, CLUSTER_AUTHORIZATION_FAILED, inner)
     else:
         with caller.bound():
             try:
                 response = dispatch(service, header.api_key, header.api_version, inner, header.client_id)
             except Exception as e:  # as the listener does for a direct request: the inner one fails alone
                 log.error("forwarded %s failed: %s: %s", wire.NAMES[header.api_key], type(e).__name__, e)
-                response = wire.error_response(header, E.UNKNOWN_SERVER_ERROR, inner)
+                response = refusal.error_response(header, E.UNKNOWN_SERVER_ERROR, inner)
     # DescribeQuorum says "not the controller" as NOT_LEADER_OR_FOLLOWER (Kafka's shouldReturnNotController)
     gone = E.NOT_LEADER_OR_FOLLOWER if header.api_key == _DESCRIBE_QUORUM else E.NOT_CONTROLLER
     if gone in _codes(response):

@@ -34,8 +34,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from migrator.controller.apis.refusal import error_response
 from migrator.controller.protocol.kio_apis import schema_module
-from migrator.controller.protocol.wire import RequestHeader, error_response
+from migrator.controller.protocol.wire import RequestHeader
 from migrator.controller.security.api_acls import (
     CLUSTER_AUTHORIZATION_FAILED,
     REQUIRED,

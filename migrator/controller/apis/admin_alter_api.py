@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from migrator.controller.admin_api import (
+from migrator.controller.apis.admin_api import (
     INVALID_CONFIG,
     INVALID_REQUEST,
     UNKNOWN_TOPIC_OR_PARTITION,

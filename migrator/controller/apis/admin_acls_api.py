@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
+from migrator.controller.apis.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
 from migrator.controller.managers.change import AclSpec, AdminChange
 from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.image import ACL_OPERATIONS, ACL_PERMISSION_TYPES, ACL_RESOURCE_TYPES, PATTERN_TYPES

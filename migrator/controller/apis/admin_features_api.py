@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from migrator.controller import core
-from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module
+from migrator.controller.apis.admin_api import ZERO, admin_hook, build, error, kio_module
 from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.records import MetadataRecord, record
 

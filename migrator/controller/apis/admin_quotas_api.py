@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrator.controller.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
+from migrator.controller.apis.admin_api import ZERO, admin_hook, build, error, kio_module, run_changes
 from migrator.controller.managers.change import AdminChange
 from migrator.controller.protocol import kafka_errors as E
 

@@ -8,7 +8,7 @@ returns; the invalid ones get their own errors. So an answer means durable in th
 to ZooKeeper. Without that hook (soft start, or not following) every change answers NOT_CONTROLLER
 and Metadata lists no topics (KIP-866).
 
-Authorization happens before `handle`: `controller.security.authorizer_requests`, called once from
+Authorization happens before `handle`: `controller.apis.authorizer_requests`, called once from
 `listener_runtime.dispatch`, takes out of each request the topics and configs the caller may not act
 on and answers them 29/31 afterwards, so a handler only ever sees what it may change.
 """
@@ -140,7 +140,7 @@ _HANDLER_MODULES = {
 
 def _handler_module(api_key: int) -> Any:
     name = _HANDLER_MODULES.get(api_key)
-    return None if name is None else importlib.import_module(f"migrator.controller.{name}")
+    return None if name is None else importlib.import_module(f"migrator.controller.apis.{name}")
 
 
 def refuse_all(api_key: int, version: int, request: Any, code: int) -> Any:
