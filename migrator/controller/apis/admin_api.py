@@ -25,6 +25,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from migrator.controller.managers import admin_manual_assignment
 from migrator.controller.managers.change import AdminChange, AdminReply
 from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.protocol.kio_apis import schema_module
@@ -345,8 +346,6 @@ def _create_change(service: Any, t: Any) -> AdminChange | _Created:
     """The change one CreatableTopic asks for, or its refusal found before placement."""
     assignment = None
     if t.assignments:
-        from migrator.controller.managers import admin_manual_assignment
-
         assignment, refused = admin_manual_assignment.check(service.image, t)
         if refused is not None:
             return (t.name, refused[0], refused[1], None)

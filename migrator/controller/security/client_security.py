@@ -16,6 +16,7 @@ import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from migrator.controller.security.jaas import parse_jaas_config
 from migrator.controller.security.scram_server import HASHES
 from migrator.errors import BadInputError, ZkKraftError
 
@@ -164,8 +165,6 @@ def from_client_properties(props: Mapping[str, str], what: str = "--command-conf
     """A Kafka client's properties (what ``kafka-*.sh --command-config`` reads): ``security.protocol``,
     ``ssl.truststore.location``/``ssl.keystore.location`` (PEM), ``ssl.endpoint.identification.algorithm``,
     ``sasl.mechanism`` and ``sasl.jaas.config`` with the login module's username and password."""
-    from migrator.controller.security.jaas import parse_jaas_config
-
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
     for kind in ("truststore", "keystore"):
         store_type = props.get(f"ssl.{kind}.type", "PEM").strip().upper()
