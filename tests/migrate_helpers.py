@@ -206,7 +206,8 @@ def simulated_brokers(
     """A BrokerSimulator for the generated cluster's brokers (``ids``: some of them), each registering
     with the endpoints and rack of its ZooKeeper registration, as a ZK-mode broker does; ``kw`` as
     BrokerSimulator takes them (``interval_s`` 0.3 unless given)."""
-    from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+    from zk_fixtures.broker_sim import BrokerSimulator
+    from zk_fixtures.simulated_broker import listeners_of
 
     listeners, racks = listeners_of(generated.image)
     kw.setdefault("interval_s", 0.3)

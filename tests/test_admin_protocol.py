@@ -44,7 +44,7 @@ from migrator.controller.service import ControllerService
 from migrator.kraft.records import uuid_to_kafka
 from migrator.zk import codec
 from migrator.zk import paths as P
-from zk_fixtures.broker_sim import SECURITY_PROTOCOLS
+from zk_fixtures.simulated_broker import SECURITY_PROTOCOLS
 
 pytestmark = pytest.mark.zk
 

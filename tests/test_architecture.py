@@ -237,7 +237,6 @@ FUNCTION_IMPORTS: dict[str, tuple[int, str]] = {
     "migrator.controller.security.listener_security": (1, "to fix: issue 28 (controller packages)"),
     "migrator.migration.steps.preflight": (1, "to fix: issue 28 (kraft.lock could be at the top)"),
     "migrator.migration.findings": (1, "to fix: issue 28 (check modules register their codes on import)"),
-    "zk_fixtures.broker_sim": (2, "to fix: issue 28 (broker_sim <-> kraft_broker; another engineer)"),
 }
 
 
@@ -297,7 +296,6 @@ MAX_MODULE_LINES = 600
 LONG_MODULES: dict[str, str] = {
     # to split: issue 28, owned by other engineers while they split them
     "migrator.migration.zk_sync": "to split: issue 28 (per-kind ZooKeeper writers)",
-    "zk_fixtures.broker_sim": "to split: issue 28 (simulator + CLI; zk.codec for its JSON)",
     "migrator.controller.zk_brokers.zk_propagator": "to split: issue 28 (controller packages: zk_brokers/)",
     # to split: issue 28's own rooms, not finished
     "migrator.kraft.log": "to split: issue 28 (MetadataLog is one class: open/recover, read, append, "

@@ -29,7 +29,8 @@ from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import MetadataRecord
 from migrator.zk import paths as P
-from zk_fixtures.broker_sim import BrokerSimulator, PartitionView
+from zk_fixtures.broker_sim import BrokerSimulator
+from zk_fixtures.simulated_broker import PartitionView
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
 
@@ -72,7 +73,7 @@ def migrated(
                     [
                         sys.executable,
                         "-m",
-                        "zk_fixtures.broker_sim",
+                        "zk_fixtures.broker_sim_cli",
                         "--controller",
                         running.connect,
                         "--zookeeper",

@@ -92,7 +92,7 @@ def test_simulated_brokers_register_over_sasl_ssl_with_migrated_scram_and_acls(
         )
         host, port = running.address
         proc = subprocess.Popen(
-            [sys.executable, "-m", "zk_fixtures.broker_sim", "--controller", f"{host}:{port}",
+            [sys.executable, "-m", "zk_fixtures.broker_sim_cli", "--controller", f"{host}:{port}",
              "--zookeeper", zk_connect, "--interval", "0.3", "--command-config", str(client_props)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip

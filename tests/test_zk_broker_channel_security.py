@@ -41,7 +41,8 @@ from migrator.controller.zk_brokers.zk_broker_requests import BrokerInfo, Header
 from migrator.errors import BadInputError
 from migrator.metrics import MigrationMetrics
 from migrator.model import Broker, Endpoint
-from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+from zk_fixtures.broker_sim import BrokerSimulator
+from zk_fixtures.simulated_broker import listeners_of
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -45,10 +45,11 @@ from migrator.model import Broker, Endpoint
 from migrator.zk import paths as P
 from migrator.zk.codec import decode_controller_epoch, encode_broker
 from migrator.zk.connection import close, connect
-from zk_fixtures.broker_sim import DUPLICATE_BROKER_REGISTRATION, BrokerSimulator, SimBroker
+from zk_fixtures.broker_sim import BrokerSimulator
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import GeneratedCluster, load_cluster
 from zk_fixtures.kraft_broker import restart_in_kraft_mode
+from zk_fixtures.simulated_broker import DUPLICATE_BROKER_REGISTRATION, SimBroker
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
 
 pytestmark = [pytest.mark.zk]

@@ -39,8 +39,9 @@ from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.image import ImageBuilder, ReplayResult
 from migrator.kraft.records import MetadataRecord, OpaqueRecord
 from migrator.model import ClusterImage
-from zk_fixtures.broker_sim import BrokerSimulator, SimBroker
+from zk_fixtures.broker_sim import BrokerSimulator
 from zk_fixtures.brokers import BrokerSessions
+from zk_fixtures.simulated_broker import SimBroker
 
 __all__ = [
     "KraftSimBroker",
