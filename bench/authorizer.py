@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from migrator.controller.authorizer import StandardAuthorizer  # noqa: E402
+from migrator.controller.security.authorizer import StandardAuthorizer  # noqa: E402
 from migrator.model import Acl  # noqa: E402
 
 IMPLIES = {"DESCRIBE": {"READ", "WRITE", "DELETE", "ALTER"}, "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}

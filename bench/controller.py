@@ -20,7 +20,7 @@ Starts its own ZooKeeper (zk_fixtures.server), writes a generated ZK-mode cluste
    log and in ZooKeeper; then as many topics again, ``--batched`` a request (an admin client's
    create_topics with a list). Afterwards ZooKeeper's topic znodes and the log's image are checked.
    Then 1 and 2 again with the controller's propagation to ZooKeeper-mode brokers
-   (`controller.zk_propagator`: LeaderAndIsr/UpdateMetadata after every change) stopped, to show
+   (`controller.zk_brokers.zk_propagator`: LeaderAndIsr/UpdateMetadata after every change) stopped, to show
    what it costs; the simulated brokers' ZooKeeper registrations name hosts that do not resolve, so
    the propagator's work is its own (snapshots and diffs of the image), not the brokers'.
 3. **dual-write off**: the migration stops; a ControllerService over the same log (same image, same
@@ -54,9 +54,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from migrator.controller import messages as M  # noqa: E402
-from migrator.controller.client import ControllerClient  # noqa: E402
-from migrator.controller.client_security import ClientSecurity  # noqa: E402
+from migrator.controller.client.client import ControllerClient  # noqa: E402
+from migrator.controller.protocol import messages as M  # noqa: E402
+from migrator.controller.security.client_security import ClientSecurity  # noqa: E402
 
 SCRAM_USER = "broker"
 SCRAM_PASSWORD = "bench-broker-pw"
@@ -459,8 +459,8 @@ def main() -> None:  # noqa: PLR0915 - one run, in order
     from kazoo.client import KazooClient
 
     from migrator import commands
-    from migrator.controller.listener_config import start_listeners
-    from migrator.controller.scram_server import scram_credential
+    from migrator.controller.network.listener_config import start_listeners
+    from migrator.controller.security.scram_server import scram_credential
     from migrator.controller.service import ControllerService
     from migrator.kraft.image import ImageBuilder
     from migrator.kraft.log import MetadataLog

@@ -54,14 +54,15 @@ sys.path.insert(0, str(ROOT))
 
 from kazoo.client import KazooClient  # noqa: E402
 
-from migrator.controller import messages as M  # noqa: E402
+from migrator.controller.protocol import messages as M  # noqa: E402
 from migrator.zk.connection import close, connect  # noqa: E402
-from zk_fixtures.broker_sim import BrokerSimulator, listeners_of  # noqa: E402
+from zk_fixtures.broker_sim import BrokerSimulator  # noqa: E402
 from zk_fixtures.brokers import BrokerSessions  # noqa: E402
 from zk_fixtures.generator import ClusterSpec, GeneratedCluster, load_cluster  # noqa: E402
 from zk_fixtures.kafka import free_ports  # noqa: E402
 from zk_fixtures.kafka_migration import controller_address, migration_controller  # noqa: E402
 from zk_fixtures.server import ZkServer  # noqa: E402
+from zk_fixtures.simulated_broker import listeners_of  # noqa: E402
 
 BROKERS = 6
 PER_TOPIC = 100

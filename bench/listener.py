@@ -30,12 +30,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from tls_certs import make_certs  # noqa: E402
 
-from migrator.controller import messages as M  # noqa: E402
-from migrator.controller.client import ControllerClient  # noqa: E402
-from migrator.controller.client_security import ClientSecurity  # noqa: E402
+from migrator.controller.client.client import ControllerClient  # noqa: E402
 from migrator.controller.core import ControllerConfig  # noqa: E402
-from migrator.controller.listener_config import start_listeners  # noqa: E402
-from migrator.controller.scram_server import scram_credential  # noqa: E402
+from migrator.controller.network.listener_config import start_listeners  # noqa: E402
+from migrator.controller.protocol import messages as M  # noqa: E402
+from migrator.controller.security.client_security import ClientSecurity  # noqa: E402
+from migrator.controller.security.scram_server import scram_credential  # noqa: E402
 from migrator.controller.service import ControllerService  # noqa: E402
 from migrator.kraft.image import ImageBuilder  # noqa: E402
 from migrator.kraft.log import MetadataLog  # noqa: E402

@@ -101,9 +101,9 @@ def build_log(path: str, n: int, snapshot_at: int = 0) -> None:
 
 def serve(path: str, indexed: bool) -> None:
     """The child: a controller listener (Raft leader) over the log; appends one record per stdin line."""
-    from migrator.controller.listener_config import connection_limits, default_properties
-    from migrator.controller.raft_leader import RAFT_VERSIONS, RaftLeader
-    from migrator.controller.server import ControllerServer
+    from migrator.controller.network.listener_config import connection_limits, default_properties
+    from migrator.controller.network.server import ControllerServer
+    from migrator.controller.raft.raft_leader import RAFT_VERSIONS, RaftLeader
 
     log = MetadataLog.open(path, writable=True, cluster_id=CLUSTER, node_id=NODE, retention=NO_SNAPSHOTS)
 

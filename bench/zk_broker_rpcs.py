@@ -2,7 +2,7 @@
 
 N simulated ZooKeeper-mode brokers (zk_fixtures.zk_broker_server: an inter-broker listener on a
 loopback port and a ZK broker's metadata cache each) run in child processes (`--per-process` brokers
-each), so that this process holds only the controller's side: a propagator (controller.zk_propagator,
+each), so that this process holds only the controller's side: a propagator (controller.zk_brokers.zk_propagator,
 its channels over TCP) fed images of P partitions (replication factor 3) directly, without the log or
 ZooKeeper. What is timed is the propagation.
 
@@ -54,16 +54,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from migrator.controller import zk_broker_messages as Z  # noqa: E402
-from migrator.controller import zk_broker_requests  # noqa: E402
-from migrator.controller.zk_broker_codec import encode_fast  # noqa: E402
-from migrator.controller.zk_broker_requests import (  # noqa: E402
+from migrator.controller.zk_brokers import zk_broker_messages as Z  # noqa: E402
+from migrator.controller.zk_brokers import zk_broker_requests  # noqa: E402
+from migrator.controller.zk_brokers.zk_broker_codec import encode_fast  # noqa: E402
+from migrator.controller.zk_brokers.zk_broker_requests import (  # noqa: E402
     Header,
     Item,
     build_request,
     encode_body,
 )
-from migrator.controller.zk_propagator import Snapshot, ZkPropagator, snapshot  # noqa: E402
+from migrator.controller.zk_brokers.zk_propagator import Snapshot, ZkPropagator, snapshot  # noqa: E402
 from migrator.kraft.image import ImageChanges  # noqa: E402
 from migrator.kraft.records import uuid_to_kafka  # noqa: E402
 from migrator.model import Broker, ClusterImage, Endpoint, FeatureRange, Partition, Topic  # noqa: E402

@@ -24,10 +24,11 @@ from cli.demo_kraft import run_kraft_restarts
 from migrator import commands
 from migrator.commands import ClientSecurity
 from migrator.errors import ZkKraftError
-from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+from zk_fixtures.broker_sim import BrokerSimulator
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import ClusterSpec, GeneratedCluster
 from zk_fixtures.server import ZkServer
+from zk_fixtures.simulated_broker import listeners_of
 from zk_fixtures.tls_certs import make_certs
 
 #: Short, so the demo shows a crashed broker fenced within seconds (Kafka's default is 9 s).

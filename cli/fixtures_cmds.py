@@ -269,7 +269,7 @@ def simulate_brokers(
       zk2kraft controller --listen 127.0.0.1:9093 --zookeeper localhost:2181/kafka &
       zk2kraft fixtures simulate-brokers --controller 127.0.0.1:9093 --zookeeper localhost:2181/kafka
     """
-    from zk_fixtures.broker_sim import run_simulator
+    from zk_fixtures.broker_sim_cli import run_simulator
 
     security = commands.client_security_from_file(command_config) if command_config else None
     run_simulator(

@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from migrator.controller.listener_metrics import ListenerCollector
+from migrator.controller.security.listener_metrics import ListenerCollector
 from migrator.errors import BadInputError, UnreachableError
 
 PREFIX = "kafka_controller_KafkaController_"

@@ -1,24 +1,27 @@
 """What every command returns: pydantic models the CLI renders as text or JSON, and tests read.
 
-One room for them so `cli` needs the models, not the code that fills them (issue 12).
+One room for them so `cli` needs the models, not the code that fills them (issue 12). The parts the
+migration fills (findings, health, the copy's manifest and plan, the phase estimate) are defined here
+too, below the migration and the controller (issue 28), which import them.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from migrator.migration import checks, estimate, health
-from migrator.migration import copy as copy_mod
-from migrator.migration.checks import Finding, Severity
-from migrator.migration.health import MigrationHealth
+from migrator.zk.bulk_write import JUTE_MAXBUFFER
 
 __all__ = [
     "AdminResult",
     "CheckResult",
     "CheckSummary",
     "ClaimInfo",
+    "CopyManifest",
+    "CopyPlan",
+    "Finding",
     "FinalizeResult",
     "LogDamage",
     "LogFileReport",
@@ -28,14 +31,136 @@ __all__ = [
     "LogVerifyResult",
     "MigrationHealth",
     "MigrateResult",
+    "PhaseEstimate",
     "PlanResult",
     "RollbackResult",
     "Severity",
     "StatusResult",
     "TransitionInfo",
+    "TypeCount",
     "TruncateUnsyncedResult",
+    "WriterInfo",
     "ZkExportResult",
 ]
+
+
+# --- the parts the migration fills -------------------------------------------------------------
+
+
+class Severity(StrEnum):
+    BLOCKER = "blocker"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Finding(BaseModel):
+    code: str
+    severity: Severity
+    message: str
+    hint: str
+    paths: list[str] = Field(default_factory=list)
+    ids: list[int] = Field(default_factory=list)
+    count: int = 1
+
+
+class WriterInfo(BaseModel):
+    """Who writes (or last wrote) the log; `alive` is the kernel's word (the flock is held)."""
+
+    pid: int | None = None
+    host: str | None = None
+    since: str | None = None
+    command: str | None = None
+    alive: bool
+
+    def describe(self) -> str:
+        who = (
+            "an unnamed process" if self.pid is None else f"pid {self.pid} on {self.host} since {self.since}"
+        )
+        if self.command:
+            who += f" ({self.command})"
+        return f"{who}, {'alive' if self.alive else 'gone (died without releasing the log)'}"
+
+
+class MigrationHealth(BaseModel):
+    state: str
+    kafka_state: str | None = None
+    write_behind_lag: int = 0
+    writer: WriterInfo | None = None
+    zk_registered_brokers: list[int] = Field(default_factory=list)
+    kraft_registered_brokers: list[int] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+    next_action: str = ""
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+class CopyManifest(BaseModel):
+    """What the copy wrote; printed, returned and stored as zk2kraft-copy-manifest.json."""
+
+    cluster_id: str | None
+    epoch: int
+    first_offset: int  # the BeginTransactionRecord
+    last_offset: int  # the EndTransactionRecord
+    records: int  # records inside the transaction, markers excluded
+    records_by_type: dict[str, int] = Field(default_factory=dict)
+    batches: int = 0  # batches appended, the transaction markers' included
+    bytes: int = 0  # bytes the copy added to the log's segments
+    topics: int = 0
+    partitions: int = 0
+    skipped_pending_deletions: list[str] = Field(default_factory=list)
+    zk_zxid: int = 0
+    zk_consistent: bool = False  # the tree was read at one zxid
+    read_seconds: float = 0.0
+    build_seconds: float = 0.0
+    append_seconds: float = 0.0
+    duration_seconds: float = 0.0
+    started_at: str = ""
+
+
+class TypeCount(BaseModel):
+    records: int = 0
+    bytes: int = 0
+
+
+class CopyPlan(BaseModel):
+    """`plan`: the copy as a dry run, nothing written anywhere."""
+
+    cluster_id: str | None
+    fresh_log: bool
+    records: int
+    bytes: int
+    batches: int
+    by_type: dict[str, TypeCount] = Field(default_factory=dict)
+    topics: int = 0
+    partitions: int = 0
+    skipped_pending_deletions: list[str] = Field(default_factory=list)
+    read_seconds: float = 0.0
+    build_seconds: float = 0.0
+    estimated_seconds: float = 0.0
+
+
+class PhaseEstimate(BaseModel):
+    """Seconds per phase of `migrate` (the broker wait, if any, is the operator's and not included)."""
+
+    preflight_seconds: float
+    copy_seconds: float
+    first_sync_seconds: float
+    total_seconds: float
+    read_seconds: float  # one bulk read of ZooKeeper, as measured by this plan
+    check_seconds: float
+    compare_seconds: float
+
+    def describe(self) -> str:
+        return (
+            f"estimated {self.total_seconds:.1f}s: pre-flight {self.preflight_seconds:.1f}s, copy "
+            f"{self.copy_seconds:.1f}s, first sync {self.first_sync_seconds:.1f}s (one ZooKeeper read "
+            f"{self.read_seconds:.2f}s)"
+        )
+
+
+# --- what each command returns -------------------------------------------------------------------
 
 
 class ClaimInfo(BaseModel):
@@ -50,7 +175,7 @@ class MigrateResult(BaseModel):
     kafka_code_after: str | None = None
     actions: list[str] = Field(default_factory=list)
     claim: ClaimInfo | None = None
-    manifest: copy_mod.CopyManifest | None = None
+    manifest: CopyManifest | None = None
     aborted_transaction: str | None = None
     removed_stale_migration: dict[str, int] | None = None
     archived_foreign_log: str | None = None
@@ -67,8 +192,8 @@ class MigrateResult(BaseModel):
 
 class PlanResult(BaseModel):
     state: str
-    plan: copy_mod.CopyPlan | None = None
-    phases: estimate.PhaseEstimate | None = None  # pre-flight, copy and first sync
+    plan: CopyPlan | None = None
+    phases: PhaseEstimate | None = None  # pre-flight, copy and first sync
     message: str = ""
 
 
@@ -124,9 +249,9 @@ class StatusResult(BaseModel):
     migrating_zk_brokers: list[int] = Field(default_factory=list)
     last_transition: TransitionInfo | None = None
     writer: str | None = None  # who holds the log's writer lock now
-    writer_info: health.WriterInfo | None = None  # the writer alive, or the last one if it died
+    writer_info: WriterInfo | None = None  # the writer alive, or the last one if it died
     follower_pid: int | None = None
-    manifest: copy_mod.CopyManifest | None = None
+    manifest: CopyManifest | None = None
     #: the running controller's channel to each ZooKeeper-mode broker (connected, queued, errors, the
     #: metadata offset the broker acknowledged), as it last reported them
     zk_broker_channels: list[dict[str, Any]] | None = None
@@ -182,7 +307,7 @@ class CheckSummary(BaseModel):
     partitions: int = 0
     znodes: int = 0
     broker_config_files: int | None = None
-    jute_maxbuffer: int = checks.DEFAULT_JUTE_MAXBUFFER
+    jute_maxbuffer: int = JUTE_MAXBUFFER
     read_seconds: float = 0.0
     check_seconds: float = 0.0
 

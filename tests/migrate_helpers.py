@@ -20,11 +20,11 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from migrator.controller import core
+from migrator.controller.follower import follower_pid
 from migrator.controller.service import ControllerService
 from migrator.kraft.image import ReplayResult
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import uuid_to_kafka
-from migrator.migration.admin import follower_pid
 from migrator.model import ClusterImage
 from migrator.zk.connection import close, connect
 from migrator.zk.layout import LayoutResult, image_from_tree
@@ -206,7 +206,8 @@ def simulated_brokers(
     """A BrokerSimulator for the generated cluster's brokers (``ids``: some of them), each registering
     with the endpoints and rack of its ZooKeeper registration, as a ZK-mode broker does; ``kw`` as
     BrokerSimulator takes them (``interval_s`` 0.3 unless given)."""
-    from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+    from zk_fixtures.broker_sim import BrokerSimulator
+    from zk_fixtures.simulated_broker import listeners_of
 
     listeners, racks = listeners_of(generated.image)
     kw.setdefault("interval_s", 0.3)

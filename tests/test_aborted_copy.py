@@ -14,8 +14,8 @@ from test_crash import assert_aborted_copy_gone
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
-from migrator.controller.listener_runtime import IN_PROCESS
+from migrator.controller.network.listener_runtime import IN_PROCESS
+from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import uuid_to_kafka
 from migrator.kraft.snapshot import list_snapshots, read_snapshot

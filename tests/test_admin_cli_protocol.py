@@ -17,7 +17,7 @@ from test_listener_secure_migration import scram_user
 from tls_certs import make_certs
 
 from migrator import commands
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.network.listener_config import set_default_properties
 from migrator.zk import paths as P
 from zk_fixtures.server import free_port
 
@@ -193,8 +193,8 @@ def test_admin_waits_for_a_controller_that_holds_the_log_but_has_not_announced_y
     import threading
     import time
 
+    from migrator.controller.follower import announce, retire
     from migrator.kraft.lock import WriterLock
-    from migrator.migration.admin.follower import announce, retire
     from migrator.migration.steps.admin import await_announcement
 
     log_dir = tmp_path / "meta"

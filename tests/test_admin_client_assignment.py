@@ -11,8 +11,8 @@ import io
 
 from kio.serial import entity_reader, entity_writer
 
-from migrator.controller.admin_client import _request
-from migrator.migration.admin import AdminChange
+from migrator.controller.client.admin_client import _request
+from migrator.controller.managers.change import AdminChange
 
 
 def _round_trip(request: object) -> object:

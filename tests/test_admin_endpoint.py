@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from migrator.controller.admin_endpoint import parse_bootstrap, resolve_endpoint
-from migrator.controller.client_security import ClientSecurity
+from migrator.controller.client.admin_endpoint import parse_bootstrap, resolve_endpoint
+from migrator.controller.security.client_security import ClientSecurity
 from migrator.errors import BadInputError
 
 JAAS = (

@@ -38,13 +38,13 @@ from migrate_helpers import assert_audit_clean, assert_consistent, cluster
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
-from migrator.controller.client import ControllerClient
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.kraft.records import uuid_to_kafka
 from migrator.zk import codec
 from migrator.zk import paths as P
-from zk_fixtures.broker_sim import SECURITY_PROTOCOLS
+from zk_fixtures.simulated_broker import SECURITY_PROTOCOLS
 
 pytestmark = pytest.mark.zk
 

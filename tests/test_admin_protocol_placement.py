@@ -36,9 +36,9 @@ from migrate_helpers import SPEC, assert_consistent, cluster
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
-from migrator.controller.client import ControllerClient
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.network.listener_config import set_default_properties
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.records import MetadataRecord, uuid_to_kafka

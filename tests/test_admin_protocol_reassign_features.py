@@ -22,15 +22,15 @@ from test_admin_protocol_versions import _describe_quorum, _minimal
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
-from migrator.controller.client import ControllerClient, ControllerUnreachable
+from migrator.controller.client.client import ControllerClient, ControllerUnreachable
+from migrator.controller.protocol import kafka_errors as E
 from migrator.zk import paths as P
 
 pytestmark = pytest.mark.zk
 
 
 def _kio(api_key: int, version: int, kind: str) -> Any:
-    from migrator.controller.admin_api import kio_module
+    from migrator.controller.apis.admin_api import kio_module
 
     return kio_module(api_key, version, kind)
 

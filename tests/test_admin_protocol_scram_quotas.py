@@ -31,7 +31,7 @@ from test_admin_protocol import _register_all
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller.scram_server import scram_credential
+from migrator.controller.security.scram_server import scram_credential
 from migrator.zk import paths as P
 
 confluent_kafka = pytest.importorskip("confluent_kafka")

@@ -34,15 +34,15 @@ from migrate_helpers import SPEC, assert_consistent, cluster
 from test_admin_protocol import _register_all
 
 from migrator import commands
-from migrator.controller import kafka_errors as E
-from migrator.controller import wire
-from migrator.controller.admin_api import build
-from migrator.controller.client import ControllerClient
-from migrator.controller.envelope import principal_bytes
-from migrator.controller.kio_apis import schema_module
-from migrator.controller.raft_leader import RAFT_VERSIONS
+from migrator.controller.apis.admin_api import build
+from migrator.controller.apis.envelope import principal_bytes
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.managers.change import AclSpec, AdminChange
+from migrator.controller.protocol import kafka_errors as E
+from migrator.controller.protocol import wire
+from migrator.controller.protocol.kio_apis import schema_module
+from migrator.controller.raft.raft_leader import RAFT_VERSIONS
 from migrator.kraft.records import kafka_to_uuid
-from migrator.migration.admin import AclSpec, AdminChange
 from migrator.migration.steps.soft_start import BrokersNotReadyError
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect
@@ -95,7 +95,7 @@ def test_the_protocol_doc_lists_every_api_and_version_served() -> None:
     """docs/controller-protocol.md's table is what the listener serves: wire's table, Raft's, SASL's."""
     import re
 
-    from migrator.controller.sasl_wire import SASL_VERSIONS
+    from migrator.controller.protocol.sasl_wire import SASL_VERSIONS
 
     text = (Path(__file__).parent.parent / "docs" / "controller-protocol.md").read_text()
     section = text.split("## APIs and versions served", 1)[1].split("\n## ", 1)[0]

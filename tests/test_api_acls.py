@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from migrator.controller import messages as M
-from migrator.controller.api_acls import (
+from migrator.controller.protocol import messages as M
+from migrator.controller.security.api_acls import (
     CLUSTER_AUTHORIZATION_FAILED,
     REQUIRED,
     TOPIC_AUTHORIZATION_FAILED,
@@ -14,7 +14,7 @@ from migrator.controller.api_acls import (
     config_resource_error,
     metadata_topics,
 )
-from migrator.controller.authorizer import StandardAuthorizer
+from migrator.controller.security.authorizer import StandardAuthorizer
 from migrator.model import Acl
 
 BROKER = "User:broker"

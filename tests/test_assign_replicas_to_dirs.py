@@ -19,9 +19,9 @@ from migrate_helpers import SPEC, cluster, log_replay
 from test_admin_protocol import _register_all
 
 from migrator import commands
-from migrator.controller import kafka_errors as E
-from migrator.controller.admin_assign_dirs_api import MIGRATING
-from migrator.controller.client import ControllerClient
+from migrator.controller.apis.admin_assign_dirs_api import MIGRATING
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.records import kafka_to_uuid
 
 pytestmark = pytest.mark.zk

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migrator.controller.authorizer import (
+from migrator.controller.security.authorizer import (
     ALLOWED,
     DENIED,
     AuthorizationResult,

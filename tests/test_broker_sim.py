@@ -25,11 +25,12 @@ from kazoo.client import KazooClient
 from migrate_helpers import ROOT, cluster, simulated_brokers
 
 from migrator import commands
-from migrator.controller import kafka_errors as E
+from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import MetadataRecord
 from migrator.zk import paths as P
-from zk_fixtures.broker_sim import BrokerSimulator, PartitionView
+from zk_fixtures.broker_sim import BrokerSimulator
+from zk_fixtures.simulated_broker import PartitionView
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]
 
@@ -72,7 +73,7 @@ def migrated(
                     [
                         sys.executable,
                         "-m",
-                        "zk_fixtures.broker_sim",
+                        "zk_fixtures.broker_sim_cli",
                         "--controller",
                         running.connect,
                         "--zookeeper",
@@ -261,7 +262,7 @@ def test_kip_497_two_in_flight_alter_partitions_on_one_epoch_over_tcp(zk, zk_con
     exactly one wins, the other gets INVALID_UPDATE_VERSION, and ZooKeeper shows the winner."""
     import threading
 
-    from migrator.controller.client import ControllerClient
+    from migrator.controller.client.client import ControllerClient
 
     with migrated(zk, zk_connect, tmp_path) as (running, sim, _, _):
         with sim.rounds_held():  # no round expands the ISR meanwhile; heartbeats go on (3 s sessions)

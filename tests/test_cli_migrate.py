@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, cluster, log_replay, run_cli, wait_for_follower
 
 from cli.main import run
-from migrator.migration.admin import follower_pid
+from migrator.controller.follower import follower_pid
 from zk_fixtures.server import free_port
 
 COMMANDS = ["migrate", "plan", "status", "finalize", "rollback", "admin"]

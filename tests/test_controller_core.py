@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 
-from migrator.controller import kafka_errors as E
 from migrator.controller.core import (
     EVENT_OFFLINE,
     AlterPartition,
@@ -31,6 +30,7 @@ from migrator.controller.core import (
     TopicAlter,
     state_of,
 )
+from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.records import record, uuid_to_kafka
 from migrator.model import Partition

@@ -15,8 +15,8 @@ import pytest
 from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, cluster, run_cli
 
-from zk_fixtures.broker_sim import SimBroker
 from zk_fixtures.server import free_port
+from zk_fixtures.simulated_broker import SimBroker
 
 STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} zk2kraft: ")
 

@@ -20,8 +20,8 @@ from migrate_helpers import cluster, register_migrating_broker
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
-from migrator.controller.listener_runtime import IN_PROCESS
+from migrator.controller.network.listener_runtime import IN_PROCESS
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect

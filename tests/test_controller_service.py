@@ -15,7 +15,7 @@ from migrate_helpers import assert_consistent, cluster
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.records import uuid_to_kafka
@@ -232,7 +232,7 @@ def test_soft_start_refuses_all_but_registration(zk: KazooClient, zk_connect: st
 
 def test_handle_maps_wire_messages(zk: KazooClient, zk_connect: str, tmp_path: Path) -> None:
     """The server's entry point: messages in every version shape, through the service, and back."""
-    from migrator.controller import messages as M
+    from migrator.controller.protocol import messages as M
     from migrator.kraft.records import kafka_to_uuid
 
     log_dir = tmp_path / "meta"

@@ -17,9 +17,9 @@ import pytest
 from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, assert_consistent, cluster
 
-from migrator.controller import kafka_errors as E
-from migrator.controller import messages as M
-from migrator.controller import wire
+from migrator.controller.protocol import kafka_errors as E
+from migrator.controller.protocol import messages as M
+from migrator.controller.protocol import wire
 from migrator.zk import paths as P
 from zk_fixtures.server import free_port
 

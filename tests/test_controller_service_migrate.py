@@ -14,14 +14,14 @@ from migrate_helpers import SPEC, assert_consistent, cluster
 
 from migrator import commands
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
-from migrator.controller.listener_runtime import IN_PROCESS
+from migrator.controller.managers.change import AdminChange
+from migrator.controller.network.listener_runtime import IN_PROCESS
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import MetadataRecord, uuid_to_kafka
 from migrator.migration import driver
-from migrator.migration.admin import AdminChange
 from migrator.zk import paths as P
 
 pytestmark = pytest.mark.zk

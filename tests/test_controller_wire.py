@@ -13,10 +13,10 @@ from collections.abc import Callable
 import pytest
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse as KpApiVersionsResponse
 
-from migrator.controller import messages as M
-from migrator.controller import wire
-from migrator.controller.client import ControllerClient, ControllerUnreachable
-from migrator.controller.server import ControllerServer
+from migrator.controller.client.client import ControllerClient, ControllerUnreachable
+from migrator.controller.network.server import ControllerServer
+from migrator.controller.protocol import messages as M
+from migrator.controller.protocol import wire
 from migrator.errors import BadInputError
 
 TID = uuid.UUID("5b1c8e4a-7f3d-4c2a-9e61-0d9a3b2c1f00")
@@ -476,7 +476,7 @@ def test_error_numbers_are_kafkas():
     """Every Kafka code the controller uses has the number kio generated from Kafka's Errors.java."""
     from kio.schema.errors import ErrorCode
 
-    from migrator.controller import kafka_errors as E
+    from migrator.controller.protocol import kafka_errors as E
 
     ours = {name: code for code, name in E.NAMES.items() if name != "UNKNOWN_EVENT_TYPE"}
     assert ours, "no codes found"
@@ -487,7 +487,7 @@ def test_error_numbers_are_kafkas():
 
 def test_unknown_event_type_survives_the_wire():
     """KIP-589's own error code (not a Kafka one) reaches the broker as itself, not as UNKNOWN_SERVER_ERROR."""
-    from migrator.controller import kafka_errors as E
+    from migrator.controller.protocol import kafka_errors as E
 
     resp = M.AlterReplicaStateResponse(E.UNKNOWN_EVENT_TYPE, [])
     data = wire.encode_response(wire.RequestHeader(M.ALTER_REPLICA_STATE, 0, 1, None), resp)
@@ -544,7 +544,7 @@ def test_a_huge_claimed_length_is_a_wire_error_not_an_abort(hex_frame):
     import sys
 
     code = (
-        "from migrator.controller import wire\n"
+        "from migrator.controller.protocol import wire\n"
         f"try:\n    wire.decode_request(bytes.fromhex({hex_frame!r}))\n"
         "except wire.WireError as e:\n    print('WireError', e)\n"
     )
@@ -601,7 +601,7 @@ def test_one_ip_cannot_take_every_connection_slot():
 
 def test_connection_limits_come_from_kafkas_properties():
     """max.connections.per.ip and connections.max.idle.ms, per listener first, as Kafka reads them."""
-    from migrator.controller.listener_config import connection_limits, start_listeners
+    from migrator.controller.network.listener_config import connection_limits, start_listeners
 
     props = {
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
@@ -632,7 +632,7 @@ def test_connection_limits_come_from_kafkas_properties():
 def test_socket_request_max_bytes_from_the_properties_bounds_each_request():
     """Kafka's socket.request.max.bytes: a frame above it is refused unread (connection closed,
     counted); one within it is served. The server's default is Kafka's 100 MiB."""
-    from migrator.controller.listener_config import start_listeners
+    from migrator.controller.network.listener_config import start_listeners
 
     assert ControllerServer.__init__.__kwdefaults__["max_request_bytes"] == 104_857_600
     props = {"listener.security.protocol.map": "CONTROLLER:PLAINTEXT", "socket.request.max.bytes": "512"}

@@ -36,11 +36,11 @@ from migrate_helpers import (
 
 from cli.log_cmds import log as log_cmd
 from migrator import commands, results
+from migrator.controller.managers.change import AdminChange
 from migrator.errors import UnreachableError, ZkKraftError
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
 from migrator.kraft.snapshot import list_snapshots
-from migrator.migration.admin import AdminChange
 from migrator.migration.faults import POINTS, parse_crash_spec
 from migrator.zk.connection import close, connect
 from zk_fixtures.generator import ClusterSpec
@@ -369,9 +369,9 @@ def test_crash_between_the_batch_append_and_zookeeper_keeps_the_request_whole(
 
     from kio.schema.create_topics.v7 import request as ct
 
-    from migrator.controller.client import ControllerClient, ControllerUnreachable
+    from migrator.controller.client.client import ControllerClient, ControllerUnreachable
+    from migrator.controller.follower import read_follower
     from migrator.kraft.batch_decode import decode_batch_records
-    from migrator.migration.admin.follower import read_follower
 
     log_dir = tmp_path / "meta"
     names = ["whole-a", "whole-b", "whole-c"]

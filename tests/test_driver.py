@@ -11,11 +11,11 @@ from kazoo.client import KazooClient
 from migrate_helpers import SPEC, assert_consistent, cluster, log_replay, zk_layout
 
 from migrator import commands, results
+from migrator.controller.managers.change import AdminChange
 from migrator.errors import BadInputError, FencedError, FindingsError
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
 from migrator.migration import driver
-from migrator.migration.admin import AdminChange
 from migrator.migration.copy import MANIFEST_FILE
 from migrator.model import MigrationZnode
 from migrator.zk import codec
@@ -440,7 +440,7 @@ def test_second_writer_is_refused_naming_the_holder(zk: KazooClient, zk_connect:
 
 
 def test_topic_names_are_validated_as_kafka_does() -> None:
-    from migrator.migration.admin import validate_topic_name
+    from migrator.controller.managers.rules import validate_topic_name
 
     for good in ("orders", "a.b_c-D9", "x" * 249):
         validate_topic_name(good)
@@ -461,7 +461,7 @@ def test_scram_credential_is_kafkas_and_never_shows_secrets() -> None:
     import hashlib
     import hmac
 
-    from migrator.migration.admin import scram_credential
+    from migrator.controller.managers.scram import scram_credential
 
     spec = scram_credential("alice", "SCRAM-SHA-512", "s3cr3t-pass", 4096)
     salt = base64.b64decode(spec.salt)
@@ -482,7 +482,7 @@ def test_scram_credential_is_kafkas_and_never_shows_secrets() -> None:
 
 
 def test_changes_are_validated_against_the_image() -> None:
-    from migrator.migration.admin import AclSpec, plan_change
+    from migrator.controller.managers.change import AclSpec, plan_change
     from zk_fixtures.generator import generate
 
     image = generate(ClusterSpec(topics=3, partitions=2, legacy_topics=0, pending_deletions=0)).image

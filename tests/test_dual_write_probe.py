@@ -54,13 +54,13 @@ from test_admin_protocol_versions import _describe_quorum
 from migrator import commands
 from migrator.commands.controller import RunningController
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
-from migrator.controller.client import ControllerClient
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.follower import read_follower
+from migrator.controller.network.listener_config import set_default_properties
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.records import kafka_to_uuid, record
-from migrator.migration.admin.follower import read_follower
 from migrator.zk import paths as P
 from migrator.zk.connection import close, connect
 from zk_fixtures.server import ZkServer
@@ -515,7 +515,7 @@ def test_advertised_listeners_name_the_controller_behind_a_wildcard_bind(
 
 
 def test_advertising_the_wildcard_address_is_one_clear_line() -> None:
-    from migrator.controller.listener_config import advertised_listeners
+    from migrator.controller.network.listener_config import advertised_listeners
 
     with pytest.raises(BadInputError, match="non-routable meta-address 0.0.0.0"):
         advertised_listeners({"advertised.listeners": "CONTROLLER://0.0.0.0:9093"})

@@ -25,11 +25,11 @@ from test_listener_secure_migration import grant_cluster_action, scram_user
 from test_listener_tls_sasl import service  # noqa: F401  (the fixture: a ControllerService without ZooKeeper)
 
 from migrator import commands
-from migrator.controller import wire
-from migrator.controller.client import ControllerClient
-from migrator.controller.client_security import ClientSecurity
-from migrator.controller.envelope import principal_bytes
-from migrator.controller.listener_config import start_listeners
+from migrator.controller.apis.envelope import principal_bytes
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.network.listener_config import start_listeners
+from migrator.controller.protocol import wire
+from migrator.controller.security.client_security import ClientSecurity
 from migrator.metrics import MigrationMetrics
 from migrator.zk import paths as P
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from kafka.net.sasl.plain import SaslMechanismPlain
 
-from migrator.controller.jaas import parse_jaas_config, parse_jaas_file, server_login_modules
-from migrator.controller.plain_server import PLAIN_LOGIN_MODULE, PlainServer, plain_users
-from migrator.controller.sasl_errors import SaslAuthenticationFailed
+from migrator.controller.security.jaas import parse_jaas_config, parse_jaas_file, server_login_modules
+from migrator.controller.security.plain_server import PLAIN_LOGIN_MODULE, PlainServer, plain_users
+from migrator.controller.security.sasl_errors import SaslAuthenticationFailed
 from migrator.errors import BadInputError
 
 CONFIG = (

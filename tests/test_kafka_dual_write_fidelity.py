@@ -33,14 +33,15 @@ from typing import Any
 import pytest
 from migrate_helpers import ROOT, normalise, own_server, run_cli, simulated_brokers
 
-from migrator.controller import messages as M
-from migrator.controller.admin_api import kio_module
-from migrator.controller.admin_client import AdminClient
-from migrator.controller.admin_endpoint import Endpoint
-from migrator.controller.client import ControllerClient
-from migrator.controller.client_security import ClientSecurity
+from migrator.controller.apis.admin_api import kio_module
+from migrator.controller.client.admin_client import AdminClient
+from migrator.controller.client.admin_endpoint import Endpoint
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.managers.change import AclSpec, AdminChange
+from migrator.controller.managers.scram import scram_credential
+from migrator.controller.protocol import messages as M
+from migrator.controller.security.client_security import ClientSecurity
 from migrator.kraft.log import MetadataLog
-from migrator.migration.admin import AclSpec, AdminChange, scram_credential
 from migrator.zk.reader import read_tree
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import ClusterSpec, load_cluster

@@ -1,4 +1,4 @@
-"""The admin API versions kio lacks (`controller.kio_admin_v0`), checked byte for byte against Kafka 3.9's schemas.
+"""The admin API versions kio lacks (`controller.protocol.kio_admin_v0`), checked byte for byte against Kafka 3.9's schemas.
 
 The independent encoder is kafka-python's JSON-schema message codec (kafka.protocol.api_message), fed
 the field lists of Kafka 3.9's CreateTopics, DeleteTopics, DescribeConfigs, CreateAcls, DeleteAcls and
@@ -17,8 +17,8 @@ import pytest
 from kafka_schema_codec import F, kafka_python_classes, kio_value, kp_value
 from kio.serial import entity_reader, entity_writer
 
-from migrator.controller import kio_admin_v0
-from migrator.controller.kio_apis import schema_module
+from migrator.controller.protocol import kio_admin_v0
+from migrator.controller.protocol.kio_apis import schema_module
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -465,7 +465,7 @@ def test_declared_bytes_match_kafka_39_schema(
 
 def test_every_declared_version_is_served_and_the_next_comes_from_kio() -> None:
     """The declarations fill exactly the gap below kio's first version of each API."""
-    from migrator.controller.wire_versions import SUPPORTED
+    from migrator.controller.protocol.wire_versions import SUPPORTED
 
     for api_key, version in kio_admin_v0.DECLARED:
         assert SUPPORTED[api_key][0] == 0

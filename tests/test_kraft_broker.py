@@ -7,12 +7,12 @@ import time
 import pytest
 from test_raft_leader import CLUSTER, NO_RETENTION, NODE, Handler, configs, leader  # noqa: F401 - the fixture
 
-from migrator.controller.listener_runtime import start_server
+from migrator.controller.network.listener_runtime import start_server
 from migrator.kraft.image import replay
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.retention import snapshot_now
-from zk_fixtures.broker_sim import SimBroker
 from zk_fixtures.kraft_broker import KraftSimBroker, MetadataFollower
+from zk_fixtures.simulated_broker import SimBroker
 
 
 def leader_image(log: MetadataLog) -> dict:

@@ -32,9 +32,9 @@ from tls_certs import make_certs
 
 from migrator import commands
 from migrator.commands import RunningController
-from migrator.controller.client import ControllerClient
-from migrator.controller.client_security import ClientSecurity
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.network.listener_config import set_default_properties
+from migrator.controller.security.client_security import ClientSecurity
 from migrator.kraft.records import kafka_to_uuid
 from migrator.metrics import MigrationMetrics
 from migrator.zk import paths as P

@@ -18,11 +18,11 @@ from migrate_helpers import ROOT, cluster
 from tls_certs import make_certs
 
 from migrator import commands
-from migrator.controller import messages as M
-from migrator.controller.client import ControllerClient
-from migrator.controller.client_security import ClientSecurity
-from migrator.controller.listener_config import set_default_properties
-from migrator.controller.scram_server import scram_credential
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.network.listener_config import set_default_properties
+from migrator.controller.protocol import messages as M
+from migrator.controller.security.client_security import ClientSecurity
+from migrator.controller.security.scram_server import scram_credential
 from migrator.zk.credential_codec import encode_scram
 
 pytestmark = [pytest.mark.zk]
@@ -92,7 +92,7 @@ def test_simulated_brokers_register_over_sasl_ssl_with_migrated_scram_and_acls(
         )
         host, port = running.address
         proc = subprocess.Popen(
-            [sys.executable, "-m", "zk_fixtures.broker_sim", "--controller", f"{host}:{port}",
+            [sys.executable, "-m", "zk_fixtures.broker_sim_cli", "--controller", f"{host}:{port}",
              "--zookeeper", zk_connect, "--interval", "0.3", "--command-config", str(client_props)],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip

@@ -13,10 +13,14 @@ import uuid
 import pytest
 from kafka.net.sasl.scram import ScramClient
 
-from migrator.controller.api_acls import CLUSTER_AUTHORIZATION_FAILED, authorize_cluster, authorized_topics
-from migrator.controller.authorizer import StandardAuthorizer
-from migrator.controller.sasl_errors import SaslAuthenticationFailed
-from migrator.controller.scram_server import ScramServer, scram_credential
+from migrator.controller.security.api_acls import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    authorize_cluster,
+    authorized_topics,
+)
+from migrator.controller.security.authorizer import StandardAuthorizer
+from migrator.controller.security.sasl_errors import SaslAuthenticationFailed
+from migrator.controller.security.scram_server import ScramServer, scram_credential
 from migrator.kraft.image import records_from_image, replay
 from migrator.kraft.records import record
 from migrator.model import Acl, ClusterImage

@@ -22,14 +22,19 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from prometheus_client import generate_latest
 from tls_certs import Certs, ExpiredCerts, make_certs, make_expired
 
-from migrator.controller import messages as M
-from migrator.controller import wire
-from migrator.controller.client import ControllerClient, ControllerUnreachable
-from migrator.controller.client_security import ClientSecurity, SaslRefused, _request, sasl_authenticate
+from migrator.controller.client.client import ControllerClient, ControllerUnreachable
 from migrator.controller.core import ControllerConfig
-from migrator.controller.listener_config import RunningListeners, listener_specs, start_listeners
-from migrator.controller.listener_security import Caller, current_caller
-from migrator.controller.scram_server import scram_credential
+from migrator.controller.network.listener_config import RunningListeners, listener_specs, start_listeners
+from migrator.controller.protocol import messages as M
+from migrator.controller.protocol import wire
+from migrator.controller.security.client_security import (
+    ClientSecurity,
+    SaslRefused,
+    _request,
+    sasl_authenticate,
+)
+from migrator.controller.security.listener_security import Caller, current_caller
+from migrator.controller.security.scram_server import scram_credential
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.image import ImageBuilder, records_from_image, replay
@@ -668,7 +673,7 @@ def test_sasl_authenticate_v0_is_answered_without_a_session_lifetime(
 
 
 def _frame_body(sock: socket.socket) -> bytes:
-    from migrator.controller.client import _recv
+    from migrator.controller.client.client import _recv
 
     (size,) = struct.unpack(">i", _recv(sock, 4))
     return _recv(sock, size)

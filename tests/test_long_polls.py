@@ -1,4 +1,4 @@
-"""Parked Raft fetches held by the listener's one long-poll thread (controller/long_polls.py), over TCP.
+"""Parked Raft fetches held by the listener's one long-poll thread (controller/network/long_polls.py), over TCP.
 
 Each test checks what an observer sees on the wire: every append wakes every parked fetch (no wake-up
 lost, however close together), requests sent behind a parked fetch are answered after it and in order,
@@ -26,11 +26,11 @@ from kio.serial import entity_writer
 from test_listener_tls_sasl import BROKER_PW, _props, _scram, certs, service  # noqa: F401
 from test_raft_leader import CLUSTER, NO_RETENTION, NODE, Fetcher, Handler, configs, offsets_in
 
-from migrator.controller.client import _recv as recv_exactly
-from migrator.controller.client_security import sasl_authenticate
-from migrator.controller.listener_config import start_listeners
-from migrator.controller.listener_runtime import _attach_raft, start_server
-from migrator.controller.server import ControllerServer
+from migrator.controller.client.client import _recv as recv_exactly
+from migrator.controller.network.listener_config import start_listeners
+from migrator.controller.network.listener_runtime import _attach_raft, start_server
+from migrator.controller.network.server import ControllerServer
+from migrator.controller.security.client_security import sasl_authenticate
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
 from zk_fixtures.kraft_broker import MetadataFollower
@@ -50,7 +50,7 @@ def log(tmp_path: Path) -> Iterator[MetadataLog]:
 
 
 def _server(log: MetadataLog, **limits: float) -> ControllerServer:
-    from migrator.controller.raft_leader import RAFT_VERSIONS, RaftLeader
+    from migrator.controller.raft.raft_leader import RAFT_VERSIONS, RaftLeader
 
     server = ControllerServer(Handler(log, 1), "127.0.0.1", 0, **limits)  # type: ignore[arg-type]
     server.attach_raft(RaftLeader(log, NODE, CLUSTER, lambda: 1), RAFT_VERSIONS)

@@ -18,7 +18,7 @@ from migrate_helpers import ROOT, SPEC, ZK2KRAFT, cluster, register_migrating_br
 from prometheus_client.parser import text_string_to_metric_families
 
 from migrator import commands
-from migrator.controller.listener_runtime import IN_PROCESS
+from migrator.controller.network.listener_runtime import IN_PROCESS
 from migrator.errors import BadInputError
 from migrator.metrics import PREFIX, MigrationMetrics, parse_listen
 from migrator.zk.connection import close, connect

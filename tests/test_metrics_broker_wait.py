@@ -14,8 +14,8 @@ from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, cluster
 from test_metrics import K, wait_for
 
-from zk_fixtures.broker_sim import SimBroker
 from zk_fixtures.server import free_port
+from zk_fixtures.simulated_broker import SimBroker
 
 
 def broker_wait_alert(m: dict[str, float], zk_brokers: int) -> bool:

@@ -22,10 +22,10 @@ from tls_certs import make_certs
 from cli import migrate_cmd
 from cli.main import _register, main
 from migrator.commands import Target
-from migrator.controller import messages as M
-from migrator.controller.client import ControllerClient
-from migrator.controller.client_security import ClientSecurity
-from migrator.migration.admin.follower import read_follower
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.follower import read_follower
+from migrator.controller.protocol import messages as M
+from migrator.controller.security.client_security import ClientSecurity
 from zk_fixtures.server import free_port
 
 BROKER_PW = "follow-broker-pw-30d1"

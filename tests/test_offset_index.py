@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import struct
 
-from migrator.controller.raft_fetch import LogView
+from migrator.controller.raft.raft_fetch import LogView
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.offset_index import INDEX_INTERVAL_BYTES, LogIndex, write_index_files
 from migrator.kraft.records import record

@@ -10,9 +10,9 @@ import pytest
 from kazoo.client import KazooClient
 from migrate_helpers import assert_consistent, cluster, own_server, run_cli
 
+from migrator.controller.managers.change import AdminChange
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
-from migrator.migration.admin import AdminChange
 
 # Two of these in one topic config znode exceed ZooKeeper's default jute.maxbuffer (1 MiB - 1).
 BIG = ",".join(f"{p}:{b}" for p in range(100_000) for b in (1,))[:600_000].rsplit(",", 1)[0]
@@ -158,7 +158,7 @@ def test_change_writes_are_the_syncers_znodes() -> None:
     """Creates for a new topic, one set for a changed config: the znodes and bytes the layout writes."""
     from migrate_helpers import SPEC
 
-    from migrator.migration.admin import plan_change
+    from migrator.controller.managers.change import plan_change
     from migrator.migration.zk_fit import change_writes
     from migrator.zk import layout
     from zk_fixtures.generator import generate

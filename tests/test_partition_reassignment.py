@@ -8,7 +8,7 @@ import uuid
 from test_controller_core import TOPIC_ID, Harness
 
 from migrator.controller.core import Decision
-from migrator.controller.partition_reassignment import build_change, moves, revert
+from migrator.controller.managers.partition_reassignment import build_change, moves, revert
 from migrator.kraft.records import record
 from migrator.model import Partition
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from migrator.controller.principal import (
+from migrator.controller.security.principal import (
     ANONYMOUS,
     NoMatchingRule,
     SslPrincipalMapper,

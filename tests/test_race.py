@@ -27,8 +27,8 @@ from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, assert_consistent, cluster, own_server, run_cli
 
 from migrator import commands
+from migrator.controller.managers.change import AdminChange
 from migrator.kraft.log import MetadataLog
-from migrator.migration.admin import AdminChange
 from migrator.migration.facts import gather
 from migrator.zk.connection import close, connect
 from migrator.zk.reader import read_tree

@@ -20,8 +20,8 @@ import pytest
 from migrate_helpers import ROOT
 from test_broker_sim import migrated
 
-from migrator.controller import kafka_errors as E
-from migrator.controller.server import DEFAULT_MAX_CONNECTIONS_PER_IP
+from migrator.controller.network.server import DEFAULT_MAX_CONNECTIONS_PER_IP
+from migrator.controller.protocol import kafka_errors as E
 from migrator.migration.driver import DEFAULT_NODE_ID
 
 pytestmark = [pytest.mark.zk, pytest.mark.slow]

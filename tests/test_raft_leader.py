@@ -26,7 +26,7 @@ from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.serial import entity_reader, entity_writer
 
-from migrator.controller.listener_runtime import start_server
+from migrator.controller.network.listener_runtime import start_server
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
 from migrator.kraft.retention import RetentionConfig, snapshot_now

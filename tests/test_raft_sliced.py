@@ -1,4 +1,4 @@
-"""Catch-up answers sent from the segment file (controller/raft_slices.py): on the wire they are the very
+"""Catch-up answers sent from the segment file (controller/raft/raft_slices.py): on the wire they are the very
 bytes of the answer built in memory, over plaintext (sendfile) and TLS (the standard library's fallback);
 the cut the offset index finds without reading the bytes is the scan's cut; a slice outlives retention."""
 
@@ -18,10 +18,10 @@ from test_long_polls import _fetch_frame, _parse_fetch, _read_frame, _server
 from test_offset_index import build, raw_batches
 from test_raft_leader import CLUSTER, NO_RETENTION, NODE, offsets_in
 
-from migrator.controller import raft_slices
-from migrator.controller.listener_config import start_listeners
-from migrator.controller.listener_runtime import _attach_raft
-from migrator.controller.raft_fetch import SLICE_MIN_BYTES
+from migrator.controller.network.listener_config import start_listeners
+from migrator.controller.network.listener_runtime import _attach_raft
+from migrator.controller.raft import raft_slices
+from migrator.controller.raft.raft_fetch import SLICE_MIN_BYTES
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.offset_index import LogIndex
 from migrator.kraft.records import record

@@ -15,6 +15,7 @@ from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeade
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader
 
+from migrator.controller.protocol.wire_versions import WireError
 from migrator.controller.raft import voter_wire as W
 from migrator.controller.raft.leader_progress import ReplicaView
 from migrator.controller.raft.voter_messages import (
@@ -29,7 +30,6 @@ from migrator.controller.raft.voter_messages import (
     VoteRequest,
     VoteResponse,
 )
-from migrator.controller.wire_versions import WireError
 
 DIR = "AAAAAAAAAAAAAAAAAAAAAQ"  # Uuid(0, 1) as Kafka prints it
 

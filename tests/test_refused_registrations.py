@@ -19,9 +19,9 @@ from kazoo.client import KazooClient
 from migrate_helpers import SPEC, cluster, run_cli
 
 from migrator import commands
-from migrator.controller import kafka_errors as E
-from migrator.controller import messages as M
-from migrator.controller.client import ControllerClient
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.protocol import kafka_errors as E
+from migrator.controller.protocol import messages as M
 from migrator.controller.refused_brokers import read_refused
 from migrator.migration.steps.soft_start import BrokersNotReadyError
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from kafka.net.sasl.plain import SaslMechanismPlain
 from kafka.net.sasl.scram import ScramClient
 
-from migrator.controller.plain_server import PlainServer
-from migrator.controller.sasl_session import Accept, SaslSession
-from migrator.controller.scram_server import ScramServer, scram_credential
+from migrator.controller.security.plain_server import PlainServer
+from migrator.controller.security.sasl_session import Accept, SaslSession
+from migrator.controller.security.scram_server import ScramServer, scram_credential
 
 MECH = "SCRAM-SHA-256"
 CREDS = {

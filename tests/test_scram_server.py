@@ -7,8 +7,8 @@ import base64
 import pytest
 from kafka.net.sasl.scram import ScramClient
 
-from migrator.controller.sasl_errors import SaslAuthenticationFailed
-from migrator.controller.scram_server import ScramServer, scram_credential
+from migrator.controller.security.sasl_errors import SaslAuthenticationFailed
+from migrator.controller.security.scram_server import ScramServer, scram_credential
 from migrator.model import ScramCredential
 
 MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512"]

@@ -11,7 +11,7 @@ import pytest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest, DescribeConfigsResource
 
 from cli.main import run
-from migrator.controller import admin_alter_api
+from migrator.controller.apis import admin_alter_api
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.records import record
 from migrator.migration import checks

@@ -15,8 +15,8 @@ from migrate_helpers import SPEC, simulated_brokers
 from test_zk_broker_rpcs import SESSION_MS
 
 from migrator import commands
+from migrator.controller.follower import read_follower
 from migrator.metrics import MigrationMetrics
-from migrator.migration.admin import read_follower
 from migrator.zk.migration_client import MigrationClient
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import load_cluster

@@ -17,7 +17,7 @@ import pytest
 from kazoo.client import KazooClient
 from migrate_helpers import ROOT, ZK2KRAFT, assert_consistent, cluster, log_replay, run_cli, wait_for_follower
 
-from migrator.migration.admin import follower_pid
+from migrator.controller.follower import follower_pid
 from migrator.zk.connection import close, connect
 from zk_fixtures.server import ZkServer, free_port
 

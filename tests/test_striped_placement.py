@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from migrator.migration.admin.striped import PlacementError, RackList, UsableBroker, place
+from migrator.controller.managers.striped import PlacementError, RackList, UsableBroker, place
 
 _MASK64 = (1 << 64) - 1
 

@@ -19,10 +19,10 @@ import pytest
 from kio.serial import entity_reader
 from kio.static.primitive import i8
 
-from migrator.controller import zk_broker_messages as Z
-from migrator.controller.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
-from migrator.controller.zk_broker_codec import encode_fast
-from migrator.controller.zk_broker_requests import (
+from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.controller.zk_brokers.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
+from migrator.controller.zk_brokers.zk_broker_codec import encode_fast
+from migrator.controller.zk_brokers.zk_broker_requests import (
     LEADER_DURING_DELETE,
     BrokerInfo,
     Header,
@@ -216,7 +216,7 @@ def test_a_bad_broker_is_retried_and_reported_while_others_are_served(broker, mo
 
 @pytest.mark.parametrize("version", range(9))
 def test_a_shared_update_metadata_is_encoded_once_with_each_brokers_epoch(version):
-    from migrator.controller.zk_broker_requests import encode_body
+    from migrator.controller.zk_brokers.zk_broker_requests import encode_body
 
     item = Item(
         Z.UPDATE_METADATA, partitions={("t", p): state(p) for p in range(3)}, live_brokers=LIVE, shared=True
@@ -231,7 +231,7 @@ def test_a_shared_update_metadata_is_encoded_once_with_each_brokers_epoch(versio
 def test_request_frames_are_kio_headers_and_the_body(api_key):
     """The frame's header is encoded once per (apiKey, version, client id) and the correlation id
     patched in: the bytes stay what kio's writer makes of the whole header, in every version."""
-    from migrator.controller.zk_broker_requests import encode_entity, encode_request_frame
+    from migrator.controller.zk_brokers.zk_broker_requests import encode_entity, encode_request_frame
 
     lo, hi, _ = Z.VERSIONS[api_key]
     for version in range(lo, hi + 1):
@@ -248,7 +248,7 @@ def test_request_frames_are_kio_headers_and_the_body(api_key):
 def test_channels_behind_by_the_same_shared_items_share_one_merge():
     """Each broker's channel merges what queued while its request was in flight; shared items merged
     alike are merged once (so encoded once), and the merge is what merging them apart would give."""
-    from migrator.controller.zk_broker_requests import merge
+    from migrator.controller.zk_brokers.zk_broker_requests import merge
 
     a = Item(Z.UPDATE_METADATA, partitions={("t", 0): state(0)}, live_brokers=LIVE, shared=True)
     b = Item(Z.UPDATE_METADATA, partitions={("t", 0): state(0, epoch=2), ("t", 1): state(1)}, shared=True)
@@ -393,7 +393,7 @@ def test_a_broker_closing_its_connection_is_said_in_words_and_the_raw_error_kept
     versions = {Z.LEADER_AND_ISR: 7, Z.UPDATE_METADATA: 8, Z.STOP_REPLICA: 4}
     target = ZkBrokerTarget(5, 7, server.address[0], server.address[1], versions)
     server.mode = "silent"  # the broker reads the request and is gone before it answers
-    caplog.set_level(logging.DEBUG, logger="migrator.controller.zk_broker_channel")
+    caplog.set_level(logging.DEBUG, logger="migrator.controller.zk_brokers.zk_broker_channel")
     ch = BrokerChannel(
         target, ctl.header, ctl.full_state, request_timeout=30, backoff_ms=20, say=said.append
     ).start()

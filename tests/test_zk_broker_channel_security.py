@@ -25,19 +25,24 @@ from tls_certs import Certs, make_certs
 
 from migrator import commands
 from migrator.commands.config import load_config
-from migrator.controller import zk_broker_messages as Z
-from migrator.controller.client_security import ClientSecurity
-from migrator.controller.inter_broker import InterBroker, inter_broker_config, inter_broker_endpoint
-from migrator.controller.listener_config import listener_specs, set_default_properties
-from migrator.controller.scram_server import scram_credential as server_credential
-from migrator.controller.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
-from migrator.controller.zk_broker_requests import BrokerInfo, Header, Item, PartitionState
+from migrator.controller.managers.change import AdminChange
+from migrator.controller.managers.scram import scram_credential
+from migrator.controller.network.listener_config import listener_specs, set_default_properties
+from migrator.controller.security.client_security import ClientSecurity
+from migrator.controller.security.scram_server import scram_credential as server_credential
+from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.controller.zk_brokers.inter_broker import (
+    InterBroker,
+    inter_broker_config,
+    inter_broker_endpoint,
+)
+from migrator.controller.zk_brokers.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
+from migrator.controller.zk_brokers.zk_broker_requests import BrokerInfo, Header, Item, PartitionState
 from migrator.errors import BadInputError
 from migrator.metrics import MigrationMetrics
-from migrator.migration.admin import AdminChange
-from migrator.migration.admin.scram import scram_credential
 from migrator.model import Broker, Endpoint
-from zk_fixtures.broker_sim import BrokerSimulator, listeners_of
+from zk_fixtures.broker_sim import BrokerSimulator
+from zk_fixtures.simulated_broker import listeners_of
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -4,7 +4,7 @@ The independent encoder is kafka-python's JSON-schema message codec (kafka.proto
 the field lists of Kafka 3.9's `LeaderAndIsrRequest.json`, `StopReplicaRequest.json`,
 `UpdateMetadataRequest.json` and their responses, written out below in the JSON's own shape (names,
 types, versions, tags; the `about` texts left out). zk2kraft's declarations (kio entities in
-`controller.zk_broker_messages`) must produce the same bytes for the same values in every version, and
+`controller.zk_brokers.zk_broker_messages`) must produce the same bytes for the same values in every version, and
 read them back.
 """
 
@@ -20,8 +20,8 @@ from kafka_schema_codec import F, kafka_python_classes, kio_value, kp_value
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i8
 
-from migrator.controller import zk_broker_messages as Z
-from migrator.controller.zk_broker_codec import encode_fast
+from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.controller.zk_brokers.zk_broker_codec import encode_fast
 
 # kafka-python reads its schema resources with importlib.resources.read_text, deprecated in 3.11.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -432,7 +432,7 @@ def test_leader_and_isr_with_shared_partition_states_encodes_as_kio(version: int
     are still what kio's writer makes of the whole request, IsNew included, on a cache hit too."""
     import uuid as _uuid
 
-    from migrator.controller.zk_broker_requests import (
+    from migrator.controller.zk_brokers.zk_broker_requests import (
         Header,
         Item,
         PartitionState,
@@ -458,7 +458,7 @@ def test_leader_and_isr_with_shared_partition_states_encodes_as_kio(version: int
 def test_update_metadata_with_encoded_live_brokers_encodes_as_kio(version: int) -> None:
     """encode_body writes each live broker's bytes, encoded once per broker and version; the request
     is still what kio's writer makes of it, shared (epoch patched) or not."""
-    from migrator.controller.zk_broker_requests import (
+    from migrator.controller.zk_brokers.zk_broker_requests import (
         BrokerInfo,
         Header,
         Item,

@@ -21,10 +21,10 @@ from migrate_helpers import cluster, simulated_brokers
 from prometheus_client import generate_latest
 
 from migrator import commands
-from migrator.controller.client import ControllerClient
-from migrator.controller.zk_broker_channel import wait_until
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.managers.change import AdminChange
+from migrator.controller.zk_brokers.zk_broker_channel import wait_until
 from migrator.metrics import MigrationMetrics
-from migrator.migration.admin import AdminChange
 from migrator.zk import paths as P
 from migrator.zk.codec import decode_controller_epoch
 from zk_fixtures.broker_sim import BrokerSimulator

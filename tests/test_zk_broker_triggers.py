@@ -32,22 +32,24 @@ from test_zk_broker_channel import Flaky
 from test_zk_broker_rpcs import SESSION_MS, converged
 
 from migrator import commands
-from migrator.controller import messages as M
-from migrator.controller import zk_broker_messages as Z
-from migrator.controller.client import ControllerClient
-from migrator.controller.listener_config import set_default_properties
-from migrator.controller.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
-from migrator.controller.zk_broker_requests import Header, Item
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.follower import read_follower
+from migrator.controller.managers.change import AdminChange
+from migrator.controller.network.listener_config import set_default_properties
+from migrator.controller.protocol import messages as M
+from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.controller.zk_brokers.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
+from migrator.controller.zk_brokers.zk_broker_requests import Header, Item
 from migrator.metrics import MigrationMetrics
-from migrator.migration.admin import AdminChange, read_follower
 from migrator.model import Broker, Endpoint
 from migrator.zk import paths as P
 from migrator.zk.codec import decode_controller_epoch, encode_broker
 from migrator.zk.connection import close, connect
-from zk_fixtures.broker_sim import DUPLICATE_BROKER_REGISTRATION, BrokerSimulator, SimBroker
+from zk_fixtures.broker_sim import BrokerSimulator
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import GeneratedCluster, load_cluster
 from zk_fixtures.kraft_broker import restart_in_kraft_mode
+from zk_fixtures.simulated_broker import DUPLICATE_BROKER_REGISTRATION, SimBroker
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer
 
 pytestmark = [pytest.mark.zk]

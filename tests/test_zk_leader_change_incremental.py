@@ -37,11 +37,11 @@ from test_zk_broker_triggers import (
     update_metadata_partitions,
 )
 
-from migrator.controller.zk_broker_channel import wait_until
+from migrator.controller.zk_brokers.zk_broker_channel import wait_until
 from migrator.metrics import MigrationMetrics
-from zk_fixtures.broker_sim import SHUTTING_DOWN
 from zk_fixtures.brokers import BrokerSessions
 from zk_fixtures.generator import load_cluster
+from zk_fixtures.simulated_broker import SHUTTING_DOWN
 
 pytestmark = [pytest.mark.zk]
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from migrator.controller.zk_broker_channel import wait_until
-from migrator.controller.zk_broker_requests import PartitionState
-from migrator.controller.zk_propagator import Snapshot, ZkPropagator, snapshot
+from migrator.controller.zk_brokers.zk_broker_channel import wait_until
+from migrator.controller.zk_brokers.zk_broker_requests import PartitionState
+from migrator.controller.zk_brokers.zk_propagator import Snapshot, ZkPropagator, snapshot
 from migrator.kraft.records import uuid_to_kafka
 from migrator.model import Broker, ClusterImage, Endpoint, Partition, Topic
 from zk_fixtures.zk_broker_server import ZkBrokerCache, ZkBrokerServer

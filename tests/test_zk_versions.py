@@ -22,8 +22,8 @@ from migrate_helpers import assert_consistent, cluster
 from test_zk_reader import assert_same_tree, kazoo_walk
 
 from migrator import commands
+from migrator.controller.managers.change import AdminChange
 from migrator.errors import BadInputError
-from migrator.migration.admin.change import AdminChange
 from migrator.zk import multiread as mr
 from migrator.zk.connection import close, connect
 from migrator.zk.read_reuse import OwnWrites, refresh

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from kazoo.client import KazooClient
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from migrator.controller.zk_propagator import EXAMPLE_DOMAIN
+from migrator.controller.zk_brokers.zk_propagator import EXAMPLE_DOMAIN
 from migrator.errors import BadInputError
 from migrator.model import (
     Acl,

@@ -30,8 +30,8 @@ from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader
 from kio.serial import entity_reader, entity_writer
 
-from migrator.controller import messages as M
-from migrator.controller.client_security import ClientSecurity, sasl_authenticate
+from migrator.controller.protocol import messages as M
+from migrator.controller.security.client_security import ClientSecurity, sasl_authenticate
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.batch import iter_batches
@@ -39,8 +39,9 @@ from migrator.kraft.batch_decode import decode_batch_records
 from migrator.kraft.image import ImageBuilder, ReplayResult
 from migrator.kraft.records import MetadataRecord, OpaqueRecord
 from migrator.model import ClusterImage
-from zk_fixtures.broker_sim import BrokerSimulator, SimBroker
+from zk_fixtures.broker_sim import BrokerSimulator
 from zk_fixtures.brokers import BrokerSessions
+from zk_fixtures.simulated_broker import SimBroker
 
 __all__ = [
     "KraftSimBroker",

@@ -50,8 +50,9 @@ from migrator.commands.log import (
     log_verify_kafka,
 )
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
-from migrator.controller.zk_propagator import EXAMPLE_DOMAIN
-from migrator.migration.admin import AclSpec, AdminChange, ScramSpec, scram_credential
+from migrator.controller.managers.change import AclSpec, AdminChange
+from migrator.controller.managers.scram import ScramSpec, scram_credential
+from migrator.controller.zk_brokers.zk_propagator import EXAMPLE_DOMAIN
 from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER
 from migrator.migration.driver import DEFAULT_BROKER_WAIT_SECONDS, DEFAULT_NODE_ID
 from migrator.target import Target, option_defaults

@@ -23,11 +23,10 @@ from migrator.errors import (
 from migrator.migration import checks, log_binding, unsynced
 from migrator.migration.advice import migration_health, not_this_log, wrong_log_health
 from migrator.migration.broker_config import BrokerConfigFile, check_broker_configs
-from migrator.migration.checks import Finding, Severity
 from migrator.migration.facts import LogFacts, derive, gather, gather_zk, log_exists
-from migrator.migration.health import MigrationHealth, migration_started
+from migrator.migration.health import migration_started
 from migrator.model import MigrationZnode
-from migrator.results import CheckResult, CheckSummary
+from migrator.results import CheckResult, CheckSummary, Finding, MigrationHealth, Severity
 from migrator.target import Target
 from migrator.zk.connection import ConnectSpec, close, parse_auth
 from migrator.zk.layout import image_from_tree

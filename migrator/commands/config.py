@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from migrator.controller.inter_broker import inter_broker_config
-from migrator.controller.listener_config import set_default_properties as set_listener_properties
+from migrator.controller.managers.topic_defaults import TopicDefaults
+from migrator.controller.network.listener_config import set_default_properties as set_listener_properties
+from migrator.controller.zk_brokers.inter_broker import inter_broker_config
 from migrator.errors import BadInputError, ZkKraftError
 from migrator.kraft.retention import RetentionConfig, set_default_config
-from migrator.migration.admin import TopicDefaults
 from migrator.migration.broker_config import BrokerConfigFile
 from migrator.properties import read_properties
 from migrator.target import option_defaults

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from migrator.controller import kafka_errors
-from migrator.controller import messages as M
-from migrator.controller.client import ControllerClient
-from migrator.controller.client_security import ClientSecurity, from_client_properties
-from migrator.controller.listener_config import set_default_properties
+from migrator.controller.client.client import ControllerClient
+from migrator.controller.network.listener_config import set_default_properties
+from migrator.controller.protocol import kafka_errors
+from migrator.controller.protocol import messages as M
+from migrator.controller.security.client_security import ClientSecurity, from_client_properties
 from migrator.properties import read_properties
 from migrator.target import Target
 from migrator.zk.connection import close, ensure_chroot

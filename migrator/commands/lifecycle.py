@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from migrator.commands.target_arg import takes_target
-from migrator.controller.client_security import ClientSecurity
 from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
+from migrator.controller.managers.change import AdminChange
+from migrator.controller.security.client_security import ClientSecurity
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
 from migrator.metrics import MigrationMetrics
 from migrator.migration import driver, unsynced
-from migrator.migration.admin import AdminChange
 from migrator.migration.driver import DriverOptions
 from migrator.results import (
     AdminResult,

@@ -24,8 +24,6 @@ import logging
 import uuid
 from collections.abc import Iterable, Iterator
 
-from migrator.controller import kafka_errors as E
-from migrator.controller import partition_reassignment
 from migrator.controller.core_types import (
     DEFAULT_SESSION_TIMEOUT_MS,
     EVENT_OFFLINE,
@@ -49,6 +47,8 @@ from migrator.controller.core_types import (
     TopicResult,
     state_of,
 )
+from migrator.controller.managers import partition_reassignment
+from migrator.controller.protocol import kafka_errors as E
 from migrator.kraft.records import MetadataRecord, kafka_to_uuid, record
 from migrator.model import Broker, ClusterImage, Partition, Topic
 

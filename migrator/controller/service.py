@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from migrator.controller import core
-from migrator.controller import kafka_errors as E
+from migrator.controller.protocol import kafka_errors as E
 from migrator.controller.refused_brokers import RefusedBrokers
 from migrator.errors import FencedError, UnreachableError, ZkKraftError
 from migrator.kraft.image import ImageBuilder
@@ -108,7 +108,7 @@ class ControllerService:
         self.failure: ZkKraftError | None = None  # why the service stopped serving
         self.zk_propagator: Any = None  # the ZK-mode brokers' channels, once active (zk_propagator)
         # Installed by the driver while it follows in DualWriteMetadata: (AdminChange, validate_only)
-        # -> AdminReply, durable and synced on return; None refuses admin APIs (controller.admin_api).
+        # -> AdminReply, durable and synced on return; None refuses admin APIs (controller.apis.admin_api).
         self.admin: Callable[[Any, bool], Any] | None = None
         self.advertised: tuple[str, int] | None = None  # the listener's address, named by Metadata
         # Registrations refused with Kafka's error, for `zk2kraft status` (refused_brokers)
@@ -375,13 +375,13 @@ class ControllerService:
 
     def handle(self, api_key: int, api_version: int, request: Any, client_id: str | None = None) -> Any:
         """The protocol server's entry point: wire messages in, wire messages out."""
-        from migrator.controller import listener_runtime  # the wire types, only where needed
+        from migrator.controller.network import listener_runtime  # the wire types, only where needed
 
         return listener_runtime.dispatch(self, api_key, api_version, request, client_id)
 
     def api_versions_features(self, answer: Any) -> Any:
         """ApiVersions' feature fields from the image (the listener answers ApiVersions itself)."""
-        from migrator.controller.admin_features_api import api_versions_features
+        from migrator.controller.apis.admin_features_api import api_versions_features
 
         return api_versions_features(self, answer)
 

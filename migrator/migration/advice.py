@@ -19,8 +19,9 @@ from kazoo.client import KazooClient
 
 from migrator.migration import log_binding
 from migrator.migration.facts import Facts, ZkFacts
-from migrator.migration.health import MigrationHealth, WriterInfo, brokers_not_in_kraft, read_writer
+from migrator.migration.health import brokers_not_in_kraft, read_writer
 from migrator.migration.log_binding import BindingProblem
+from migrator.results import MigrationHealth, WriterInfo
 from state_machine import TABLE, GuardFacts, KafkaMigrationCode, MigrationEvent
 from state_machine import MigrationState as S
 

@@ -13,7 +13,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from migrator.migration.findings import CodeInfo, Finding, Severity, define, examples, finding
+from migrator.migration.findings import CodeInfo, define, examples, finding
+from migrator.results import Finding, Severity
 
 MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
 IBP = "inter.broker.protocol.version"

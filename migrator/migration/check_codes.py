@@ -6,7 +6,8 @@ compared with the registry by a test, so the documentation cannot drift from the
 
 from __future__ import annotations
 
-from migrator.migration.findings import Severity, define, registry
+from migrator.migration.findings import define, registry
+from migrator.results import Severity
 
 # ZooKeeper's default jute.maxbuffer (0xfffff): a Java client rejects a reply longer than this with
 # "Packet len N is out of range!" (ClientCnxnSocket.readLength, ZooKeeper 3.5-3.9).

@@ -52,8 +52,6 @@ from migrator.migration.findings import (
     MAX_LISTED,
     SEVERITY_ORDER,
     CodeInfo,
-    Finding,
-    Severity,
     define,
     examples,
     finding,
@@ -63,6 +61,7 @@ from migrator.migration.findings import (
     sort_findings,
 )
 from migrator.model import ClusterImage, ZkControlState
+from migrator.results import Finding, Severity
 from migrator.zk.migration_client import ZkTree
 
 __all__ = [

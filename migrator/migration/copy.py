@@ -22,7 +22,6 @@ from itertools import islice
 from pathlib import Path
 
 from kazoo.client import KazooClient
-from pydantic import BaseModel, Field
 
 from migrator import stop
 from migrator.bulk import without_gc
@@ -37,6 +36,7 @@ from migrator.kraft.retention import purge_aborted
 from migrator.kraft.schema import SCHEMAS
 from migrator.migration.faults import crash_point
 from migrator.model import ClusterImage
+from migrator.results import CopyManifest, CopyPlan, TypeCount
 from migrator.zk.migration_client import LayoutResult, ZkTree, image_from_tree, read_tree, with_control_from
 from state_machine import KafkaMigrationCode
 
@@ -44,8 +44,6 @@ __all__ = [
     "BOOTSTRAP_METADATA_VERSION",
     "COPY_TRANSACTION",
     "MANIFEST_FILE",
-    "CopyManifest",
-    "CopyPlan",
     "abort_open_transaction",
     "append_bootstrap",
     "bootstrap_records",
@@ -69,51 +67,6 @@ APPEND_BYTES_PER_SECOND = 60e6
 FSYNC_SECONDS = 0.004
 
 Progress = Callable[[int, int], None]  # (records done, records total)
-
-
-class CopyManifest(BaseModel):
-    """What the copy wrote; printed, returned and stored as zk2kraft-copy-manifest.json."""
-
-    cluster_id: str | None
-    epoch: int
-    first_offset: int  # the BeginTransactionRecord
-    last_offset: int  # the EndTransactionRecord
-    records: int  # records inside the transaction, markers excluded
-    records_by_type: dict[str, int] = Field(default_factory=dict)
-    batches: int = 0  # batches appended, the transaction markers' included
-    bytes: int = 0  # bytes the copy added to the log's segments
-    topics: int = 0
-    partitions: int = 0
-    skipped_pending_deletions: list[str] = Field(default_factory=list)
-    zk_zxid: int = 0
-    zk_consistent: bool = False  # the tree was read at one zxid
-    read_seconds: float = 0.0
-    build_seconds: float = 0.0
-    append_seconds: float = 0.0
-    duration_seconds: float = 0.0
-    started_at: str = ""
-
-
-class TypeCount(BaseModel):
-    records: int = 0
-    bytes: int = 0
-
-
-class CopyPlan(BaseModel):
-    """`plan`: the copy as a dry run, nothing written anywhere."""
-
-    cluster_id: str | None
-    fresh_log: bool
-    records: int
-    bytes: int
-    batches: int
-    by_type: dict[str, TypeCount] = Field(default_factory=dict)
-    topics: int = 0
-    partitions: int = 0
-    skipped_pending_deletions: list[str] = Field(default_factory=list)
-    read_seconds: float = 0.0
-    build_seconds: float = 0.0
-    estimated_seconds: float = 0.0
 
 
 def bootstrap_records() -> list[MetadataRecord]:

@@ -12,35 +12,15 @@ from __future__ import annotations
 import time
 
 from kazoo.client import KazooClient
-from pydantic import BaseModel
 
 from migrator.migration import checks
-from migrator.migration.copy import CopyPlan
 from migrator.migration.zk_diff import ZkCache, deletable, owned, plan, structural
 from migrator.model import ControllerZnode, ZkControlState
+from migrator.results import CopyPlan, PhaseEstimate
 from migrator.zk.migration_client import LayoutResult, ZkTree, read_tree
 from migrator.zk.migration_client import layout as zk_layout
 
-__all__ = ["PhaseEstimate", "estimate_phases", "read_view"]
-
-
-class PhaseEstimate(BaseModel):
-    """Seconds per phase of `migrate` (the broker wait, if any, is the operator's and not included)."""
-
-    preflight_seconds: float
-    copy_seconds: float
-    first_sync_seconds: float
-    total_seconds: float
-    read_seconds: float  # one bulk read of ZooKeeper, as measured by this plan
-    check_seconds: float
-    compare_seconds: float
-
-    def describe(self) -> str:
-        return (
-            f"estimated {self.total_seconds:.1f}s: pre-flight {self.preflight_seconds:.1f}s, copy "
-            f"{self.copy_seconds:.1f}s, first sync {self.first_sync_seconds:.1f}s (one ZooKeeper read "
-            f"{self.read_seconds:.2f}s)"
-        )
+__all__ = ["estimate_phases", "read_view"]
 
 
 def read_view(client: KazooClient) -> tuple[ZkTree, LayoutResult, float]:

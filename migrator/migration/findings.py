@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
-from pydantic import BaseModel, Field
-
+from migrator.results import Finding, Severity
 from migrator.secrets import redact_text
 
 __all__ = [
@@ -20,8 +18,6 @@ __all__ = [
     "MAX_LISTED",
     "SEVERITY_ORDER",
     "CodeInfo",
-    "Finding",
-    "Severity",
     "define",
     "examples",
     "finding",
@@ -33,12 +29,6 @@ __all__ = [
 
 EXAMPLES = 5  # examples named in a message
 MAX_LISTED = 50  # paths / ids carried in a finding (the count carries the total)
-
-
-class Severity(StrEnum):
-    BLOCKER = "blocker"
-    WARNING = "warning"
-    INFO = "info"
 
 
 SEVERITY_ORDER = {Severity.BLOCKER: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -74,16 +64,6 @@ def registry() -> dict[str, CodeInfo]:
     from migrator.migration import broker_config, check_codes  # noqa: F401 - they register their codes
 
     return dict(_REGISTRY)
-
-
-class Finding(BaseModel):
-    code: str
-    severity: Severity
-    message: str
-    hint: str
-    paths: list[str] = Field(default_factory=list)
-    ids: list[int] = Field(default_factory=list)
-    count: int = 1
 
 
 def finding(

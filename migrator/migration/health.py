@@ -13,40 +13,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
+from migrator.controller.follower import writer_lock_held
+from migrator.controller.managers.change import AdminReply
 from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
 from migrator.kraft.lock import LOCK_FILE, read_holder
-from migrator.migration.admin import AdminReply, writer_lock_held
 from migrator.migration.facts import Facts, log_exists
+from migrator.results import WriterInfo
 from state_machine import KafkaMigrationCode
 
-__all__ = ["MigrationHealth", "WriterInfo", "migration_started", "read_writer"]
+__all__ = ["migration_started", "read_writer"]
 
 _STARTED_CODES = (
     KafkaMigrationCode.PRE_MIGRATION,
     KafkaMigrationCode.MIGRATION,
     KafkaMigrationCode.POST_MIGRATION,
 )
-
-
-class WriterInfo(BaseModel):
-    """Who writes (or last wrote) the log; `alive` is the kernel's word (the flock is held)."""
-
-    pid: int | None = None
-    host: str | None = None
-    since: str | None = None
-    command: str | None = None
-    alive: bool
-
-    def describe(self) -> str:
-        who = (
-            "an unnamed process" if self.pid is None else f"pid {self.pid} on {self.host} since {self.since}"
-        )
-        if self.command:
-            who += f" ({self.command})"
-        return f"{who}, {'alive' if self.alive else 'gone (died without releasing the log)'}"
 
 
 def read_writer(log_dir: str) -> WriterInfo | None:
@@ -66,21 +48,6 @@ def migration_started(facts: Facts) -> bool:
     """Migrating has begun: the log holds a migration state or a KRaft controller claims ZooKeeper (a
     /migration znode under a ZooKeeper controller is a leftover, which the pre-flight reports)."""
     return facts.log.migration_code in _STARTED_CODES or facts.zk.kraft_holds_controller
-
-
-class MigrationHealth(BaseModel):
-    state: str
-    kafka_state: str | None = None
-    write_behind_lag: int = 0
-    writer: WriterInfo | None = None
-    zk_registered_brokers: list[int] = Field(default_factory=list)
-    kraft_registered_brokers: list[int] = Field(default_factory=list)
-    problems: list[str] = Field(default_factory=list)
-    next_action: str = ""
-
-    @property
-    def healthy(self) -> bool:
-        return not self.problems
 
 
 def brokers_not_in_kraft(facts: Facts) -> tuple[list[int], list[int]]:

@@ -32,9 +32,6 @@ from migrator.model import (
     ProducerIdBlock,
     Topic,
 )
-
-# re-exported: zk_fixtures/broker_sim.py (being split by another engineer under issue 28) imports it from here
-from migrator.zk.credential_codec import decode_scram
 from migrator.zk.jvm_order import (
     java_hashmap_cached,
     ordered,
@@ -81,7 +78,6 @@ __all__ = [
     "decode_migration",
     "decode_partition_state",
     "decode_producer_id_block",
-    "decode_scram",
     "decode_topic",
     "encode_broker",
     "encode_cluster_id",

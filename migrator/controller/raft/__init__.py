@@ -1,1 +1,3 @@
-"""Kafka's Raft (KRaft) parts of the controller: the quorum's leader side and its voter side."""
+"""Kafka's Raft (KRaft) parts of the controller: the single leader's Fetch, FetchSnapshot and
+DescribeQuorum, and the voter side of a quorum (Vote, BeginQuorumEpoch, EndQuorumEpoch).
+"""

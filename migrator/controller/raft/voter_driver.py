@@ -23,8 +23,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from migrator.controller import messages as M
-from migrator.controller import wire
+from migrator.controller.protocol import messages as M
+from migrator.controller.protocol import wire
+from migrator.controller.protocol.wire_versions import MAX_FRAME_BYTES, WireError
 from migrator.controller.raft import voter_wire as W
 from migrator.controller.raft.describe import describe_quorum
 from migrator.controller.raft.quorum_config import VoterEndpoint
@@ -38,7 +39,6 @@ from migrator.controller.raft.voter_messages import (
     FetchResponse,
     VoteRequest,
 )
-from migrator.controller.wire_versions import MAX_FRAME_BYTES, WireError
 
 __all__ = ["VoterDriver"]
 

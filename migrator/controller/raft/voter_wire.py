@@ -25,6 +25,7 @@ from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 
+from migrator.controller.protocol.wire_versions import WireError, _read, _write
 from migrator.controller.raft.leader_progress import ReplicaView
 from migrator.controller.raft.voter_messages import (
     MESSAGES,
@@ -39,7 +40,6 @@ from migrator.controller.raft.voter_messages import (
     VoteRequest,
     VoteResponse,
 )
-from migrator.controller.wire_versions import WireError, _read, _write
 
 __all__ = [
     "VOTER_VERSIONS",

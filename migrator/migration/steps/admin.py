@@ -3,7 +3,7 @@ protocol, or, with no controller running, applied here.
 
 With a controller listening (`--bootstrap-controller`, the listeners of `--config`, or what the
 running follower announced in its log directory) each change is sent as the matching Kafka request
-(`controller.admin_client`). With nothing listening and the log's writer lock free, the run takes
+(`controller.client.admin_client`). With nothing listening and the log's writer lock free, the run takes
 the log itself: it claims ZooKeeper once and reconciles once (every new writer first repairs drift,
 as Kafka's does), then appends and syncs each change before the next, so a stopped controller is
 still recoverable. A held lock with an unreachable listener is refused (exit 3), never raced; a held
@@ -17,16 +17,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from migrator import stop
-from migrator.controller.admin_client import AdminClient, Answer
-from migrator.controller.admin_endpoint import Endpoint, resolve_endpoint
-from migrator.controller.client import ControllerUnreachable
-from migrator.controller.client_security import ClientSecurity
-from migrator.controller.listener_config import default_properties
+from migrator.controller.client.admin_client import AdminClient, Answer
+from migrator.controller.client.admin_endpoint import Endpoint, resolve_endpoint
+from migrator.controller.client.client import ControllerUnreachable
+from migrator.controller.follower import read_follower, writer_lock_held
+from migrator.controller.managers.change import AdminChange, AdminReply, refused_state
+from migrator.controller.network.listener_config import default_properties
+from migrator.controller.security.client_security import ClientSecurity
 from migrator.errors import BadInputError, FencedError, FindingsError, UnreachableError, ZkKraftError
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.migration import log_binding
-from migrator.migration.admin import AdminChange, AdminReply, refused_state
-from migrator.migration.admin.follower import read_follower, writer_lock_held
 from migrator.migration.facts import Facts, log_exists, require_own_log
 from migrator.migration.steps.claim import claim, covered, syncer
 from migrator.migration.steps.follow import Controller

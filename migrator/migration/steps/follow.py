@@ -14,23 +14,23 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 
-from migrator.controller.listener_config import default_properties
+from migrator.controller import follower as follower_file
+from migrator.controller.managers.change import (
+    AdminChange,
+    AdminReply,
+    Pending,
+    Placing,
+    Planned,
+    plan_change,
+)
+from migrator.controller.managers.topic_defaults import TopicDefaults
+from migrator.controller.network.listener_config import default_properties
 from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError, FencedError, UnreachableError
 from migrator.kraft.image import ImageBuilder
 from migrator.kraft.log import DEFAULT_MAX_BATCH_RECORDS, MetadataLog, SplitBatchError
 from migrator.kraft.records import record
 from migrator.migration import health
-from migrator.migration.admin import (
-    AdminChange,
-    AdminReply,
-    Pending,
-    Placing,
-    Planned,
-    TopicDefaults,
-    plan_change,
-)
-from migrator.migration.admin import follower as follower_file
 from migrator.migration.facts import Facts, gather_zk
 from migrator.migration.faults import crash_point
 from migrator.migration.steps.claim import GuardedSyncer
@@ -114,7 +114,7 @@ class Controller:
         """Validate every change of one request, then append the records of the valid ones as one
         batch (Kafka's ControllerResult.atomic: one request, one batch; when one batch cannot hold it, a
         metadata transaction) and sync: the one way admin changes enter the migration (the protocol's,
-        `controller.admin_api`, and `zk2kraft admin`'s direct path). Each change gets its reply or its
+        `controller.apis.admin_api`, and `zk2kraft admin`'s direct path). Each change gets its reply or its
         refusal. `validate_only`: validate and stop there. `sync` False: the caller carries the batch
         to ZooKeeper after releasing the service (`ControllerService.carry`)."""
         live, fenced = self.brokers(changes)

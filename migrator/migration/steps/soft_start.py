@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from migrator import stop as stopping
 from migrator.bulk import with_gc
 from migrator.controller import core as ctl_core
+from migrator.controller.network.listener_config import default_properties
+from migrator.controller.network.listener_runtime import start_server
 from migrator.controller.service import ControllerService
+from migrator.controller.zk_brokers.inter_broker import inter_broker_config
+from migrator.controller.zk_brokers.zk_propagator import ZkPropagator, read_status
 from migrator.errors import FindingsError
 from migrator.kraft.image import ImageBuilder
 from migrator.migration import copy as copy_mod
@@ -24,9 +28,6 @@ from migrator.migration.facts import Facts, gather_zk
 from migrator.migration.steps.claim import abort_reason, next_epoch
 from migrator.migration.steps.run import DriverOptions, E, Run, replay_of
 from migrator.zk import paths as P
-
-if TYPE_CHECKING:
-    from migrator.controller.zk_propagator import ZkPropagator
 
 BROKERS_FLAG_MESSAGE = (
     "the copy waits for every ZooKeeper broker to register with the KRaft controller: pass --listen "
@@ -47,8 +48,6 @@ class BrokersNotReadyError(FindingsError):
 
 
 def zk_propagator_status(log_dir: str, pid: int) -> list[dict[str, Any]] | None:
-    from migrator.controller.zk_propagator import read_status
-
     return read_status(log_dir, pid)
 
 
@@ -56,10 +55,6 @@ class Listener:
     """The controller service and its protocol server, as the driver runs them."""
 
     def __init__(self, service: ControllerService, listen: str) -> None:
-        from migrator.controller.inter_broker import inter_broker_config
-        from migrator.controller.listener_config import default_properties
-        from migrator.controller.listener_runtime import start_server
-
         self.service = service
         # How ZK-mode brokers are reached once active; a bad setting fails here, before serving.
         self.inter_broker = inter_broker_config(default_properties())
@@ -74,8 +69,6 @@ class Listener:
 
     def propagate_to_zk_brokers(self, zk_controller_epoch: int, opts: DriverOptions) -> None:
         """From activation on, ZK-mode brokers learn every change from this controller (KIP-866)."""
-        from migrator.controller.zk_propagator import ZkPropagator
-
         if self.propagator is None:
             svc = self.service
             self.propagator = ZkPropagator(

@@ -8,11 +8,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from migrator.controller.follower import read_follower, writer_lock_held
+from migrator.controller.refused_brokers import read_refused
 from migrator.kraft.lock import LOCK_FILE, read_holder
 from migrator.kraft.log import MetadataLog
 from migrator.migration import advice, estimate, health, log_binding
 from migrator.migration import copy as copy_mod
-from migrator.migration.admin import read_follower, writer_lock_held
 from migrator.migration.facts import gather, log_exists
 from migrator.migration.steps import kafka_companion
 from migrator.migration.steps.run import DriverOptions, S, connected, kafka_name, public
@@ -101,8 +102,6 @@ def status(opts: DriverOptions) -> StatusResult:
         anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
     holder = read_holder(Path(opts.log_dir) / LOCK_FILE) if writer else None
     if holder is not None:  # the running controller's refused registrations (soft start included)
-        from migrator.controller.refused_brokers import read_refused
-
         for r in read_refused(opts.log_dir, holder.pid):
             anomalies.append(
                 f"broker {r.get('broker_id')}'s registration refused by the controller: {r.get('error')}: "
