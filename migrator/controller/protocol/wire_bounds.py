@@ -167,8 +167,8 @@ def _entity_step(cls: Any) -> _Step:
         kafka_type = f.metadata.get("kafka_type")
         if "tag" in f.metadata:
             tagged[int(f.metadata["tag"])] = _value_step(f.type, kafka_type, flexible)
-        elif kafka_type in _FIXED and typing.get_origin(f.type) is not tuple:
-            run += _FIXED[kafka_type]
+        elif _is_fixed(f.type, kafka_type):
+            run += _FIXED[str(kafka_type)]
         else:
             if run:
                 steps.append(_take_step(run))
@@ -190,6 +190,18 @@ def _entity_step(cls: Any) -> _Step:
 
     _ENTITY_STEPS[cls] = entity
     return entity
+
+
+def _is_fixed(tp: Any, kafka_type: str | None) -> bool:
+    """A field of one fixed size: a scalar, not an array of them (``tuple[i32, ...]``, nullable or not,
+    has the element's kafka_type too) and not a struct."""
+    inner, nullable = _unwrap(tp)
+    return (
+        kafka_type in _FIXED
+        and not nullable
+        and typing.get_origin(inner) is not tuple
+        and not dataclasses.is_dataclass(inner)
+    )
 
 
 def _take_step(size: int) -> _Step:
