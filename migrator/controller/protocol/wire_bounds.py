@@ -55,7 +55,7 @@ class _Cursor:
     def uvarint(self) -> int:
         value = shift = 0
         for _ in range(5):
-            (byte,) = struct.unpack_from(">B", self.data, self.take(1))
+            byte = self.data[self.take(1)]  # bytes and memoryview both index to an int
             value |= (byte & 0x7F) << shift
             if not byte & 0x80:
                 return value
@@ -76,6 +76,9 @@ class _Cursor:
         return n
 
     def tagged_fields(self, on_tag: Callable[[int, _Cursor], None] | None = None) -> None:
+        if self.pos < self.end and self.data[self.pos] == 0:  # no tagged field: nearly every entity
+            self.pos += 1
+            return
         for _ in range(self.uvarint()):
             tag, size = self.uvarint(), self.uvarint()
             at = self.take(size)
@@ -113,16 +116,32 @@ def _value_step(tp: Any, kafka_type: str | None, flexible: bool) -> _Step:
 
             return fixed_array
         item = _value_step(inner, kafka_type, flexible)
+        entities: list[_Step] = []  # an array of entities: their step itself, looked up once
 
         def array(cur: _Cursor) -> None:
-            for _ in range(length(cur, True)):
+            n = length(cur, True)
+            if n and dataclasses.is_dataclass(inner):
+                if not entities:
+                    entities.append(_entity_step(inner))
+                step = entities[0]
+                for _ in range(n):
+                    step(cur)
+                return
+            for _ in range(n):
                 item(cur)
 
         return array
     if dataclasses.is_dataclass(tp):
         if nullable:
             raise WireError(f"nullable struct {tp.__name__} is not supported")
-        return lambda cur: _entity_step(tp)(cur)
+        found: list[_Step] = []  # resolved on first use (an entity's step is built when first met)
+
+        def nested(cur: _Cursor) -> None:
+            if not found:
+                found.append(_entity_step(tp))
+            found[0](cur)
+
+        return nested
     if kafka_type in _FIXED:
         size = _FIXED[kafka_type]
         return lambda cur: cur.take(size) and None
@@ -143,12 +162,20 @@ def _entity_step(cls: Any) -> _Step:
     flexible = bool(cls.__flexible__)
     steps: list[_Step] = []
     tagged: dict[int, _Step] = {}
+    run = 0  # bytes of the fixed-size fields in a row so far: one take for all of them
     for f in dataclasses.fields(cls):
-        step = _value_step(f.type, f.metadata.get("kafka_type"), flexible)
+        kafka_type = f.metadata.get("kafka_type")
         if "tag" in f.metadata:
-            tagged[int(f.metadata["tag"])] = step
+            tagged[int(f.metadata["tag"])] = _value_step(f.type, kafka_type, flexible)
+        elif _is_fixed(f.type, kafka_type):
+            run += _FIXED[str(kafka_type)]
         else:
-            steps.append(step)
+            if run:
+                steps.append(_take_step(run))
+                run = 0
+            steps.append(_value_step(f.type, kafka_type, flexible))
+    if run:
+        steps.append(_take_step(run))
 
     def on_tag(tag: int, sub: _Cursor) -> None:
         step = tagged.get(tag)
@@ -163,6 +190,28 @@ def _entity_step(cls: Any) -> _Step:
 
     _ENTITY_STEPS[cls] = entity
     return entity
+
+
+def _is_fixed(tp: Any, kafka_type: str | None) -> bool:
+    """A field of one fixed size: a scalar, not an array of them (``tuple[i32, ...]``, nullable or not,
+    has the element's kafka_type too) and not a struct."""
+    inner, nullable = _unwrap(tp)
+    return (
+        kafka_type in _FIXED
+        and not nullable
+        and typing.get_origin(inner) is not tuple
+        and not dataclasses.is_dataclass(inner)
+    )
+
+
+def _take_step(size: int) -> _Step:
+    """Fixed-size fields in a row, checked as one: a request's per-partition walk was most of its
+    decode (AlterPartition under load), and a run fits in the frame exactly when each field does."""
+
+    def take(cur: _Cursor) -> None:
+        cur.take(size)
+
+    return take
 
 
 def _check_request_header(data: bytes | memoryview, flexible: bool) -> None:

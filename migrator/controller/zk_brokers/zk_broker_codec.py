@@ -20,7 +20,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-__all__ = ["encode_fast", "writer_for"]
+__all__ = ["encode_fast", "uvarint_bytes", "writer_for", "writer_from"]
 
 _FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "bool": "?"}
 _ZERO = uuid.UUID(int=0)
@@ -41,6 +41,10 @@ _UVARINT_SMALL = [_uvarint(n) for n in range(128)]
 
 def _uv(n: int) -> bytes:
     return _UVARINT_SMALL[n] if n < 128 else _uvarint(n)
+
+
+#: an unsigned varint's bytes (compact lengths), small ones from a table
+uvarint_bytes = _uv
 
 
 def _string(value: str | None, flexible: bool) -> bytes:
@@ -73,7 +77,30 @@ def _entity_arg(tp: Any) -> type | None:
 @cache
 def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
     """A function appending `cls`'s encoding of an entity to a bytearray (generated once per class)."""
+    return _generate(cls, None, "")
+
+
+@cache
+def writer_from(cls: type, exprs: tuple[tuple[str, str], ...], params: str) -> Callable[..., None]:
+    """A function `w(o, out, <params>)` appending `cls`'s encoding of a value that is not a `cls`
+    entity: each of `cls`'s fields is read as the Python expression `exprs` names for it (of `o` and
+    `params`), e.g. a LeaderAndIsr partition state straight from the controller's PartitionState
+    with `("controller_epoch", "ce")`: the bytes of the entity, without building it (the entity's
+    frozen-dataclass init was most of a state's encode). A field without an expression is an error."""
+    mapped = dict(exprs)
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in mapped]
+    if missing:
+        raise TypeError(f"{cls.__name__}: no expression for {missing}")
+    return _generate(cls, mapped, params)
+
+
+def _generate(cls: type, exprs: dict[str, str] | None, params: str) -> Callable[..., None]:
+    """`writer_for` (fields as `o.<name>`) or `writer_from` (fields as `exprs` say)."""
     flexible = bool(getattr(cls, "__flexible__", False))
+
+    def val(name: str) -> str:
+        return f"o.{name}" if exprs is None else f"({exprs[name]})"
+
     env: dict[str, Any] = {
         "pack": struct.pack,
         "_string": _string,
@@ -82,14 +109,15 @@ def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
         "_ZERO": _ZERO,
         "_uv": _uv,
     }
-    lines = ["def w(o, out):"]
+    extra = ", " + params if params else ""
+    lines = [f"def w(o, out{extra}):"]
     run: list[tuple[str, str]] = []  # pending fixed-size fields: (struct code, attribute)
     tagged: list[tuple[int, dataclasses.Field[Any]]] = []
 
     def flush() -> None:
         if run:
             fmt = ">" + "".join(c for c, _ in run)
-            lines.append(f"    out += pack({fmt!r}, {', '.join('o.' + a for _, a in run)})")
+            lines.append(f"    out += pack({fmt!r}, {', '.join(val(a) for _, a in run)})")
             run.clear()
 
     for f in dataclasses.fields(cls):
@@ -104,7 +132,7 @@ def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
             if sub is None:
                 code = _FIXED[str(kind)]
                 lines += [
-                    f"    xs = o.{f.name}",
+                    f"    xs = {val(f.name)}",
                     "    if xs is None:",
                     f"        out += _array_len(None, {flexible})",
                     "    else:",
@@ -114,7 +142,7 @@ def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
             else:
                 env[f"w_{f.name}"] = writer_for(sub)
                 lines += [
-                    f"    xs = o.{f.name}",
+                    f"    xs = {val(f.name)}",
                     f"    out += _array_len(None if xs is None else len(xs), {flexible})",
                     "    if xs is not None:",
                     "        for x in xs:",
@@ -127,10 +155,10 @@ def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
             run.append((_FIXED[str(kind)], f.name))
         elif kind == "string":
             flush()
-            lines.append(f"    out += _string(o.{f.name}, {flexible})")
+            lines.append(f"    out += _string({val(f.name)}, {flexible})")
         elif kind == "uuid":
             flush()
-            lines.append(f"    out += (o.{f.name} or _ZERO).bytes")
+            lines.append(f"    out += ({val(f.name)} or _ZERO).bytes")
         else:
             raise TypeError(f"{cls.__name__}.{f.name}: no fast writer for {kind!r}")
     flush()
@@ -145,8 +173,8 @@ def writer_for(cls: type) -> Callable[[Any, bytearray], None]:
                     raise TypeError(f"{cls.__name__}.{f.name}: tagged {kind!r} not supported")
                 env[f"d_{f.name}"] = f.default
                 lines += [
-                    f"    if o.{f.name} != d_{f.name}:",
-                    f"        v = pack('>{_FIXED[str(kind)]}', o.{f.name})",
+                    f"    if {val(f.name)} != d_{f.name}:",
+                    f"        v = pack('>{_FIXED[str(kind)]}', {val(f.name)})",
                     f"        tags.append(_uv({tag}) + _uv(len(v)) + v)",
                 ]
             lines += ["    out += _uv(len(tags))", "    for t in tags:", "        out += t"]

@@ -27,7 +27,7 @@ from kio.serial import entity_reader, entity_writer
 
 from migrator.bulk import without_gc
 from migrator.controller.zk_brokers import zk_broker_messages as Z
-from migrator.controller.zk_brokers.zk_broker_codec import encode_fast
+from migrator.controller.zk_brokers.zk_broker_codec import encode_fast, uvarint_bytes, writer_from
 
 __all__ = [
     "LEADER_DURING_DELETE",
@@ -51,6 +51,8 @@ LEADER_DURING_DELETE = -2
 BULK = 1000
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 _ZERO = uuid.UUID(int=0)
+_INT32 = struct.Struct(">i")
+_uv = uvarint_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,19 +197,71 @@ _STATE_BYTES: dict[tuple[type, int, bool, tuple[str, int]], tuple[PartitionState
 _STATE_BYTES_MAX = 250_000
 
 
-def _state_bytes(
-    ps_cls: type, ce: int, flag: bool, s: PartitionState, build: Callable[[PartitionState], Any]
-) -> bytes:
-    """`s` as `ps_cls` encodes it (`build` makes the entity), from `_STATE_BYTES` if encoded before."""
+def _state_bytes(ps_cls: type, ce: int, flag: bool, s: PartitionState) -> bytes:
+    """`s` as `ps_cls` encodes it (IsNew `flag`), from `_STATE_BYTES` if encoded before."""
     key = (ps_cls, ce, flag, (s.topic, s.partition))
     got = _STATE_BYTES.get(key)
     if got is not None and (got[0] is s or got[0] == s):
         return got[1]
-    encoded = encode_fast(ps_cls, build(s))
+    out = bytearray()
+    _state_writer(ps_cls)(s, out, ce, flag)
+    encoded = bytes(out)
     if len(_STATE_BYTES) >= _STATE_BYTES_MAX:
         _STATE_BYTES.clear()
     _STATE_BYTES[key] = (s, encoded)
     return encoded
+
+
+#: Each partition-state field of LeaderAndIsr and UpdateMetadata (every version; a version uses the
+#: fields it declares) as read from a PartitionState `o`, the request's controller epoch `ce` and
+#: IsNew `new`: what `build_request`'s lai_state / um_state put in the entities, for `writer_from`.
+_STATE_FIELDS = (
+    ("topic_name", "o.topic"),
+    ("partition_index", "o.partition"),
+    ("controller_epoch", "ce"),
+    ("leader", "o.leader"),
+    ("leader_epoch", "o.leader_epoch"),
+    ("isr", "o.isr"),
+    ("partition_epoch", "o.partition_epoch"),
+    ("zk_version", "o.partition_epoch"),
+    ("replicas", "o.replicas"),
+    ("adding_replicas", "o.adding"),
+    ("removing_replicas", "o.removing"),
+    ("is_new", "new"),
+    ("leader_recovery_state", "o.leader_recovery_state"),
+    ("offline_replicas", "o.offline"),
+)
+#: A topic's entry: its name `t`, id `tid` and its partition states, encoded (`xs`).
+_TOPIC_FIELDS = (("topic_name", "t"), ("topic_id", "tid"), ("partition_states", "xs"))
+
+
+def _state_writer(ps_cls: type) -> Callable[..., None]:
+    return writer_from(ps_cls, _STATE_FIELDS, "ce, new")
+
+
+def _topic_bytes(cls: Any, topic: str, tid: uuid.UUID, states: list[bytes]) -> bytes:
+    """A TopicState of request class `cls` with its states' bytes, written without its entity: the
+    name and id before the states are the same in every request (`_topic_head`)."""
+    head, flexible = _topic_head(cls.TopicState, topic, tid)
+    n = len(states)
+    if flexible:
+        return b"".join((head, _uv(n + 1), *states, b"\x00"))  # compact array, empty tag section
+    return b"".join((head, _INT32.pack(n), *states))
+
+
+@functools.lru_cache(maxsize=4096)
+def _topic_head(ts_cls: type, topic: str, tid: uuid.UUID) -> tuple[bytes, bool]:
+    """A topic entry's bytes before its partition states (its name, and id where the version has
+    one), and whether the version is flexible. PartitionStates is the entry's last field in every
+    version of both requests, so the head is the entry with no states, less that empty array and
+    (flexible) the tag section."""
+    assert [f.name for f in dataclasses.fields(ts_cls)][-1] == "partition_states"
+    flexible = bool(getattr(ts_cls, "__flexible__", False))
+    out = bytearray()
+    writer_from(ts_cls, _TOPIC_FIELDS, "t, tid, xs")(None, out, topic, tid, [])
+    tail = b"\x01\x00" if flexible else b"\x00\x00\x00\x00"
+    assert out.endswith(tail)
+    return bytes(out[: -len(tail)]), flexible
 
 
 def build_request(item: Item, version: int, h: Header, encoded_states: bool = False) -> Any:
@@ -249,7 +303,7 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
             return ps_cls(**kw)
 
         def lai_state_bytes(s: PartitionState) -> Any:
-            return _state_bytes(ps_cls, ce, v1 and (s.topic, s.partition) in new, s, lai_state)
+            return _state_bytes(ps_cls, ce, v1 and (s.topic, s.partition) in new, s)
 
         leaders = tuple(
             cls.LiveLeader(broker_id=b, host_name=host, port=port)
@@ -258,7 +312,7 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
         return _only(
             cls,
             **common,
-            **_partition_fields(cls, item, lai_state_bytes if encoded_states else lai_state),
+            **_partition_fields(cls, item, lai_state_bytes if encoded_states else lai_state, encoded_states),
             live_leaders=leaders,
         )
     if item.api_key == Z.UPDATE_METADATA:
@@ -285,15 +339,22 @@ def build_request(item: Item, version: int, h: Header, encoded_states: bool = Fa
             return ps_cls(**kw)
 
         def um_state_bytes(s: PartitionState) -> Any:
-            return _state_bytes(ps_cls, ce, False, s, um_state)
+            return _state_bytes(ps_cls, ce, False, s)
+
+        write_um = _state_writer(ps_cls)
+
+        def um_state_direct(s: PartitionState) -> bytes:
+            out = bytearray()
+            write_um(s, out, ce, False)
+            return bytes(out)
 
         # An incremental UpdateMetadata's states are the same in every merge of it that channels
         # behind by different rounds send; a full one's are encoded once with it.
-        cached = encoded_states and not item.full
+        state = (um_state_direct if item.full else um_state_bytes) if encoded_states else um_state
         return _only(
             cls,
             **common,
-            **_partition_fields(cls, item, um_state_bytes if cached else um_state),
+            **_partition_fields(cls, item, state, encoded_states),
             live_brokers=tuple(live(cls, b) for b in item.live_brokers),
         )
     assert item.api_key == Z.STOP_REPLICA
@@ -463,11 +524,18 @@ def response_errors(api_key: int, body: Any) -> tuple[int, list[tuple[str, int, 
     return int(body.error_code), failed
 
 
-def _partition_fields(cls: Any, item: Any, state: Callable[[Any], Any]) -> dict[str, Any]:
-    """LeaderAndIsr's and UpdateMetadata's partitions: ungrouped (old versions) and by topic (new)."""
+def _partition_fields(cls: Any, item: Any, state: Callable[[Any], Any], encoded: bool) -> dict[str, Any]:
+    """LeaderAndIsr's and UpdateMetadata's partitions: ungrouped (old versions) and by topic (new);
+    `encoded`: `state` gives bytes, and each topic is its bytes too (no entity per topic)."""
     out: dict[str, Any] = {"type": Z.TYPE_FULL if item.full else Z.TYPE_INCREMENTAL}
     if "topic_states" not in cls.__dataclass_fields__:  # old versions: one ungrouped array
         out["ungrouped_partition_states"] = tuple(state(s) for _, s in sorted(item.partitions.items()))
+        return out
+    if encoded:
+        out["topic_states"] = tuple(
+            _topic_bytes(cls, t, ps[0][1].topic_id, [state(s) for _, s in ps])
+            for t, ps in _by_topic(item.partitions).items()
+        )
         return out
     out["topic_states"] = tuple(
         _only(
