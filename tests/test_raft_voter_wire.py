@@ -18,6 +18,7 @@ from kio.serial import entity_reader
 from migrator.controller.protocol.wire_versions import WireError
 from migrator.controller.raft import voter_wire as W
 from migrator.controller.raft.leader_progress import ReplicaView
+from migrator.controller.raft.raft_leader import RAFT_MODULES
 from migrator.controller.raft.voter_messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -48,8 +49,8 @@ RESPONSES = [
 
 
 def _kio(api: int, version: int, kind: str) -> type:
-    mod = importlib.import_module(f"kio.schema.{W._MODULES[api][0]}.v{version}.{kind}")
-    return getattr(mod, W._MODULES[api][1] + kind.capitalize())
+    mod = importlib.import_module(f"kio.schema.{RAFT_MODULES[api][0]}.v{version}.{kind}")
+    return getattr(mod, RAFT_MODULES[api][1] + kind.capitalize())
 
 
 def _expected(msg, version):

@@ -48,7 +48,8 @@ RAFT_VERSIONS: dict[int, tuple[int, int]] = {
     DESCRIBE_QUORUM: (0, 2),
     FETCH_SNAPSHOT: (0, 1),
 }
-_MODULES = {
+#: apiKey -> (kio module, class prefix) of each Raft API: the one table the leader and the voter read.
+RAFT_MODULES: dict[int, tuple[str, str]] = {
     FETCH: ("fetch", "Fetch"),
     VOTE: ("vote", "Vote"),
     BEGIN_QUORUM_EPOCH: ("begin_quorum_epoch", "BeginQuorumEpoch"),
@@ -124,7 +125,7 @@ def _now_ms() -> int:
 @functools.cache
 def _mod(api_key: int, version: int, kind: str) -> Any:
     """kio's module for one version of one API (cached: every fetch asks for two)."""
-    return importlib.import_module(f"kio.schema.{_MODULES[api_key][0]}.v{version}.{kind}")
+    return importlib.import_module(f"kio.schema.{RAFT_MODULES[api_key][0]}.v{version}.{kind}")
 
 
 def _mk(cls: type, **kw: Any) -> Any:
@@ -201,7 +202,7 @@ class RaftLeader:
                 return None
             wire._check_request_header(frame, True)
             header, pos = wire._read(RequestHeaderV2, frame, 0)
-            req_cls = getattr(_mod(api_key, version, "request"), _MODULES[api_key][1] + "Request")
+            req_cls = getattr(_mod(api_key, version, "request"), RAFT_MODULES[api_key][1] + "Request")
             wire._check_body(req_cls, frame, pos)
             request, size = wire._read(req_cls, frame, pos)
             if pos + size != len(frame):

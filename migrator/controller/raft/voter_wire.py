@@ -27,6 +27,17 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 
 from migrator.controller.protocol.wire_versions import WireError, _read, _write
 from migrator.controller.raft.leader_progress import ReplicaView
+from migrator.controller.raft.raft_leader import (
+    BEGIN_QUORUM_EPOCH,
+    DESCRIBE_QUORUM,
+    END_QUORUM_EPOCH,
+    FETCH,
+    METADATA_TOPIC,
+    METADATA_TOPIC_UUID,
+    RAFT_MODULES,
+    RAFT_VERSIONS,
+    VOTE,
+)
 from migrator.controller.raft.voter_messages import (
     MESSAGES,
     BeginQuorumEpochRequest,
@@ -50,25 +61,12 @@ __all__ = [
     "negotiate",
 ]
 
-FETCH, VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, DESCRIBE_QUORUM = 1, 52, 53, 54, 55
-METADATA_TOPIC = "__cluster_metadata"
-METADATA_TOPIC_ID = uuid.UUID(int=1)
 ZERO_UUID = uuid.UUID(int=0)
 
-#: apiKey -> (min, max) of what Kafka 3.9's raft client speaks; a voter sends the highest both serve
+#: apiKey -> (min, max) of what Kafka 3.9's raft client speaks (the leader's table); a voter sends the
+#: highest both serve
 VOTER_VERSIONS: dict[int, tuple[int, int]] = {
-    VOTE: (0, 1),
-    BEGIN_QUORUM_EPOCH: (0, 1),
-    END_QUORUM_EPOCH: (0, 1),
-    FETCH: (13, 17),
-    DESCRIBE_QUORUM: (0, 2),
-}
-_MODULES = {
-    FETCH: ("fetch", "Fetch"),
-    VOTE: ("vote", "Vote"),
-    BEGIN_QUORUM_EPOCH: ("begin_quorum_epoch", "BeginQuorumEpoch"),
-    END_QUORUM_EPOCH: ("end_quorum_epoch", "EndQuorumEpoch"),
-    DESCRIBE_QUORUM: ("describe_quorum", "DescribeQuorum"),
+    k: RAFT_VERSIONS[k] for k in (VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH, DESCRIBE_QUORUM)
 }
 _API_OF = {
     VoteRequest: VOTE, VoteResponse: VOTE, BeginQuorumEpochRequest: BEGIN_QUORUM_EPOCH,
@@ -93,7 +91,7 @@ def negotiate(api_key: int, peer: tuple[int, int] | None) -> int:
 
 @cache
 def _mod(api_key: int, version: int, kind: str) -> Any:
-    return importlib.import_module(f"kio.schema.{_MODULES[api_key][0]}.v{version}.{kind}")
+    return importlib.import_module(f"kio.schema.{RAFT_MODULES[api_key][0]}.v{version}.{kind}")
 
 
 def _cls(api_key: int, version: int, kind: str) -> type:
@@ -102,7 +100,7 @@ def _cls(api_key: int, version: int, kind: str) -> type:
         raise WireError(
             f"apiKey {api_key} v{version} is not a version Kafka 3.9's raft client speaks ({lo}-{hi})"
         )
-    return getattr(_mod(api_key, version, kind), _MODULES[api_key][1] + kind.capitalize())
+    return getattr(_mod(api_key, version, kind), RAFT_MODULES[api_key][1] + kind.capitalize())
 
 
 def _uuid(text: str | None) -> uuid.UUID:
@@ -122,7 +120,7 @@ def _only_partition(topics: Any, by_id: bool = False) -> Any:
     if len(topics) != 1 or len(topics[0].partitions) != 1:
         raise WireError("a voter request names exactly one topic partition")
     topic = topics[0]
-    if (topic.topic_id != METADATA_TOPIC_ID) if by_id else (topic.topic_name != METADATA_TOPIC):
+    if (topic.topic_id != METADATA_TOPIC_UUID) if by_id else (topic.topic_name != METADATA_TOPIC):
         raise WireError("a voter request is for __cluster_metadata only")
     part = topic.partitions[0]
     if getattr(part, "partition_index", getattr(part, "partition", 0)) != 0:
@@ -187,7 +185,7 @@ def _request_entity(msg: Any, version: int) -> Any:
         m.FetchRequest, cluster_id=msg.cluster_id, replica_id=msg.replica_id,
         replica_state=m.ReplicaState(replica_id=msg.replica_id, replica_epoch=-1) if version >= 15 else None,
         max_wait=datetime.timedelta(milliseconds=msg.max_wait_ms), min_bytes=0, max_bytes=8 << 20, isolation_level=0,
-        session_id=0, session_epoch=-1, topics=(m.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(part,)),),
+        session_id=0, session_epoch=-1, topics=(m.FetchTopic(topic_id=METADATA_TOPIC_UUID, partitions=(part,)),),
         forgotten_topics_data=(), rack_id="",
     )  # fmt: skip
 
@@ -273,7 +271,7 @@ def _response_entity(msg: Any, version: int) -> Any:
         if version >= 16 and msg.leader_endpoint is not None and msg.leader_id >= 0:
             host, port = msg.leader_endpoint
             top["node_endpoints"] = (m.NodeEndpoint(node_id=msg.leader_id, host=host, port=port, rack=None),)
-        topics = (m.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=(part,)),)
+        topics = (m.FetchableTopicResponse(topic_id=METADATA_TOPIC_UUID, partitions=(part,)),)
         return m.FetchResponse(throttle_time=datetime.timedelta(0), error_code=ErrorCode(msg.error_code), session_id=0,
                                responses=topics if msg.error_code == 0 else (), **top)  # fmt: skip
     kw: dict[str, Any] = dict(partition_index=0, error_code=ErrorCode(msg.partition_error), leader_id=msg.leader_id,
@@ -288,7 +286,7 @@ def _response_entity(msg: Any, version: int) -> Any:
         if msg.error_code == 0
         else ()
     )
-    return getattr(m, _MODULES[api][1] + "Response")(
+    return getattr(m, RAFT_MODULES[api][1] + "Response")(
         error_code=ErrorCode(msg.error_code), topics=topics, **top
     )
 
