@@ -160,22 +160,20 @@ def run_migrate(
         stopping.handle_signals() as stop,
     ):
         progress = bar if interactive else lines.copy
-        result = commands.migrate(
-            target,
+        options = commands.MigrateOptions(
             yes=yes,
             confirm=confirm,
             brokers_from_zk=brokers_from_zk,
             follow=follow,
             stop=stop,
             progress=progress,
-            say=say,
             broker_wait_timeout=broker_wait_timeout,
             recopy=recopy,
             reconcile=reconcile,
             session_timeout_ms=session_timeout_ms,
-            on_metrics=on_metrics,
             heartbeat=lines.interval,
         )
+        result = commands.migrate(target, options, say=say, on_metrics=on_metrics)
         signalled = stopping.signal_number()
     _render_migrate(result, target.log_dir, as_json)
     if signalled is not None:

@@ -22,8 +22,10 @@ from kazoo.client import KazooClient
 
 from migrator.errors import BadInputError
 from migrator.kraft.log import MetadataLog
-from migrator.migration.driver import DEFAULT_NODE_ID
 from migrator.zk.connection import TlsOptions, ZkSecurity, connect, sasl_from_jaas
+
+#: this controller's node id when neither --node-id nor node.id says otherwise
+DEFAULT_NODE_ID = 3000
 
 
 @dataclass(frozen=True)
@@ -98,11 +100,14 @@ class Target:
             require_chroot=require_chroot,
         )
 
-    def open_log(self, writable: bool = False) -> MetadataLog:
-        """The metadata log in `log_dir` (read-only unless `writable`)."""
+    def open_log(
+        self, writable: bool = False, *, cluster_id: str | None = None, node_id: int | None = None
+    ) -> MetadataLog:
+        """The metadata log in `log_dir` (read-only unless `writable`; writable takes the writer lock,
+        and a new directory is formatted for `cluster_id` and `node_id`)."""
         if not self.log_dir:
             raise BadInputError("no metadata log directory given (--log-dir)")
-        return MetadataLog.open(self.log_dir, writable=writable)
+        return MetadataLog.open(self.log_dir, writable=writable, cluster_id=cluster_id, node_id=node_id)
 
 
 # --- a Kafka properties file as option defaults ------------------------------------------------------

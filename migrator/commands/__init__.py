@@ -54,12 +54,13 @@ from migrator.controller.managers.change import AclSpec, AdminChange
 from migrator.controller.managers.scram import ScramSpec, scram_credential
 from migrator.controller.zk_brokers.zk_propagator import EXAMPLE_DOMAIN
 from migrator.migration.checks import DEFAULT_JUTE_MAXBUFFER
-from migrator.migration.driver import DEFAULT_BROKER_WAIT_SECONDS, DEFAULT_NODE_ID
+from migrator.migration.driver import DEFAULT_BROKER_WAIT_SECONDS, DEFAULT_NODE_ID, MigrateOptions
 from migrator.target import Target, option_defaults
 from migrator.zk.bulk_write import ZnodeExistsError
 
 __all__ = [
     "EXAMPLE_DOMAIN",
+    "MigrateOptions",
     "ZnodeExistsError",
     "rollback_kafka_controller",
     "DEFAULT_BROKER_WAIT_SECONDS",

@@ -1,25 +1,25 @@
 """The migration: migrate, plan, status, finalize, rollback, admin, truncate-unsynced.
 
-Each builds the driver's options from the Target and calls the driver; the driver derives the state
+Each hands the driver the Target whole (the driver opens its ZooKeeper session and log through it) and
+calls the driver; `migrate` passes its `MigrateOptions` on as it was built. The driver derives the state
 from the durable facts (the log and ZooKeeper) every time, so these functions keep nothing between
 calls.
 """
 
 from __future__ import annotations
 
-import threading
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from migrator.commands.target_arg import takes_target
-from migrator.controller.core import DEFAULT_SESSION_TIMEOUT_MS
 from migrator.controller.managers.change import AdminChange
 from migrator.controller.security.client_security import ClientSecurity
-from migrator.controller.service import ControllerService
 from migrator.errors import FindingsError
 from migrator.metrics import MigrationMetrics
 from migrator.migration import driver, unsynced
-from migrator.migration.driver import DriverOptions
+from migrator.migration.driver import DriverOptions, MigrateOptions
 from migrator.results import (
     AdminResult,
     FinalizeResult,
@@ -37,18 +37,8 @@ from migrator.zk.leadership import read_migration
 def driver_options(
     target: Target, say: Callable[[str], None] | None = None, metrics: MigrationMetrics | None = None
 ) -> DriverOptions:
-    """The driver's options, all from the Target: where, who, and the security of every session."""
-    opts = DriverOptions(
-        zookeeper=target.zookeeper,
-        log_dir=target.log_dir,
-        zk_auth=target.zk_auth,
-        zk_timeout=target.zk_timeout,
-        node_id=target.node_id,
-        say=say,
-        metrics=metrics,  # the controller's Prometheus gauges, updated by the driver
-        security=target.security,
-    )
-    return opts
+    """The driver's options: the Target whole, and how this invocation reports."""
+    return DriverOptions(target, say=say, metrics=metrics)
 
 
 @contextmanager
@@ -74,22 +64,12 @@ def _metrics(
 @takes_target(log_dir_positional=True)
 def migrate(
     target: Target,
+    options: MigrateOptions | None = None,
     *,
-    yes: bool = False,
-    confirm: Callable[[str], bool] | None = None,
-    brokers_from_zk: bool = False,
-    follow: bool = False,
-    stop: threading.Event | None = None,
-    progress: Callable[[int, int], None] | None = None,
     say: Callable[[str], None] | None = None,
-    broker_wait_timeout: float = driver.DEFAULT_BROKER_WAIT_SECONDS,
-    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
-    on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None,
     metrics: MigrationMetrics | None = None,
     on_metrics: Callable[[str, int], None] | None = None,
-    recopy: bool = False,
-    reconcile: bool = False,
-    heartbeat: float = 0.0,
+    **changes: Any,
 ) -> MigrateResult:
     """Run the migration from wherever it is to DualWriteMetadata; with `follow`, stay the controller
     until `stop` is set. With the Target's `listen` (HOST:PORT) the controller protocol is served there:
@@ -97,25 +77,11 @@ def migrate(
     and talk to the controller after it. With its `metrics_listen` (and no `metrics` given) Prometheus
     gauges are served there while this runs (`on_metrics` is told where). Refusals raise RefusedError
     (1), bad input 2, unreachable 3, fenced/locked 4; brokers that never registered raise
-    BrokersNotReadyError (1). `reconcile`: a full reconcile from a fresh read of ZooKeeper too.
-    `heartbeat`: while following, say what the controller does now every that many seconds."""
+    BrokersNotReadyError (1). `options` is migrate's one definition (the CLI builds it); an in-process
+    caller may give its fields as keywords instead (`changes`, applied over `options`)."""
+    chosen = dataclasses.replace(options or MigrateOptions(), **changes)
     with _metrics(target, metrics, on_metrics) as gauges:
-        return driver.migrate(
-            driver_options(target, say, gauges),
-            yes=yes,
-            confirm=confirm,
-            brokers_from_zk=brokers_from_zk,
-            follow=follow,
-            stop=stop,
-            progress=progress,
-            listen=target.listen,
-            broker_wait_timeout=broker_wait_timeout,
-            session_timeout_ms=session_timeout_ms,
-            on_listen=on_listen,
-            recopy=recopy,
-            reconcile=reconcile,
-            heartbeat=heartbeat,
-        )
+        return driver.migrate(driver_options(target, say, gauges), chosen)
 
 
 @takes_target(log_dir_positional=True)

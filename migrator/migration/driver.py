@@ -19,8 +19,8 @@ ZooKeeper is reached through `zk.migration_client` only.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
-import threading
 import time
 from collections.abc import Callable
 
@@ -28,8 +28,6 @@ from kazoo.client import KazooClient
 
 from migrator import stop as stopping
 from migrator.bulk import without_gc
-from migrator.controller import core as ctl_core
-from migrator.controller.service import ControllerService
 from migrator.errors import BadInputError
 from migrator.kraft.log import MetadataLog
 from migrator.kraft.retention import release_snapshots, release_snapshots_beside
@@ -47,12 +45,9 @@ from migrator.migration.steps.preflight import preflight
 from migrator.migration.steps.rollback import rollback
 from migrator.migration.steps.run import (
     DEFAULT_BROKER_WAIT_SECONDS,
-    DEFAULT_NODE_ID,
-    Confirm,
     DriverOptions,
     E,
     MigrateOptions,
-    Progress,
     RefusedError,
     Run,
     S,
@@ -80,6 +75,7 @@ from migrator.results import (
     RollbackResult,
     StatusResult,
 )
+from migrator.target import DEFAULT_NODE_ID, Target
 from migrator.zk.migration_client import Claim, MigrationClient
 from state_machine import MigrationEvent, MigrationState
 
@@ -93,6 +89,7 @@ __all__ = [
     "DriverOptions",
     "FinalizeResult",
     "GuardedSyncer",
+    "MigrateOptions",
     "MigrateResult",
     "PlanResult",
     "RefusedError",
@@ -128,66 +125,37 @@ def at_goal(run: Run) -> bool:
     return run.state is S.DUAL_WRITE_METADATA and run.synced
 
 
-def migrate(
-    opts: DriverOptions,
-    *,
-    yes: bool = False,
-    confirm: Confirm | None = None,
-    brokers_from_zk: bool = False,
-    follow: bool = False,
-    stop: threading.Event | None = None,
-    progress: Progress | None = None,
-    poll_interval: float = 0.05,
-    listen: str | None = None,
-    broker_wait_timeout: float = DEFAULT_BROKER_WAIT_SECONDS,
-    session_timeout_ms: int = ctl_core.DEFAULT_SESSION_TIMEOUT_MS,
-    on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None,
-    recopy: bool = False,
-    reconcile: bool = False,
-    heartbeat: float = 0.0,
-) -> MigrateResult:
+def migrate(opts: DriverOptions, options: MigrateOptions) -> MigrateResult:
     """Run the migration from the derived state to DualWriteMetadata (and keep following with `follow`).
 
-    With `listen`, the controller protocol is served on that address from the start: in soft start
-    (registration and heartbeats only) while the copy waits for every ZooKeeper broker to register,
-    then in full once the copy is committed. `on_listen` is given the service and its bound address
-    (in-process users: tests, the broker simulator). `recopy`: take over from a lost log directory
-    (log_binding): copy ZooKeeper into a new log and rebind the claim to it. `reconcile`: once synced,
-    read ZooKeeper afresh and reconcile all of it with the log (`steps.first_sync.full_reconcile`).
+    With the Target's `listen`, the controller protocol is served on that address from the start: in
+    soft start (registration and heartbeats only) while the copy waits for every ZooKeeper broker to
+    register, then in full once the copy is committed. `on_listen` is given the service and its bound
+    address (in-process users: tests, the broker simulator). `recopy`: take over from a lost log
+    directory (log_binding): copy ZooKeeper into a new log and rebind the claim to it. `reconcile`: once
+    synced, read ZooKeeper afresh and reconcile all of it with the log (`steps.first_sync.full_reconcile`).
     """
-    options = MigrateOptions(
-        yes=yes,
-        confirm=confirm,
-        brokers_from_zk=brokers_from_zk,
-        follow=follow,
-        stop=stop,
-        progress=progress,
-        poll_interval=poll_interval,
-        listen=listen,
-        broker_wait_timeout=broker_wait_timeout,
-        session_timeout_ms=session_timeout_ms,
-        on_listen=on_listen,
-        recopy=recopy,
-        reconcile=reconcile,
-        heartbeat=heartbeat,
-    )
     started = time.perf_counter()
     with stopping.phase(*BEFORE_COPY), connected(opts) as zk:
         run = Run.start(zk, opts, migrate=options)
         facts, state = run.facts, run.state
         if opts.metrics is not None:
             opts.metrics.on_state(facts.log.migration_code)
-            options.progress = opts.metrics.tee_progress(progress)
+            options = dataclasses.replace(options, progress=opts.metrics.tee_progress(options.progress))
+            run.migrate = options
         run.result = result = MigrateResult(
             state_before=public(state), state_after=public(state), anomalies=list(facts.derived.anomalies)
         )
-        takeover = log_binding.guard(zk.zk, facts, opts.log_dir, takeover=RECOPY if recopy else None)
+        takeover = log_binding.guard(
+            zk.zk, facts, opts.target.log_dir, takeover=RECOPY if options.recopy else None
+        )
         if takeover is not None:
             opts.note(takeover)
             result.actions.append(takeover)
         if state is S.MIGRATION_FINALIZED:
             return _finalized(run)
-        if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and not brokers_from_zk and listen is None:
+        needs_brokers = state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA)
+        if needs_brokers and not options.brokers_from_zk and opts.target.listen is None:
             raise BadInputError(BROKERS_FLAG_MESSAGE)
         frozen = False
         try:
@@ -226,7 +194,7 @@ def _finalized(run: Run) -> MigrateResult:
     if run.migrate.follow:
         raise RefusedError(
             "the migration is finalized: ZooKeeper is no longer written, there is nothing to follow; next: "
-            + advice.handover(run.opts.log_dir)
+            + advice.handover(run.target.log_dir)
         )
     facts, result = run.facts, run.result
     result.actions.append("nothing to do: the migration is finalized")
@@ -250,9 +218,9 @@ def _serve_and_follow(run: Run, started: float) -> None:
     opts, result = run.opts, run.result
     # A one-shot `migrate` reuses the first sync's image (the syncer took the log's over) instead of
     # replaying the whole log once more; a controller that goes on serving replays its own.
-    one_shot = run.syncer is not None and not run.migrate.follow and run.migrate.listen is None
+    one_shot = run.syncer is not None and not run.migrate.follow and run.target.listen is None
     facts = run.regather(run.syncer.replay_at_log_end() if one_shot and run.syncer is not None else None)
-    if run.migrate.listen is not None:
+    if run.target.listen is not None:
         serve(run)
     _snapshot_after_activation(run, one_shot)
     result.state_after = public(facts.derived.state)
@@ -303,7 +271,7 @@ def _snapshot_after_activation(run: Run, one_shot: bool) -> None:
 
 
 def _open_log(log_dir: str, cluster_id: str | None, node_id: int) -> MetadataLog:
-    return open_log(log_dir, cluster_id, node_id)
+    return open_log(Target(log_dir=log_dir), cluster_id, node_id)
 
 
 def _claim(

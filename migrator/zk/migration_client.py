@@ -24,7 +24,7 @@ from migrator.errors import FencedError
 from migrator.model import MigrationZnode
 from migrator.zk import acl_codec, admin_codec, codec, config_codec, credential_codec, layout
 from migrator.zk import paths as P
-from migrator.zk.connection import ZkSecurity, close, connect, permission_denied
+from migrator.zk.connection import ZkSecurity, close, permission_denied
 from migrator.zk.fenced_writer import FencedZkWriter, OpGroup, OversizedWriteError, ZkOp
 from migrator.zk.layout import LayoutResult, image_from_tree, with_control_from
 from migrator.zk.leadership import (
@@ -77,16 +77,8 @@ class MigrationClient:
 
     @classmethod
     @contextmanager
-    def connect(
-        cls,
-        zookeeper: str,
-        auth: Sequence[str] = (),
-        timeout: float = 10.0,
-        security: ZkSecurity | None = None,
-    ) -> Iterator[MigrationClient]:
-        # Reconnect without a bound: a writer rides out a ZooKeeper restart (each operation still gives
-        # up after retry_transient's deadline, so nothing hangs for ever).
-        client = connect(zookeeper, auth=auth, timeout=timeout, security=security, connection_tries=-1)
+    def over(cls, client: KazooClient) -> Iterator[MigrationClient]:
+        """The door over a session its caller opened (the Target's `connect`), closed with the door."""
         try:
             yield cls(client)
         finally:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from migrator.controller.protocol.wire_versions import WireError
+from migrator.kraft.varint import BadValue, read_uvarint
 
 # --- bounds check before kio reads ---------------------------------------------------------------
 #
@@ -53,14 +54,17 @@ class _Cursor:
         return at
 
     def uvarint(self) -> int:
-        value = shift = 0
-        for _ in range(5):
-            byte = self.data[self.take(1)]  # bytes and memoryview both index to an int
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-        raise WireError(f"a varint at offset {self.pos} is longer than 5 bytes")
+        """An unsigned varint read by the log's reader (kraft.varint), kept inside the frame."""
+        try:
+            value, pos = read_uvarint(self.data, self.pos)
+        except BadValue:
+            raise WireError(f"a varint at offset {self.pos} is longer than 5 bytes or 32 bits") from None
+        except IndexError:
+            raise WireError(f"a varint at offset {self.pos} runs past the frame ({self.end})") from None
+        if pos > self.end:
+            raise WireError(f"a varint at offset {self.pos} runs past the frame ({self.end})")
+        self.pos = pos
+        return value
 
     def int16(self) -> int:
         return int(struct.unpack_from(">h", self.data, self.take(2))[0])

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from migrator.kraft.varint import encode_uvarint
+
 __all__ = ["encode_fast", "uvarint_bytes", "writer_for", "writer_from"]
 
 _FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "bool": "?"}
@@ -27,24 +29,8 @@ _ZERO = uuid.UUID(int=0)
 _INT32_ARRAY = struct.Struct(">i")
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_UVARINT_SMALL = [_uvarint(n) for n in range(128)]
-
-
-def _uv(n: int) -> bytes:
-    return _UVARINT_SMALL[n] if n < 128 else _uvarint(n)
-
-
-#: an unsigned varint's bytes (compact lengths), small ones from a table
-uvarint_bytes = _uv
+#: an unsigned varint's bytes (compact lengths), small ones from the log's table (kraft.varint)
+_uv = uvarint_bytes = encode_uvarint
 
 
 def _string(value: str | None, flexible: bool) -> bytes:
@@ -58,7 +44,7 @@ def _array_len(n: int | None, flexible: bool) -> bytes:
     if n is None:
         return b"\x00" if flexible else b"\xff\xff\xff\xff"
     if flexible:
-        return _UVARINT_SMALL[n + 1] if n < 127 else _uvarint(n + 1)
+        return _uv(n + 1)
     return _INT32_ARRAY.pack(n)
 
 

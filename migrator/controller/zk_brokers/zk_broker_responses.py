@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 
 from migrator.controller.zk_brokers import zk_broker_messages as Z
+from migrator.kraft.varint import BadValue, read_uvarint
 
 __all__ = ["all_clear"]
 
@@ -23,25 +24,11 @@ _I32 = struct.Struct(">i")
 _I32_I16 = struct.Struct(">ih")
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """(value, position after it); IndexError past the end (the caller's None)."""
-    shift = value = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise ValueError("varint too long")
-
-
 def _count(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
     """An array's length (compact: length + 1; classic: int32); ValueError for null (kio refuses it
     for these non-nullable arrays)."""
     if flexible:
-        n, pos = _uvarint(buf, pos)
+        n, pos = read_uvarint(buf, pos)
         n -= 1
     else:
         n = _I32.unpack_from(buf, pos)[0]
@@ -53,7 +40,7 @@ def _count(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
 
 def _skip_string(buf: bytes, pos: int, flexible: bool) -> int:
     if flexible:
-        n, pos = _uvarint(buf, pos)
+        n, pos = read_uvarint(buf, pos)
         n -= 1
     else:
         n = _I16.unpack_from(buf, pos)[0]
@@ -78,7 +65,7 @@ def all_clear(api_key: int, version: int, payload: bytes) -> int | None:
     errors are all 0, None if it is anything else (decode it then, see the module docstring)."""
     try:
         return _all_clear(api_key, version, payload)
-    except (ValueError, IndexError, struct.error):
+    except (ValueError, IndexError, struct.error, BadValue):
         return None
 
 

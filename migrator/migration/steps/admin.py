@@ -70,7 +70,7 @@ def admin_many(
 
     def over_protocol() -> tuple[Endpoint | None, ControllerUnreachable | None, bool]:
         """(the listener, why it could not be reached, whether the changes went over it)."""
-        announced = read_follower(opts.log_dir) if opts.log_dir else None
+        announced = read_follower(opts.target.log_dir) if opts.target.log_dir else None
         endpoint = resolve_endpoint(
             bootstrap, security, default_properties(), announced.listeners if announced else ()
         )
@@ -97,17 +97,17 @@ def admin_many(
             return results
         with connected(opts) as zk:
             run = Run.start(zk, opts)
-            log_binding.guard(run.client, run.facts, opts.log_dir)
+            log_binding.guard(run.client, run.facts, opts.target.log_dir)
             if run.state is not S.DUAL_WRITE_METADATA:
                 raise refused_admin(run.facts, opts)
             require_own_log(run.facts)
-            if writer_lock_held(Path(opts.log_dir)):
-                if endpoint is None and not waited and await_announcement(opts.log_dir):
+            if writer_lock_held(Path(opts.target.log_dir)):
+                if endpoint is None and not waited and await_announcement(opts.target.log_dir):
                     waited = True
                     continue  # it announced its listeners (or let the log go) meanwhile: again
-                raise held_but_unreachable(opts.log_dir, endpoint, unreachable)
+                raise held_but_unreachable(opts.target.log_dir, endpoint, unreachable)
             node_id = run.node_id
-            log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, node_id)
+            log = run.log = open_log(opts.target, run.facts.zk.cluster_id, node_id)
             try:
                 facts = run.regather()
                 if facts.derived.state is not S.DUAL_WRITE_METADATA:
@@ -178,7 +178,7 @@ def refused_admin(facts: Facts, opts: DriverOptions) -> FindingsError:
     """Admin outside DualWriteMetadata; a controller in soft start (it holds the log before the copy)
     is named, since its brokers may already be talking to it."""
     state = facts.derived.state
-    holder = writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
+    holder = writer_holder(opts.target.log_dir) if log_exists(opts.target.log_dir) else None
     if state in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA) and holder is not None:
         return FindingsError(
             f"the KRaft controller ({holder}) is in soft start: brokers are registering and the copy is not "

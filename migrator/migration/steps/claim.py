@@ -85,7 +85,7 @@ def claim(
 def claim_for_run(run: Run, covered: tuple[int, int]) -> Claim:
     """Claim for `run` (its log, facts and node id) and note the claim in its result."""
     assert run.log is not None
-    run.claim, run.migration = claim(run.zk, run.log, run.facts, run.opts.node_id, covered)
+    run.claim, run.migration = claim(run.zk, run.log, run.facts, run.target.node_id, covered)
     c = run.claim
     run.result.claim = ClaimInfo(
         kraft_controller_id=c.kraft_controller_id,

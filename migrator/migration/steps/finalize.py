@@ -36,14 +36,14 @@ def finalize(opts: DriverOptions, *, yes: bool = False, rehearsal: bool = False)
     """DualWriteMetadata → MigrationFinalized: POST_MIGRATION in the log; ZooKeeper is not written again."""
     with connected(opts) as zk:
         run = Run.start(zk, opts)
-        log_binding.guard(run.client, run.facts, opts.log_dir)
+        log_binding.guard(run.client, run.facts, opts.target.log_dir)
         before = run.state
-        if before == S.MIGRATION_FINALIZED and _handover_pending(opts.log_dir):
+        if before == S.MIGRATION_FINALIZED and _handover_pending(opts.target.log_dir):
             return _complete_handover(opts, run)
         if before is S.DUAL_WRITE_METADATA:  # every unmet guard at once, each with what meets it
             unmet = advice.finalize_guards(
                 run.facts,
-                health.read_writer(opts.log_dir),
+                health.read_writer(opts.target.log_dir),
                 rehearsal=rehearsal,
                 confirmed=yes,
                 blockers=run.blockers,
@@ -52,7 +52,7 @@ def finalize(opts: DriverOptions, *, yes: bool = False, rehearsal: bool = False)
                 raise RefusedError(advice.finalize_refusal(unmet))
         ask(before, E.FINALIZE, run.guards(confirmed=yes))  # refused here, nothing is opened
         require_own_log(run.facts)
-        log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, run.node_id)
+        log = run.log = open_log(opts.target, run.facts.zk.cluster_id, run.node_id)
         try:
             facts = run.regather()
             run.state = facts.derived.state  # derived again under the writer lock
@@ -96,7 +96,7 @@ def _handover_pending(log_dir: str) -> bool:
 def _complete_handover(opts: DriverOptions, run: Run) -> FinalizeResult:
     """Finalized, handover not prepared (the last run died in between): prepare it now."""
     require_own_log(run.facts)
-    log = run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, run.node_id)
+    log = run.log = open_log(opts.target, run.facts.zk.cluster_id, run.node_id)
     try:
         end = log.end_offset
         last = next(((o, e, r) for o, e, r in log.read(max(end - 1, 0)) if o == end - 1), None)
@@ -108,7 +108,7 @@ def _complete_handover(opts: DriverOptions, run: Run) -> FinalizeResult:
             or last[2].fields.get("ZkMigrationState") != post
         ):
             raise FindingsError(
-                f"{opts.log_dir}: the migration is finalized but records follow POST_MIGRATION (a Kafka "
+                f"{opts.target.log_dir}: the migration is finalized but records follow POST_MIGRATION (a Kafka "
                 "controller may own the directory now): the handover is not redone; see `log verify --kafka`"
             )
         done = handover.prepare(log)

@@ -245,7 +245,7 @@ def follow(run: Run) -> None:
 
         service.admin = admin  # the protocol's admin APIs, until this loop ends
     # once the admin APIs are served: `zk2kraft admin` finds the listener here
-    follower_file.announce(opts.log_dir, served_listeners(run.runtime.server if run.runtime else None))
+    follower_file.announce(opts.target.log_dir, served_listeners(run.runtime.server if run.runtime else None))
     started = time.perf_counter()
     delay = poll_interval
     ids_read = time.monotonic()
@@ -290,7 +290,7 @@ def follow(run: Run) -> None:
     finally:
         if service is not None:
             service.admin = None
-        follower_file.retire(opts.log_dir)
+        follower_file.retire(opts.target.log_dir)
         result.followed_seconds = round(time.perf_counter() - started, 3)
 
 

@@ -195,7 +195,7 @@ def kafka_rollback(
     still moving (4); Kafka's finalization (POST_MIGRATION) or brokers already in KRaft mode (1);
     no `yes` (1). Never writes Kafka's directory.
     """
-    log_dir = Path(opts.log_dir)
+    log_dir = Path(opts.target.log_dir)
     if not log_exists(log_dir):
         raise BadInputError(
             f"{log_dir} is not a KRaft metadata log directory (no meta.properties and "

@@ -44,7 +44,7 @@ def bind_early(run: Run) -> None:
     leaves ZooKeeper as it was and the next run starts from the same state. Not when the log
     directory holds another cluster's log: archiving it is what the operator is asked about."""
     m, facts = run.migrate, run.facts
-    if m.listen is None or m.brokers_from_zk or run.runtime is not None:
+    if run.target.listen is None or m.brokers_from_zk or run.runtime is not None:
         return
     if facts.log.foreign_cluster is not None or (facts.zk.cluster_id or facts.log.cluster_id) is None:
         return
@@ -91,8 +91,8 @@ def _ask(run: Run) -> None:
         extra += " The /migration znode left by an earlier attempt will be removed; the copy starts afresh."
     question = (
         f"Migrate cluster {image.cluster_id} ({len(topics)} topics, {partitions} partitions, "
-        f"{len(image.brokers)} brokers registered in ZooKeeper) into {run.opts.log_dir} as KRaft controller "
-        f"{run.opts.node_id}? ZooKeeper-mode controllers stop being elected from now on.{extra}"
+        f"{len(image.brokers)} brokers registered in ZooKeeper) into {run.target.log_dir} as KRaft controller "
+        f"{run.target.node_id}? ZooKeeper-mode controllers stop being elected from now on.{extra}"
     )
     confirm = run.migrate.confirm
     run.confirmed = run.migrate.yes or (confirm is not None and confirm(question))
@@ -123,7 +123,7 @@ def open_log_only(run: Run) -> None:
     facts, result, opts = run.facts, run.result, run.opts
     if run.started_in is S.MIGRATION_INELIGIBLE:
         if facts.log.foreign_cluster is not None:
-            result.archived_foreign_log = archive(Path(opts.log_dir), "foreign")
+            result.archived_foreign_log = archive(Path(opts.target.log_dir), "foreign")
             result.actions.append(
                 f"archived the log directory of cluster {facts.log.foreign_cluster} to {result.archived_foreign_log}"
             )
@@ -132,10 +132,12 @@ def open_log_only(run: Run) -> None:
     cluster_id = facts.zk.cluster_id or facts.log.cluster_id
     if cluster_id is None:
         raise BadInputError(f"{P.CLUSTER_ID} is missing: the log cannot be formatted without the cluster id")
-    formatted = not log_exists(opts.log_dir)
-    run.log = open_log(opts.log_dir, cluster_id, opts.node_id)
+    formatted = not log_exists(opts.target.log_dir)
+    run.log = open_log(opts.target, cluster_id, opts.target.node_id)
     if formatted:
-        result.actions.append(f"formatted {opts.log_dir} for cluster {cluster_id}, node {opts.node_id}")
+        result.actions.append(
+            f"formatted {opts.target.log_dir} for cluster {cluster_id}, node {opts.target.node_id}"
+        )
         crash_point("log.formatted")
 
 

@@ -47,7 +47,7 @@ def rollback(
         takeover = log_binding.guard(
             run.client,
             run.facts,
-            opts.log_dir,
+            opts.target.log_dir,
             takeover=ORPHANED if force_orphaned else None,
             archived_ok=True,
         )
@@ -61,7 +61,7 @@ def rollback(
         if takeover is not None:
             result.actions.append(takeover)
         if run.facts.log.exists:
-            run.log = open_log(opts.log_dir, run.facts.zk.cluster_id, run.node_id)
+            run.log = open_log(opts.target, run.facts.zk.cluster_id, run.node_id)
         elif run.facts.log.foreign_cluster is not None:
             require_own_log(run.facts)
         try:
@@ -97,7 +97,7 @@ def rollback(
             if run.log is not None:
                 run.log.close()
                 run.log = None
-                result.archived_log = archive(Path(opts.log_dir), "rolled-back")
+                result.archived_log = archive(Path(opts.target.log_dir), "rolled-back")
                 result.actions.append(f"archived the log directory to {result.archived_log}")
                 crash_point("rollback.archived")
             result.zk_controller_epoch, result.removed = release(zk, taken, kraft_epoch)

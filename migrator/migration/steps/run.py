@@ -1,7 +1,8 @@
 """What one command's run carries from step to step, and the one way its state moves.
 
-A `Run` holds the ZooKeeper door, the options, the facts last gathered, the open log, the result
-being filled and the timings; steps read and update it instead of passing six positional arguments
+A `Run` holds the ZooKeeper door, the command's `Target` (whole: its session and its log come from
+`Target.connect` and `Target.open_log`), `migrate`'s options, the facts last gathered, the open log, the
+result being filled and the timings; steps read and update it instead of passing six positional arguments
 along. `Run.advance` is the only place the run's state changes: it asks `state_machine.transition`
 with guards built from the gathered facts (and the operator's answer), never from constants.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +27,12 @@ from migrator.metrics import MigrationMetrics
 from migrator.migration.facts import Facts, gather
 from migrator.migration.zk_diff import ZkPicture
 from migrator.model import MigrationZnode
+from migrator.target import Target
 from migrator.zk.migration_client import (
     Claim,
     LayoutResult,
     MigrationClient,
     OwnWrites,
-    ZkSecurity,
     ZkTree,
 )
 from state_machine import (
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
 S = MigrationState
 E = MigrationEvent
-DEFAULT_NODE_ID = 3000
 DEFAULT_BROKER_WAIT_SECONDS = 300.0
 
 Confirm = Callable[[str], bool]
@@ -76,16 +76,11 @@ def ask(state: MigrationState, event: MigrationEvent, guards: GuardFacts) -> Mig
 
 @dataclasses.dataclass
 class DriverOptions:
-    """Where and how: the same for every command."""
+    """The command's Target, passed whole, and how this invocation reports: the same for every command."""
 
-    zookeeper: str
-    log_dir: str
-    zk_auth: Sequence[str] = ()
-    zk_timeout: float = 10.0
-    node_id: int = DEFAULT_NODE_ID
+    target: Target
     say: Say | None = None  # one-line progress notes (the CLI prints them on a terminal)
     metrics: MigrationMetrics | None = None  # the controller's Prometheus gauges (--metrics-listen)
-    security: ZkSecurity | None = None  # TLS, SASL and the ACL flag of every session (the Target's)
 
     def note(self, text: str) -> None:
         if self.say is not None:
@@ -94,7 +89,8 @@ class DriverOptions:
 
 @dataclasses.dataclass
 class MigrateOptions:
-    """What `migrate` alone is asked: the operator's answer, the listener, the follow loop."""
+    """What `migrate` alone is asked, defined here once: the CLI builds it, `commands.migrate` and the
+    driver pass it on whole. Where to listen is the Target's (`listen`), not an option of its own."""
 
     yes: bool = False
     confirm: Confirm | None = None
@@ -103,7 +99,6 @@ class MigrateOptions:
     stop: threading.Event | None = None
     progress: Progress | None = None
     poll_interval: float = 0.05
-    listen: str | None = None
     broker_wait_timeout: float = DEFAULT_BROKER_WAIT_SECONDS
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     on_listen: Callable[[ControllerService, tuple[str, int]], None] | None = None
@@ -114,7 +109,10 @@ class MigrateOptions:
 
 @contextmanager
 def connected(opts: DriverOptions) -> Iterator[MigrationClient]:
-    with MigrationClient.connect(opts.zookeeper, opts.zk_auth, opts.zk_timeout, opts.security) as zk:
+    """The door over the Target's own session (its credentials, TLS, SASL and ACL flag), reconnecting
+    without a bound: a writer rides out a ZooKeeper restart (each operation still gives up after
+    retry_transient's deadline)."""
+    with MigrationClient.over(opts.target.connect(connection_tries=-1)) as zk:
         yield zk
 
 
@@ -155,7 +153,12 @@ class Run:
 
     @classmethod
     def start(cls, zk: MigrationClient, opts: DriverOptions, **kw: Any) -> Run:
-        return cls(zk, opts, gather(zk.zk, opts.log_dir), **kw)
+        return cls(zk, opts, gather(zk.zk, opts.target.log_dir), **kw)
+
+    @property
+    def target(self) -> Target:
+        """Where and how: the command's Target, whole."""
+        return self.opts.target
 
     @property
     def client(self) -> KazooClient:
@@ -166,7 +169,7 @@ class Run:
         self.opts.note(text)
 
     def regather(self, replay: ReplayResult | None = None) -> Facts:
-        self.facts = gather(self.zk.zk, self.opts.log_dir, self.log, replay)
+        self.facts = gather(self.zk.zk, self.target.log_dir, self.log, replay)
         return self.facts
 
     def guards(self, *, confirmed: bool | None = None) -> GuardFacts:
@@ -197,7 +200,7 @@ class Run:
     @property
     def node_id(self) -> int:
         """The log's own node id once it has one, else the option's."""
-        return self.facts.log.node_id if self.facts.log.node_id is not None else self.opts.node_id
+        return self.facts.log.node_id if self.facts.log.node_id is not None else self.target.node_id
 
 
 def replay_of(facts: Facts) -> ReplayResult:
@@ -213,9 +216,10 @@ def kafka_name(code: int | None) -> str | None:
     return None if code is None else MIGRATION_STATES.get(code, f"UNKNOWN_{code}")
 
 
-def open_log(log_dir: str, cluster_id: str | None, node_id: int) -> MetadataLog:
-    """The writable log: takes the writer lock (a second writer gets FencedError naming the holder)."""
-    return MetadataLog.open(log_dir, writable=True, cluster_id=cluster_id, node_id=node_id)
+def open_log(target: Target, cluster_id: str | None, node_id: int) -> MetadataLog:
+    """The Target's log, writable: takes the writer lock (a second writer gets FencedError naming the
+    holder)."""
+    return target.open_log(writable=True, cluster_id=cluster_id, node_id=node_id)
 
 
 def jsonable(obj: Any) -> Any:

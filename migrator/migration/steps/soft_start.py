@@ -78,7 +78,7 @@ class Listener:
                 inter_broker=self.inter_broker,
                 request_timeout=self.inter_broker.request_timeout_s,
                 say=svc.say,
-                status_dir=opts.log_dir,
+                status_dir=opts.target.log_dir,
                 metadata_version=svc.core.config.metadata_version,
             ).start()
             svc.zk_propagator = self.propagator
@@ -103,7 +103,7 @@ def controller_config(
     )
     cluster_id = facts.zk.cluster_id or facts.log.cluster_id
     assert cluster_id is not None
-    node_id = facts.log.node_id if facts.log.node_id is not None else opts.node_id
+    node_id = facts.log.node_id if facts.log.node_id is not None else opts.target.node_id
     return ctl_core.ControllerConfig(
         cluster_id=cluster_id, node_id=node_id, metadata_version=mv, session_timeout_ms=session_timeout_ms
     )
@@ -142,8 +142,8 @@ def soft_start(run: Run) -> Listener:
         say=opts.say,
     )
     service.core.zk_broker_ids = frozenset(facts.zk.registered_brokers)
-    assert run.migrate.listen is not None
-    runtime = Listener(service, run.migrate.listen)
+    assert run.target.listen is not None
+    runtime = Listener(service, run.target.listen)
     if opts.metrics is not None:  # the log holds PRE_MIGRATION and brokers can register: say so now,
         # not before the listener is bound (a watcher that saw state 2 then found the port closed)
         opts.metrics.on_state(facts.log.migration_code)
@@ -156,7 +156,7 @@ def soft_start(run: Run) -> Listener:
 def soft_start_and_wait(run: Run) -> None:
     """Soft start, then WAIT_FOR_BROKERS, when the copy is to wait for brokers over the protocol."""
     m = run.migrate
-    if m.listen is None or m.brokers_from_zk:
+    if run.target.listen is None or m.brokers_from_zk:
         return
     with run.timed("wait_for_brokers"):
         if run.runtime is None:  # not bound before the pre-flight (preflight.bind_early)
@@ -171,7 +171,7 @@ def soft_start_and_wait(run: Run) -> None:
 def serve(run: Run) -> None:
     """After the first sync: activate the soft-started service with the syncer, or start one now."""
     m, claim, syncer = run.migrate, run.result.claim, run.syncer
-    assert m.listen is not None and claim is not None and syncer is not None
+    assert run.target.listen is not None and claim is not None and syncer is not None
     if run.runtime is None:
         service = ControllerService(
             run.log,
@@ -182,7 +182,7 @@ def serve(run: Run) -> None:
             say=run.opts.say,
         )
         service.core.zk_broker_ids = frozenset(run.facts.zk.registered_brokers)
-        run.runtime = Listener(service, m.listen)
+        run.runtime = Listener(service, run.target.listen)
         if m.on_listen is not None:
             m.on_listen(run.runtime.service, run.runtime.address)
     else:

@@ -25,7 +25,7 @@ from migrator.results import PlanResult, StatusResult, TransitionInfo
 def plan(opts: DriverOptions) -> PlanResult:
     """The copy as a dry run: reads ZooKeeper and the log, writes nothing anywhere."""
     with connected(opts) as zk:
-        facts = gather(zk.zk, opts.log_dir)
+        facts = gather(zk.zk, opts.target.log_dir)
         state = facts.derived.state
         if state not in (S.MIGRATION_INELIGIBLE, S.MIGRATING_ZK_DATA):
             return PlanResult(
@@ -62,11 +62,11 @@ def status(opts: DriverOptions) -> StatusResult:
     """Everything an operator asks before the next step; reads both sides, writes nothing."""
     stuck = None
     with connected(opts) as zk:
-        facts = gather(zk.zk, opts.log_dir)
-        unbound = log_binding.problem(zk.zk, facts, opts.log_dir)
-        wrong = None if unbound is None else advice.not_this_log(zk.zk, facts, opts.log_dir, unbound)
-        if facts.lag > 0 and facts.zk.migration is not None and log_exists(opts.log_dir):
-            with MetadataLog.open(opts.log_dir) as mlog:
+        facts = gather(zk.zk, opts.target.log_dir)
+        unbound = log_binding.problem(zk.zk, facts, opts.target.log_dir)
+        wrong = None if unbound is None else advice.not_this_log(zk.zk, facts, opts.target.log_dir, unbound)
+        if facts.lag > 0 and facts.zk.migration is not None and log_exists(opts.target.log_dir):
+            with MetadataLog.open(opts.target.log_dir) as mlog:
                 stuck = find_stuck(zk.zk, mlog, facts.zk.migration)
     d = facts.derived
     zk_facts = facts.zk
@@ -83,11 +83,11 @@ def status(opts: DriverOptions) -> StatusResult:
         )
     m = zk_facts.migration
     c = zk_facts.controller
-    writer = writer_holder(opts.log_dir) if log_exists(opts.log_dir) else None
-    announced = read_follower(opts.log_dir) if writer else None
+    writer = writer_holder(opts.target.log_dir) if log_exists(opts.target.log_dir) else None
+    announced = read_follower(opts.target.log_dir) if writer else None
     follower = announced.pid if announced is not None else None
-    channels = zk_propagator_status(opts.log_dir, follower) if follower else None
-    writer_info = health.read_writer(opts.log_dir)
+    channels = zk_propagator_status(opts.target.log_dir, follower) if follower else None
+    writer_info = health.read_writer(opts.target.log_dir)
     action, notes = advice.next_step(facts, writer_info)
     anomalies = list(d.anomalies) + notes
     state, kafka_code, reason = d.state, d.kafka_code, d.reason
@@ -97,12 +97,12 @@ def status(opts: DriverOptions) -> StatusResult:
         alone = advice.zk_alone(zk_facts)
         if alone is not None:  # the log here says nothing about the migration: ZooKeeper alone does
             state, kafka_code = alone.state, alone.kafka_code
-            reason = f"{alone.proof}; -l {opts.log_dir} is not that controller's log"
+            reason = f"{alone.proof}; -l {opts.target.log_dir} is not that controller's log"
     if stuck is not None:
         anomalies.append(f"{stuck}; the lag can never drain: run `zk2kraft log truncate-unsynced --yes`")
-    holder = read_holder(Path(opts.log_dir) / LOCK_FILE) if writer else None
+    holder = read_holder(Path(opts.target.log_dir) / LOCK_FILE) if writer else None
     if holder is not None:  # the running controller's refused registrations (soft start included)
-        for r in read_refused(opts.log_dir, holder.pid):
+        for r in read_refused(opts.target.log_dir, holder.pid):
             anomalies.append(
                 f"broker {r.get('broker_id')}'s registration refused by the controller: {r.get('error')}: "
                 f"{r.get('message')}"
@@ -136,7 +136,7 @@ def status(opts: DriverOptions) -> StatusResult:
                 "zk_version": m.zk_version,
             }
         ),
-        log_dir=opts.log_dir,
+        log_dir=opts.target.log_dir,
         log_exists=lf.exists,
         log_end_offset=lf.end_offset,
         log_last_record_offset=lf.last_record_offset,
@@ -160,8 +160,8 @@ def status(opts: DriverOptions) -> StatusResult:
         writer_info=writer_info,
         follower_pid=follower,
         zk_broker_channels=channels,
-        manifest=copy_mod.read_manifest(opts.log_dir) if lf.exists else None,
+        manifest=copy_mod.read_manifest(opts.target.log_dir) if lf.exists else None,
     )
-    if kafka_companion.is_kafka_log(opts.log_dir):  # Kafka's own controller migrates
-        return kafka_companion.companion_status(result, facts, opts.log_dir)
+    if kafka_companion.is_kafka_log(opts.target.log_dir):  # Kafka's own controller migrates
+        return kafka_companion.companion_status(result, facts, opts.target.log_dir)
     return result
