@@ -54,9 +54,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from migrator.controller.protocol.fast_writer import encode_fast  # noqa: E402
 from migrator.controller.zk_brokers import zk_broker_messages as Z  # noqa: E402
 from migrator.controller.zk_brokers import zk_broker_requests  # noqa: E402
-from migrator.controller.zk_brokers.zk_broker_codec import encode_fast  # noqa: E402
 from migrator.controller.zk_brokers.zk_broker_requests import (  # noqa: E402
     Header,
     Item,

@@ -19,9 +19,9 @@ import pytest
 from kio.serial import entity_reader
 from kio.static.primitive import i8
 
+from migrator.controller.protocol.fast_writer import encode_fast
 from migrator.controller.zk_brokers import zk_broker_messages as Z
 from migrator.controller.zk_brokers.zk_broker_channel import BrokerChannel, ZkBrokerTarget, wait_until
-from migrator.controller.zk_brokers.zk_broker_codec import encode_fast
 from migrator.controller.zk_brokers.zk_broker_requests import (
     LEADER_DURING_DELETE,
     BrokerInfo,

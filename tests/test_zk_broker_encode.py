@@ -1,7 +1,7 @@
 """The channels' direct encoder against kio's writer, on random requests in every version the controller can send.
 
 `encode_body` writes LeaderAndIsr and UpdateMetadata without building their partition and topic
-entities (`zk_broker_codec.writer_from` reads each field straight from the controller's
+entities (`protocol.fast_writer.writer_from` reads each field straight from the controller's
 PartitionState; topics are written from their states' bytes). The reference is kio's own writer on
 the entities `build_request` makes (the shape tests/test_zk_broker_messages.py checks against Kafka
 3.9's schema): byte-equal for random partitions over several topics, IsNew subsets, full and

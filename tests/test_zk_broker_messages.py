@@ -20,8 +20,8 @@ from kafka_schema_codec import F, kafka_python_classes, kio_value, kp_value
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i8
 
+from migrator.controller.protocol.fast_writer import encode_fast
 from migrator.controller.zk_brokers import zk_broker_messages as Z
-from migrator.controller.zk_brokers.zk_broker_codec import encode_fast
 
 # kafka-python reads its schema resources with importlib.resources.read_text, deprecated in 3.11.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -32,10 +32,10 @@ from kio.serial import entity_reader
 
 from migrator.controller.protocol import messages as M
 from migrator.controller.protocol import wire
+from migrator.controller.protocol.fast_writer import encode_fast
 from migrator.controller.security.listener_security import ConnectionSecurity, ListenerSecurity
 from migrator.controller.security.sasl_session import Accept
 from migrator.controller.zk_brokers import zk_broker_messages as Z
-from migrator.controller.zk_brokers.zk_broker_codec import encode_fast
 from migrator.controller.zk_brokers.zk_broker_requests import LEADER_DURING_DELETE, bulk
 from migrator.controller.zk_brokers.zk_broker_requests import encode_entity as write_entity
 

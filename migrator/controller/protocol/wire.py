@@ -29,7 +29,11 @@ from migrator.controller.protocol import messages as M
 from migrator.controller.protocol.kio_apis import NATIVE
 from migrator.controller.protocol.wire_bounds import _check_body, _check_request_header, _Cursor
 from migrator.controller.protocol.wire_requests import _request_from_kio, _request_to_kio
-from migrator.controller.protocol.wire_responses import _response_from_kio, _response_to_kio
+from migrator.controller.protocol.wire_responses import (
+    _response_from_kio,
+    _response_to_kio,
+    alter_partition_bytes,
+)
 from migrator.controller.protocol.wire_versions import (
     MAX_FRAME_BYTES,
     NAMES,
@@ -88,9 +92,10 @@ def decode_request_header(frame: bytes | memoryview) -> tuple[RequestHeader, int
 
 
 def _response_header(api_key: int, version: int, correlation_id: int) -> bytes:
+    """Header v0 is the correlation id; v1 adds an empty tag section (kio's bytes for either)."""
     if api_key != M.API_VERSIONS and is_flexible(api_key, version):
-        return _write(ResponseHeaderV1, ResponseHeaderV1(correlation_id=correlation_id))
-    return _write(ResponseHeaderV0, ResponseHeaderV0(correlation_id=correlation_id))
+        return _SIZE.pack(correlation_id) + b"\x00"
+    return _SIZE.pack(correlation_id)
 
 
 def _request_header(api_key: int, version: int, correlation_id: int, client_id: str | None) -> bytes:
@@ -145,7 +150,10 @@ def encode_response(header: RequestHeader, resp: Any) -> bytes:
     """A whole response frame (size included) answering ``header``."""
     api_key, version = header.api_key, header.api_version
     _, resp_cls = _classes(api_key, version)
-    body = _write(resp_cls, _response_to_kio(api_key, version, resp_cls, resp))
+    if api_key == M.ALTER_PARTITION:
+        body = alter_partition_bytes(resp_cls, resp)
+    else:
+        body = _write(resp_cls, _response_to_kio(api_key, version, resp_cls, resp))
     return frame(_response_header(api_key, version, header.correlation_id) + body)
 
 

@@ -26,8 +26,8 @@ from typing import Any
 from kio.serial import entity_reader, entity_writer
 
 from migrator.bulk import without_gc
+from migrator.controller.protocol.fast_writer import encode_fast, uvarint_bytes, writer_from
 from migrator.controller.zk_brokers import zk_broker_messages as Z
-from migrator.controller.zk_brokers.zk_broker_codec import encode_fast, uvarint_bytes, writer_from
 
 __all__ = [
     "LEADER_DURING_DELETE",
@@ -266,7 +266,7 @@ def _topic_head(ts_cls: type, topic: str, tid: uuid.UUID) -> tuple[bytes, bool]:
 
 def build_request(item: Item, version: int, h: Header, encoded_states: bool = False) -> Any:
     """The kio request entity for `item` in `version`; with `encoded_states`, LeaderAndIsr's
-    partition states and UpdateMetadata's live brokers are their bytes (`zk_broker_codec` writes them
+    partition states and UpdateMetadata's live brokers are their bytes (`protocol.fast_writer` writes them
     as they are), shared by requests."""
     common = {
         "controller_id": h.controller_id,
