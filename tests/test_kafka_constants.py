@@ -518,7 +518,7 @@ NOT_A_PEER_VALUE: dict[str, str] = {
     "migration/drift.py:_SHOWN": "how many examples a message names",
     "migration/findings.py:EXAMPLES": "how many examples a message names",
     "migration/findings.py:MAX_LISTED": "how many paths a finding carries",
-    "migration/steps/run.py:DEFAULT_NODE_ID": "zk2kraft's default controller id (docs)",
+    "target.py:DEFAULT_NODE_ID": "zk2kraft's default controller id (docs)",
     "migration/unsynced.py:_RUN": _TUNABLE,
     "migration/zk_sync.py:DEFAULT_MAX_LAG_RECORDS": _TUNABLE,
     "migration/zk_sync.py:DEFAULT_CHUNK_KEYS": _TUNABLE,
