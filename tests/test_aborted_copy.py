@@ -96,6 +96,8 @@ def test_soft_start_registrations_after_an_abort_land_in_the_snapshot(
         finally:
             result = running.stop()
         assert result is not None and result.state_after == "DualWriteMetadata", result
+        t = result.timings  # with --listen the window ends at the activation (issue 29)
+        assert t["dark_window"] >= t["activation"] and t["dark_window"] >= t["reconcile"]
         assert_aborted_copy_gone(log_dir, aborted_end)
         with MetadataLog.open(log_dir) as log:
             snaps = list_snapshots(log.partition_dir)
