@@ -122,6 +122,7 @@ def phases(result: results.MigrateResult) -> list[tuple[str, float]]:
         ("copy: the log's image after the commit", t.get("replay", 0.0)),
         ("first sync: reconcile", t.get("reconcile", 0.0)),
         ("first sync: records", t.get("sync", 0.0)),
+        ("--listen: the service's image, activation", t.get("activation", 0.0)),
         ("after the window: the commit's snapshot", t.get("snapshot", 0.0)),
     ]
     # the append runs on its own thread while records are built: the copy's wall time counts once

@@ -665,10 +665,13 @@ def test_open_transaction_at_end_is_reported_not_applied():
     assert result.last_offset == 0
 
 
-def test_the_bet_that_transactions_commit_gives_the_buffered_result_or_refuses(tmp_path):
+def test_the_bet_that_transactions_commit_gives_the_buffered_result_or_refuses(tmp_path, monkeypatch):
     """ImageBuilder(committed=True) applies a transaction's records as they come: a committed one
     ends exactly as the buffered replay; an aborted or open one, or one whose record does not
-    apply, raises Uncommitted, and MetadataLog.load_image then replays buffered."""
+    apply, rolls back to the image kept at its BeginTransactionRecord and ends as the buffered
+    replay too; where the image was too large to keep, it raises Uncommitted, and
+    MetadataLog.load_image then replays buffered."""
+    from migrator.kraft import image as image_mod
     from migrator.kraft.image import Uncommitted
     from migrator.kraft.log import MetadataLog
 
@@ -687,6 +690,16 @@ def test_the_bet_that_transactions_commit_gives_the_buffered_result_or_refuses(t
     unknown_topic = record("PartitionRecord", 0, PartitionId=0, TopicId=uuid.UUID(int=77), Replicas=[1],
                            Isr=[1], Leader=1, LeaderEpoch=0, PartitionEpoch=0)  # fmt: skip
     bad_then_aborted = [*committed[:2], unknown_topic, record("AbortTransactionRecord", 0, Reason="x")]
+    after = [record("TopicRecord", 0, Name="after", TopicId=uuid.UUID(int=9))]
+    for recs in (aborted, committed[:-1], bad_then_aborted, aborted + after, bad_then_aborted + after):
+        bet = ImageBuilder(committed=True)  # the image at Begin is small: kept, and rolled back to
+        for i, r in enumerate(recs):
+            bet.replay(i, r)
+        assert bet.finish().model_dump() == replay(enumerate(recs)).model_dump()
+    bad_then_committed = [*bad_then_aborted[:-1], record("EndTransactionRecord", 0)]
+    with pytest.raises(Uncommitted):  # its records were not kept: the buffered replay names the error
+        ImageBuilder(committed=True).replay_all(enumerate(bad_then_committed))
+    monkeypatch.setattr(image_mod, "ROLLBACK_MAX_PARTITIONS", -1)  # nothing is small enough to keep
     for recs, end in [(aborted, True), (committed[:-1], False), (bad_then_aborted, True)]:
         bet = ImageBuilder(committed=True)
         with pytest.raises(Uncommitted):
@@ -705,6 +718,37 @@ def test_the_bet_that_transactions_commit_gives_the_buffered_result_or_refuses(t
         for field in ("image", "open_transaction", "aborted_transactions", "committed_transactions"):
             assert getattr(loaded, field) == getattr(buffered, field) or field == "open_transaction"
         assert (loaded.open_transaction is None) == (buffered.open_transaction is None)
+
+
+def test_a_kept_image_with_an_open_transaction_goes_on_past_its_abort_without_a_replay(tmp_path):
+    """An interrupted copy's image (its transaction open) continues past the AbortTransactionRecord
+    appended later from the records after it only, as a fresh load of the directory gives it."""
+    from migrator.kraft.log import MetadataLog
+
+    recs = [
+        record("ZkMigrationStateRecord", 0, ZkMigrationState=2),
+        record("BeginTransactionRecord", 0, Name="ZK Migration"),
+        *base_records(),
+    ]
+    with MetadataLog.open(tmp_path / "l", writable=True, cluster_id="c", node_id=1) as log:
+        log.append(recs, 1)
+        first = log.load_image().result
+        assert first.open_transaction is not None and first.open_transaction.pending_records == 2
+        log.append([record("AbortTransactionRecord", 0, Reason="x")], 1)
+        log.append([record("TopicRecord", 0, Name="after", TopicId=uuid.UUID(int=9))], 1)
+        reads: list[int] = []
+        real_read = log.read
+
+        def counted(from_offset: int = 0):  # type: ignore[no-untyped-def]
+            reads.append(from_offset)
+            return real_read(from_offset)
+
+        log.read = counted  # type: ignore[method-assign]
+        went_on = log.load_image().result
+        assert reads == [first.last_offset + 1 + 3]  # from the abort on, not from the Begin
+    with MetadataLog.open(tmp_path / "l") as fresh:
+        again = fresh.load_image().result
+    assert went_on.model_dump() == again.model_dump()
 
 
 def test_transaction_marker_misuse_names_offset():

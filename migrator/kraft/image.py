@@ -403,6 +403,20 @@ class _Positions:
             self._at.setdefault(self._key(x), i)  # the first, as the scan it replaces found
 
 
+#: An image this small is copied at BeginTransactionRecord by an optimistic replay (a few ms); a
+#: larger one is not, and an abort then costs that replay again from the start (`Uncommitted`).
+ROLLBACK_MAX_PARTITIONS = 20_000
+
+
+def _small(image: ClusterImage) -> bool:
+    total = 0
+    for topic in image.topics.values():
+        total += len(topic.partitions)
+        if total > ROLLBACK_MAX_PARTITIONS:
+            return False
+    return total <= ROLLBACK_MAX_PARTITIONS
+
+
 def _entity_key(entity: Mapping[str, str | None]) -> tuple[tuple[str, str | None], ...]:
     return tuple(sorted(entity.items(), key=lambda kv: kv[0]))
 
@@ -419,9 +433,10 @@ class ImageBuilder:
         EndTransactionRecord, betting that it commits; anything else raises `Uncommitted` (the
         caller replays again without the bet). Holding the copy's records was a whole cluster's
         records at once (~1 GB at 1M partitions) beside the image they build."""
+        resumed = start.open_transaction if isinstance(start, ReplayResult) else None
         if isinstance(start, ReplayResult):
-            if start.open_transaction is not None:
-                raise ValueError("cannot continue a replay from a result with an open transaction")
+            if resumed is not None and not committed:
+                raise ValueError("cannot continue a buffered replay from a result with an open transaction")
             if not copy:
                 self.result = start
             else:
@@ -444,6 +459,18 @@ class ImageBuilder:
         self._changes: ImageChanges | None = None
         self._quota_at = _Positions(lambda q: _entity_key(q.entity))
         self._acl_at = _Positions(lambda a: a.acl_id)
+        # The bet's way back (committed=True): the image as it was at BeginTransactionRecord, copied
+        # when small (the copy's Begin follows the bootstrap only), so an abort or an open end rolls
+        # back to it instead of replaying the log again; `_blind`: rolled back (or resumed from a
+        # result whose transaction is open), the transaction's further records are only counted.
+        self._at_begin: ReplayResult | None = None
+        self._blind = False
+        self._txn_records = 0
+        if resumed is not None:
+            self._txn = (resumed.begin_offset, resumed.name)
+            self._txn_records = resumed.pending_records
+            self._blind = True
+            self.result.open_transaction = None
 
     @property
     def topic_names(self) -> Mapping[uuid.UUID, str]:
@@ -476,10 +503,15 @@ class ImageBuilder:
             if not self._committed:
                 self._pending.append((offset, rec))
                 return
+            self._txn_records += 1
+            if self._blind:
+                return
             try:
                 self._apply(offset, rec)  # the bet: `_last_offset` moves at the commit, as buffered
             except Exception as e:  # an aborted transaction's bad record must not fail the replay
-                raise Uncommitted(f"offset {offset}: {e}") from e
+                if self._at_begin is None:
+                    raise Uncommitted(f"offset {offset}: {e}") from e
+                self._roll_back()  # an abort still needs no second replay; a commit does (`Uncommitted`)
             return
         self._apply(offset, rec)
         self._last_offset = offset
@@ -491,12 +523,15 @@ class ImageBuilder:
 
     def finish(self) -> ReplayResult:
         """The result so far; an open transaction is reported, its records stay unapplied."""
+        if self._txn is not None and self._committed and not self._blind:
+            if self._at_begin is None:
+                raise Uncommitted(f"transaction {self._txn[1]!r} begun at offset {self._txn[0]} is open")
+            self._roll_back()
         self.result.last_offset = self._last_offset
         if self._txn is not None:
-            if self._committed:
-                raise Uncommitted(f"transaction {self._txn[1]!r} begun at offset {self._txn[0]} is open")
+            pending = self._txn_records if self._committed else len(self._pending)
             self.result.open_transaction = OpenTransaction(
-                name=self._txn[1], begin_offset=self._txn[0], pending_records=len(self._pending)
+                name=self._txn[1], begin_offset=self._txn[0], pending_records=pending
             )
         else:
             self.result.open_transaction = None
@@ -511,19 +546,45 @@ class ImageBuilder:
                 )
             self._txn = (offset, rec.fields.get("Name"))
             self._pending = []
+            self._txn_records = 0
+            if self._committed and _small(self.image):
+                with without_gc():
+                    self._at_begin = self.result.deep_copy()
             return
         if self._txn is None:
             raise BadInputError(f"offset {offset}: {rec.name} without a BeginTransactionRecord")
+        if self._committed and (
+            self._blind if rec.api_key == 24 else not self._blind and self._at_begin is None
+        ):
+            raise Uncommitted(
+                f"offset {offset}: transaction {self._txn[1]!r} "
+                + ("commits, but its records were not applied" if rec.api_key == 24 else "aborted")
+            )
+        if self._committed and rec.api_key == 25 and not self._blind:
+            self._roll_back()
         pending, self._pending, self._txn = self._pending, [], None
+        self._at_begin, self._blind = None, False
         if rec.api_key == 24:
             for o, r in pending:
                 self._apply(o, r)
             self.result.committed_transactions += 1
-        elif self._committed:
-            raise Uncommitted(f"offset {offset}: transaction aborted")
         else:
             self.result.aborted_transactions += 1
         self._last_offset = offset
+
+    def _roll_back(self) -> None:
+        """The bet lost: back to the image at BeginTransactionRecord (the counts of records seen stay)."""
+        assert self._at_begin is not None
+        counts = self.result.counts
+        self.result, self._at_begin = self._at_begin, None
+        self.result.counts = counts
+        self.image = self.result.image
+        self._topic_names = {
+            kafka_to_uuid(t.topic_id): t.name for t in self.image.topics.values() if t.topic_id is not None
+        }
+        self._quota_at = _Positions(lambda q: _entity_key(q.entity))
+        self._acl_at = _Positions(lambda a: a.acl_id)
+        self._blind = True
 
     # -- one record ------------------------------------------------------------------------------
 

@@ -479,6 +479,30 @@ class MetadataLog:
         """`loaded` (the image at the log's end) was just snapshotted at `path`: see ImageCache."""
         self._images.snapshot_written(loaded, path, counts)
 
+    def identity(self) -> tuple[int | None, ...]:
+        """What tells this directory's log apart from any other state of it without reading it: its
+        start, end, active segment and bytes, last epoch and append time, newest snapshot."""
+        snaps = self.snapshot_ids()
+        base = self.segments[-1].base_offset if self.segments else None
+        return (
+            self.log_start_offset,
+            self._end_offset,
+            base,
+            self._active_end,
+            self.latest_epoch,
+            self._last_timestamp,
+            snaps[-1].end_offset if snaps else None,
+        )
+
+    def adopt_image(self, loaded: LoadedImage, identity: tuple[int | None, ...]) -> bool:
+        """Keep `loaded`, another open's `load_image` answer for this directory when it had `identity`,
+        as this log's, if the directory is still as it was (`migrate` gathers its facts read-only,
+        then opens the log to write: a second replay of an interrupted copy). Returns whether kept."""
+        if self.identity() != identity:
+            return False
+        self._images.kept = loaded
+        return True
+
     def load_image(self) -> LoadedImage:
         """The image at the end of the log: the newest snapshot, then the records after it (kept: see
         `log_image.ImageCache`)."""

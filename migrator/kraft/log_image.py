@@ -95,11 +95,7 @@ class ImageCache:
                 cached = None  # a newer snapshot: load from it, as any reader of the directory would
             if cached is not None and cached.end_offset == self._log.end_offset:
                 return cached
-            if (
-                cached is not None
-                and self._log.log_start_offset <= cached.end_offset < self._log.end_offset
-                and cached.result.open_transaction is None
-            ):
+            if cached is not None and self._log.log_start_offset <= cached.end_offset < self._log.end_offset:
                 loaded = self._continue(cached)
             else:
                 loaded = self._load()
@@ -114,6 +110,9 @@ class ImageCache:
         try:  # betting that what was appended commits (ImageBuilder(committed=True)), else buffered
             result = self._continue_result(previous, committed=True)
         except Uncommitted:
+            if previous.result.open_transaction is not None:
+                # its records were not kept: only an abort (an interrupted copy's) goes on from here
+                return self._load()
             result = self._continue_result(previous, committed=False)
         return LoadedImage(
             result=result,

@@ -19,6 +19,7 @@ from migrator.errors import BadInputError
 from migrator.kraft import dirfiles
 from migrator.kraft.image import OpenTransaction, ReplayResult
 from migrator.kraft.log import METADATA_PARTITION, MetadataLog
+from migrator.kraft.log_image import LoadedImage
 from migrator.model import ControllerZnode, MigrationZnode
 from migrator.zk import paths as P
 from migrator.zk.migration_client import codec, permission_denied, read_migration, retry_transient
@@ -46,6 +47,8 @@ class LogFacts:
     migration_timestamp_ms: int | None = None  # append time of the batch holding it
     open_transaction: OpenTransaction | None = None
     replay: ReplayResult | None = None
+    #: a read-only open's load and the log's identity then: the writable open adopts it (no replay)
+    handover: tuple[LoadedImage, tuple[int | None, ...]] | None = field(default=None, repr=False)
 
     @property
     def records(self) -> bool:
@@ -123,7 +126,10 @@ def read_log_facts(
             return facts
         facts.exists = True
         if replay is None:
-            replay = log.load_image().result
+            loaded = log.load_image()
+            replay = loaded.result
+            if own:
+                facts.handover = (loaded, log.identity())
         facts.replay = replay
         facts.end_offset = log.end_offset
         facts.latest_epoch = log.latest_epoch

@@ -43,8 +43,9 @@ def copy(run: Run) -> MigrationEvent:
         soft_start_and_wait(run)
         if run.runtime is not None:  # brokers wait while the copy writes the log
             run.held.enter_context(run.runtime.service.exclusive())
-    # timings["dark_window"] spans the claim to DualWriteMetadata: the controller serves nothing but
-    # registrations and heartbeats meanwhile (KIP-866), so it is the figure the single-read work targets.
+    # timings["dark_window"] spans the claim to DualWriteMetadata (with --listen, to the activation):
+    # the controller serves nothing but registrations and heartbeats meanwhile (KIP-866), so it is
+    # the figure the single-read work targets.
     run.dark_started = time.perf_counter()
     # The one ZooKeeper work under the service's lock (migrator.lock_rule): the copy's reads and
     # writes, which brokers wait for by design until the copy commits (the dark window above).

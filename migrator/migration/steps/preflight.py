@@ -134,6 +134,9 @@ def open_log_only(run: Run) -> None:
         raise BadInputError(f"{P.CLUSTER_ID} is missing: the log cannot be formatted without the cluster id")
     formatted = not log_exists(opts.target.log_dir)
     run.log = open_log(opts.target, cluster_id, opts.target.node_id)
+    if facts.log.handover is not None:  # the facts' read-only replay, if the directory is unchanged
+        run.log.adopt_image(*facts.log.handover)
+        facts.log.handover = None
     if formatted:
         result.actions.append(
             f"formatted {opts.target.log_dir} for cluster {cluster_id}, node {opts.target.node_id}"
