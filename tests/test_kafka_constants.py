@@ -495,6 +495,7 @@ NOT_A_PEER_VALUE: dict[str, str] = {
     "controller/zk_brokers/zk_broker_requests.py:BULK": _TUNABLE,
     "controller/zk_brokers/zk_broker_requests.py:_MERGED_MAX": _CACHE,
     "controller/zk_brokers/zk_broker_requests.py:_STATE_BYTES_MAX": _CACHE,
+    "kraft/image.py:ROLLBACK_MAX_PARTITIONS": "the largest image copied at BeginTransactionRecord to roll back to (a tunable)",
     "controller/raft/leader_progress.py:NEVER": "a time no clock reaches: a voter never heard from",
     "controller/raft/raft_fetch.py:SLICE_MIN_BYTES": "the size above which an answer is sent from the file (sendfile)",
     "kraft/batch.py:MAX_DECOMPRESSED": _TUNABLE,
