@@ -74,6 +74,20 @@ VARIANTS = [("one read", None), ("re-read (baseline)", REREAD)]
 ZK_TIMEOUT = ["--zk-timeout", "40"]
 
 
+def bench_cluster(partitions: int, per_topic: int) -> ClusterSpec:
+    """The migrate benches' cluster: 30 brokers in 3 racks, `per_topic` partitions a topic, one deletion."""
+    return ClusterSpec(
+        brokers=30,
+        racks=3,
+        topics=max(1, partitions // per_topic),
+        partitions=per_topic,
+        legacy_topics=0,
+        reassignments=0,
+        offline_partitions=0,
+        pending_deletions=1,
+    )
+
+
 def migrate_in_process(
     zk: str, log_dir: Path, patch: str | None, tree: Path = ROOT
 ) -> tuple[results.MigrateResult, float]:
@@ -177,16 +191,7 @@ def main() -> None:
         server = ZkServer(Path(tmp) / "zk", jvm_opts=["-Xmx2g"]).start()
         try:
             client = connect(server.connect_string, timeout=30.0)
-            spec = ClusterSpec(
-                brokers=30,
-                racks=3,
-                topics=max(1, args.partitions // args.per_topic),
-                partitions=args.per_topic,
-                legacy_topics=0,
-                reassignments=0,
-                offline_partitions=0,
-                pending_deletions=1,
-            )
+            spec = bench_cluster(args.partitions, args.per_topic)
             t0 = time.perf_counter()
             generated = load_cluster(client, spec)
             print(

@@ -25,14 +25,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.migrate import ZK_TIMEOUT, bench_cluster  # noqa: E402
 from migrator import results  # noqa: E402
 from migrator.zk.connection import connect  # noqa: E402
 from zk_fixtures.brokers import BrokerSessions  # noqa: E402
-from zk_fixtures.generator import ClusterSpec, load_cluster  # noqa: E402
+from zk_fixtures.generator import load_cluster  # noqa: E402
 from zk_fixtures.server import ZkServer  # noqa: E402
 
 ENTRY = "from cli.main import entry; entry()"
-ZK_TIMEOUT = ["--zk-timeout", "40"]  # as bench/migrate.py: a loaded 2-core machine starves the pings
 
 
 def zk2kraft(tree: Path, args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, float]:
@@ -67,16 +67,7 @@ def main() -> None:
         server = ZkServer(Path(tmp) / "zk", jvm_opts=["-Xmx2g"]).start()
         try:
             client = connect(server.connect_string, timeout=30.0)
-            spec = ClusterSpec(
-                brokers=30,
-                racks=3,
-                topics=max(1, args.partitions // args.per_topic),
-                partitions=args.per_topic,
-                legacy_topics=0,
-                reassignments=0,
-                offline_partitions=0,
-                pending_deletions=1,
-            )
+            spec = bench_cluster(args.partitions, args.per_topic)
             generated = load_cluster(client, spec)
             print(
                 f"{generated.image.partition_count():,} partitions; killed at copy.batch:{batch}; "
