@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from migrator.zk.connection import close, connect
 from zk_fixtures.kafka import KafkaNode, free_ports
 
 #: the project's root: `zk2kraft controller` runs from it (the package importable without an install)
@@ -130,8 +131,29 @@ class RealCluster:
     def start_broker(self, bid: int, props: dict[str, object]) -> KafkaNode:
         node = self.nodes[bid]
         node.props = props
+        if "zookeeper.connect" in props:
+            self.wait_unregistered(
+                bid, float(str(props.get("zookeeper.session.timeout.ms", 18000))) / 1000 + 30
+            )
         node.start(wait_port="PLAINTEXT", timeout=120)
         return node
+
+    def wait_unregistered(self, bid: int, timeout: float) -> None:
+        """Until a killed broker's `/brokers/ids/<id>` is gone with its ZooKeeper session.
+
+        A ZooKeeper-mode broker started while its dead incarnation's ephemeral znode is still there exits
+        at once: Kafka's `KafkaZkClient.checkedEphemeralCreate` finds a node of another session
+        (NodeExists). Leaders move off a killed broker when the controller fences it, which can be
+        before its ZooKeeper session expires (seen in CI: broker 2 restarted and exited)."""
+        client = connect(self.zk_connect, timeout=30.0)
+        try:
+            deadline = time.monotonic() + timeout
+            while client.exists(f"/brokers/ids/{bid}") is not None:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"/brokers/ids/{bid} still there after {timeout:.0f}s")
+                time.sleep(0.2)
+        finally:
+            close(client)
 
     # zk2kraft's controller ------------------------------------------------------------------
 
