@@ -368,8 +368,6 @@ FROM_PEER: dict[str, str] = {
     "controller/raft/election.py:RETRY_BACKOFF_BASE_MS": "KafkaRaftClient.RETRY_BACKOFF_BASE_MS",
     "controller/raft/leader_progress.py:OBSERVER_SESSION_TIMEOUT_MS": "LeaderState.OBSERVER_SESSION_TIMEOUT_MS",
     "controller/raft/voter.py:MAX_FETCH_WAIT_MS": "KafkaRaftClient.MAX_FETCH_WAIT_MS",
-    "controller/raft/voter_messages.py:BROKER_NOT_AVAILABLE": "Errors.BROKER_NOT_AVAILABLE",
-    "controller/raft/voter_messages.py:INVALID_VOTER_KEY": "Errors.INVALID_VOTER_KEY",
     "kraft/batch.py:MAGIC": "RecordBatch.MAGIC_VALUE_V2",
     "kraft/batch.py:LOG_OVERHEAD": "Records.LOG_OVERHEAD",
     "kraft/batch.py:BATCH_HEADER_SIZE": "DefaultRecordBatch.RECORD_BATCH_OVERHEAD",

@@ -9,9 +9,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from migrator.controller.protocol.kafka_errors import (  # Kafka's codes these APIs answer with, re-exported
+    BROKER_NOT_AVAILABLE,
+    FENCED_LEADER_EPOCH,
+    INCONSISTENT_CLUSTER_ID,
+    INVALID_REQUEST,
+    INVALID_VOTER_KEY,
+    NONE,
+    NOT_LEADER_OR_FOLLOWER,
+    UNKNOWN_LEADER_EPOCH,
+    UNKNOWN_TOPIC_OR_PARTITION,
+)
 from migrator.controller.raft.leader_progress import ReplicaView
 
 __all__ = [
+    "BROKER_NOT_AVAILABLE",
+    "FENCED_LEADER_EPOCH",
+    "INCONSISTENT_CLUSTER_ID",
+    "INVALID_REQUEST",
+    "INVALID_VOTER_KEY",
+    "NONE",
+    "NOT_LEADER_OR_FOLLOWER",
+    "UNKNOWN_LEADER_EPOCH",
+    "UNKNOWN_TOPIC_OR_PARTITION",
     "DescribeQuorumRequest",
     "DescribeQuorumResponse",
     "BeginQuorumEpochRequest",
@@ -25,16 +45,6 @@ __all__ = [
     "VoteResponse",
 ]
 
-#: Kafka's error codes these APIs answer with (Errors)
-NONE = 0
-NOT_LEADER_OR_FOLLOWER = 6
-BROKER_NOT_AVAILABLE = 8
-INVALID_REQUEST = 42
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-INCONSISTENT_CLUSTER_ID = 104
-INVALID_VOTER_KEY = 125
-UNKNOWN_TOPIC_OR_PARTITION = 3
 #: Errors.message(): what Kafka's DescribeQuorum error answers carry as ErrorMessage (v2)
 MESSAGES = {
     NOT_LEADER_OR_FOLLOWER: "For requests intended only for the leader, this error indicates that the broker is "
